@@ -1,0 +1,4 @@
+#include <pybind11/pybind11.h>
+namespace tinytorch {
+void init_engine(pybind11::module_& m) {}
+}  // namespace tinytorch
