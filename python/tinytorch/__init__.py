@@ -32,40 +32,5 @@ short = int16
 __version__ = "0.1.0"
 
 
-def is_tensor(obj) -> bool:
-    """Whether obj is a tinytorch Tensor."""
-    return isinstance(obj, Tensor)
 
-
-def numel(t: Tensor) -> int:
-    return t.numel()
-
-
-def allclose(a: Tensor, b: Tensor, rtol: float = 1e-05, atol: float = 1e-08, equal_nan: bool = False) -> bool:
-    """Whether |a - b| <= atol + rtol * |b| everywhere."""
-    import numpy as _np
-    return bool(_np.allclose(_np.asarray(a), _np.asarray(b), rtol=rtol, atol=atol, equal_nan=equal_nan))
-
-
-def isclose(a: Tensor, b: Tensor, rtol: float = 1e-05, atol: float = 1e-08, equal_nan: bool = False) -> Tensor:
-    import numpy as _np
-    return tensor(_np.isclose(_np.asarray(a), _np.asarray(b), rtol=rtol, atol=atol, equal_nan=equal_nan))
-
-
-def equal(a: Tensor, b: Tensor) -> bool:
-    """Same shape and same values."""
-    return a.shape == b.shape and bool((a == b).all())
-
-
-def get_num_threads() -> int:
-    import os as _os
-    return _os.cpu_count() or 1
-
-
-def set_num_threads(n: int) -> None:
-    """Accepted for compatibility: NumPy's BLAS threads are set by its own environment variables."""
-
-
-def compile(model=None, **kwargs):  # noqa: A001
-    """PyTorch 2's compiler has no counterpart here: the model is returned unchanged."""
-    return model if model is not None else (lambda m: m)
+from ._misc import allclose, compile, equal, get_num_threads, is_tensor, isclose, numel, set_num_threads  # noqa: E402,A004
