@@ -3,8 +3,9 @@ from __future__ import annotations
 
 import numpy as np
 
-from .._tensor import Tensor, _wrap
+from .._tensor import Tensor
 from ._common import attach, needs_grad, operands, record, sum_to
+from .pointwise import _result
 
 
 def matmul(a: Tensor, b: Tensor) -> Tensor:
@@ -21,7 +22,7 @@ def matmul(a: Tensor, b: Tensor) -> Tensor:
                                f"the same number of elements, but got {x.shape[0]} and {y.shape[0]} elements respectively")
         raise RuntimeError(f"mat1 and mat2 shapes cannot be multiplied ({_rows(x)}x{x.shape[-1]} and "
                            f"{y.shape[-2] if y.ndim > 1 else y.shape[0]}x{y.shape[-1] if y.ndim > 1 else 1})")
-    out = _wrap(np.matmul(x, y))
+    out = _result(np.matmul(x, y))
     if needs_grad(a, b):
         ra, rb = a._requires_grad, b._requires_grad
         sa, sb = x.shape, y.shape
@@ -112,7 +113,7 @@ def einsum(equation: str, *operands_) -> Tensor:
     if "." in eq:
         raise RuntimeError("tinytorch.einsum does not support ellipsis ('...') yet; use explicit subscripts")
     arrays = [t._data for t in operands_]
-    out = _wrap(np.einsum(f"{lhs}->{rhs}", *arrays))
+    out = _result(np.einsum(f"{lhs}->{rhs}", *arrays))
     if needs_grad(*operands_):
         sizes = {}
         for s, arr in zip(subs, arrays):
@@ -145,4 +146,4 @@ def einsum(equation: str, *operands_) -> Tensor:
 
 
 attach(matmul=matmul, mm=mm, bmm=bmm, mv=mv, dot=dot, outer=outer, addmm=addmm, __matmul__=matmul,
-       __rmatmul__=lambda a, b: matmul(b if isinstance(b, Tensor) else _wrap(np.asarray(b)), a))
+       __rmatmul__=lambda a, b: matmul(b if isinstance(b, Tensor) else _result(np.asarray(b)), a))

@@ -10,9 +10,39 @@ import operator
 
 import numpy as np
 
-from .._tensor import Tensor, _wrap
-from ._common import (alias, attach, float_data, inplace_binary, inplace_unary, is_scalar, needs_grad,
-                      operands, record, saved_output, sum_to, _grad_enabled)
+from .._tensor import Tensor
+from ._common import (alias, attach, check_inplace, commit_inplace, float_data, inplace_binary, inplace_unary,
+                      is_scalar, needs_grad, operands, record, saved_output, sum_to, _grad_enabled)
+
+_new = object.__new__
+_ND = np.ndarray
+_GENERIC = np.generic
+
+
+def _result(r) -> Tensor:
+    """Wrap an op's result array. NumPy returns a scalar (np.float32, not a 0-d array) when every
+    operand is 0-d; a tensor must hold an array, or it would pass for a CUDA tensor."""
+    t = _new(Tensor)
+    t._data = r if type(r) is _ND or not isinstance(r, _GENERIC) else np.asarray(r)
+    return t
+
+
+def _shape_of(v) -> tuple:
+    return v._data.shape if isinstance(v, Tensor) else np.shape(v)
+
+
+def broadcast_error(a, b) -> RuntimeError:
+    """PyTorch's error for operands whose shapes don't broadcast (built only on the failure path)."""
+    sa, sb = _shape_of(a), _shape_of(b)
+    n = len(sa) if len(sa) > len(sb) else len(sb)
+    for i in range(n - 1, -1, -1):
+        off = n - 1 - i
+        da = sa[len(sa) - 1 - off] if off < len(sa) else 1
+        db = sb[len(sb) - 1 - off] if off < len(sb) else 1
+        if da != db and da != 1 and db != 1:
+            return RuntimeError(f"The size of tensor a ({da}) must match the size of tensor b ({db}) at "
+                                f"non-singleton dimension {i}")
+    return RuntimeError(f"shapes {list(sa)} and {list(sb)} cannot be broadcast together")
 
 
 def _fit(g: Tensor, shape: tuple, dtype) -> Tensor:
@@ -42,9 +72,13 @@ def _lhs(a, b):
 
 def add(a, b, *, alpha=1) -> Tensor:
     """a + alpha * b."""
-    a = _lhs(a, b)
+    if not isinstance(a, Tensor):
+        a = _lhs(a, b)
     x, y = operands(a, b)
-    out = _wrap(x + y if alpha == 1 else x + alpha * y)
+    try:
+        out = _result(x + y if alpha == 1 else x + alpha * y)
+    except ValueError:
+        raise broadcast_error(a, b) from None
     if a._requires_grad or (isinstance(b, Tensor) and b._requires_grad):
         if _grad_enabled():
             if isinstance(b, Tensor):
@@ -69,7 +103,10 @@ def sub(a, b, *, alpha=1) -> Tensor:
         raise RuntimeError("Subtraction, the `-` operator, with two bool tensors is not supported. "
                            "Use the `^` or `logical_xor()` operator instead.")
     x, y = operands(a, b)
-    out = _wrap(x - y if alpha == 1 else x - alpha * y)
+    try:
+        out = _result(x - y if alpha == 1 else x - alpha * y)
+    except ValueError:
+        raise broadcast_error(a, b) from None
     if needs_grad(a, b):
         if isinstance(b, Tensor):
             sa, da, sb, db = a._data.shape, a._data.dtype, b._data.shape, b._data.dtype
@@ -90,9 +127,13 @@ def rsub(a: Tensor, b, *, alpha=1) -> Tensor:
 
 def mul(a, b) -> Tensor:
     """a * b."""
-    a = _lhs(a, b)
+    if not isinstance(a, Tensor):
+        a = _lhs(a, b)
     x, y = operands(a, b)
-    out = _wrap(x * y)
+    try:
+        out = _result(x * y)
+    except ValueError:
+        raise broadcast_error(a, b) from None
     if a._requires_grad or (isinstance(b, Tensor) and b._requires_grad):
         if _grad_enabled():
             if isinstance(b, Tensor):
@@ -113,17 +154,21 @@ def div(a, b, *, rounding_mode=None) -> Tensor:
     if rounding_mode is not None:
         x, y = operands(a, b)
         if rounding_mode == "floor":
-            return _wrap(np.floor_divide(x, y) if x.dtype.kind in "iub" else np.floor(x / y).astype(np.result_type(x, y)))
+            return _result(np.floor_divide(x, y) if x.dtype.kind in "iub" else np.floor(x / y).astype(np.result_type(x, y)))
         if rounding_mode == "trunc":
             q = np.trunc(np.true_divide(x, y))
-            return _wrap(q.astype(np.result_type(x, y)) if x.dtype.kind in "iub" else q.astype(np.result_type(x, y)))
+            return _result(q.astype(np.result_type(x, y)) if x.dtype.kind in "iub" else q.astype(np.result_type(x, y)))
         raise RuntimeError(f"div expected rounding_mode to be one of None, 'trunc', or 'floor' but found '{rounding_mode}'")
-    fa = a if a.dtype.is_floating_point else None
     x, y = operands(a, b)
-    if fa is None and (not isinstance(b, Tensor) or not b.dtype.is_floating_point) and not isinstance(y, float):
+    if x.dtype.kind in "biu":  # integer division is true division, as in PyTorch
         from .._dtype import get_default_dtype
-        x = x.astype(get_default_dtype().np)  # integer division is true division, as in PyTorch
-    out = _wrap(x / y)
+        x = x.astype(get_default_dtype().np)
+        if type(y) is not float and type(y) is not int and type(y) is not bool:
+            y = y.astype(x.dtype)
+    try:
+        out = _result(x / y)
+    except ValueError:
+        raise broadcast_error(a, b) from None
     if needs_grad(a, b):
         if isinstance(b, Tensor):
             sa, da, sb, db = a._data.shape, a._data.dtype, b._data.shape, b._data.dtype
@@ -147,7 +192,7 @@ def neg(a: Tensor) -> Tensor:
     if a.dtype.name == "bool":
         raise RuntimeError("Negation, the `-` operator, on a bool tensor is not supported. If you are trying to "
                            "invert a mask, use the `~` or `logical_not()` operator instead.")
-    out = _wrap(-a._data)
+    out = _result(-a._data)
     if needs_grad(a):
         record("NegBackward0", lambda g: -g, out, (a,))
     return out
@@ -159,7 +204,10 @@ def pow(a, b) -> Tensor:
         return _rpow(b, a)
     if isinstance(b, Tensor):
         x, y = operands(a, b)
-        out = _wrap(np.power(x, y))
+        try:
+            out = _result(np.power(x, y))
+        except ValueError:
+            raise broadcast_error(a, b) from None
         if needs_grad(a, b):
             sa, da, sb, db = a._data.shape, a._data.dtype, b._data.shape, b._data.dtype
             ra, rb = a._requires_grad, b._requires_grad
@@ -181,11 +229,11 @@ def pow(a, b) -> Tensor:
     if isinstance(e, int) and x.dtype.kind in "iu" and e < 0:
         raise RuntimeError("Integers to negative integer powers are not allowed.")
     if e == 2:
-        out = _wrap(x * x)
+        out = _result(x * x)
     elif e == 0.5:
-        out = _wrap(np.sqrt(x))
+        out = _result(np.sqrt(x))
     else:
-        out = _wrap(np.power(x, e))
+        out = _result(np.power(x, e))
     if needs_grad(a):
         def pow_scalar_backward(g):
             if e == 0:
@@ -198,7 +246,7 @@ def pow(a, b) -> Tensor:
 def _rpow(b: Tensor, base) -> Tensor:
     """base ** b for a scalar base (Python's `2 ** t`)."""
     x, s = operands(b, base)
-    out = _wrap(np.power(s, float_data(b) if isinstance(s, float) or x.dtype.kind == "f" else x))
+    out = _result(np.power(s, float_data(b) if isinstance(s, float) or x.dtype.kind == "f" else x))
     if needs_grad(b):
         out_alias = alias(out)
         log_base = math.log(base) if base > 0 else float("nan")
@@ -220,7 +268,10 @@ def _extremum(a, b, pick, name: str) -> Tensor:
         from .._creation import tensor
         b = tensor(b, dtype=a.dtype, device=a.device)
     x, y = operands(a, b)
-    out = _wrap(pick(x, y))
+    try:
+        out = _result(pick(x, y))
+    except ValueError:
+        raise broadcast_error(a, b) from None
     if needs_grad(a, b):
         sa, da, sb, db = a._data.shape, a._data.dtype, b._data.shape, b._data.dtype
         ra, rb = a._requires_grad, b._requires_grad
@@ -251,7 +302,10 @@ def remainder(a, b) -> Tensor:
     """Python-style modulus (sign of the divisor); gradient 1 w.r.t. a."""
     a = _lhs(a, b)
     x, y = operands(a, b)
-    out = _wrap(np.mod(x, y))
+    try:
+        out = _result(np.mod(x, y))
+    except ValueError:
+        raise broadcast_error(a, b) from None
     if needs_grad(a, b):
         if isinstance(b, Tensor) and b._requires_grad:
             sb, db = b._data.shape, b._data.dtype
@@ -270,7 +324,10 @@ def fmod(a, b) -> Tensor:
     """C-style modulus (sign of the dividend)."""
     a = _lhs(a, b)
     x, y = operands(a, b)
-    out = _wrap(np.fmod(x, y))
+    try:
+        out = _result(np.fmod(x, y))
+    except ValueError:
+        raise broadcast_error(a, b) from None
     if needs_grad(a):
         record("FmodBackward0", lambda g: g, out, (a,))
     return out
@@ -292,7 +349,7 @@ def _unary(name: str, kernel, derivative=None, uses="x", floating=True, integer_
 
     def op(a: Tensor) -> Tensor:
         x = float_data(a) if floating else a._data
-        out = _wrap(kernel(x))
+        out = _result(kernel(x))
         if derivative is not None and a._requires_grad and _grad_enabled():
             if uses == "x":
                 record(node_name, lambda g: derivative(g, a, None), out, (a,), (a,))
@@ -351,7 +408,7 @@ relu = _unary("relu", _relu_kernel, lambda g, x, y: g * (y > 0), uses="y", float
 
 def sign(a: Tensor) -> Tensor:
     """Elementwise sign (zero gradient)."""
-    out = _wrap(np.sign(a._data))
+    out = _result(np.sign(a._data))
     if needs_grad(a):
         record("SignBackward0", lambda g: g * 0, out, (a,))
     return out
@@ -359,7 +416,7 @@ def sign(a: Tensor) -> Tensor:
 
 def _rounding(name, kernel):
     def op(a: Tensor) -> Tensor:
-        out = _wrap(kernel(a._data))
+        out = _result(kernel(a._data))
         if needs_grad(a):
             record(name.capitalize() + "Backward0", lambda g: g * 0, out, (a,))
         return out
@@ -386,14 +443,23 @@ def clamp(a: Tensor, min=None, max=None) -> Tensor:
     x = a._data
     lo = min._data if isinstance(min, Tensor) else min
     hi = max._data if isinstance(max, Tensor) else max
+    from .._dtype import result_type
+    dt = result_type(a, min, max).np  # PyTorch promotes: an int tensor clamped to 0.5 becomes float32
+    if x.dtype != dt:
+        x = x.astype(dt)
+    if lo is not None and type(lo) is not float and type(lo) is not int and lo.dtype != dt:
+        lo = lo.astype(dt)
+    if hi is not None and type(hi) is not float and type(hi) is not int and hi.dtype != dt:
+        hi = hi.astype(dt)
     y = x
-    if lo is not None:
-        y = np.maximum(y, lo)
-    if hi is not None:
-        y = np.minimum(y, hi)
-    if y.dtype != x.dtype and not isinstance(min, Tensor) and not isinstance(max, Tensor):
-        y = y.astype(x.dtype) if not (isinstance(lo, float) or isinstance(hi, float)) or x.dtype.kind == "f" else y
-    out = _wrap(y)
+    try:
+        if lo is not None:
+            y = np.maximum(y, lo)
+        if hi is not None:
+            y = np.minimum(y, hi)
+    except ValueError:
+        raise broadcast_error(a, min if lo is not None and np.ndim(lo) else max) from None
+    out = _result(y)
     if needs_grad(a, min, max):
         ra = a._requires_grad
         rmin = isinstance(min, Tensor) and min._requires_grad
@@ -415,6 +481,9 @@ def clamp(a: Tensor, min=None, max=None) -> Tensor:
         inputs = (a,) + tuple(t for t in (min, max) if isinstance(t, Tensor))
         record("ClampBackward1", clamp_backward, out, inputs, inputs)
     return out
+
+
+clip = clamp
 
 
 def clamp_min(a: Tensor, min) -> Tensor:
@@ -442,7 +511,7 @@ def where(condition, a, b) -> Tensor:
         x, y = operands(a, b)
     else:
         y, x = operands(b, a)
-    out = _wrap(np.where(cond, x, y))
+    out = _result(np.where(cond, x, y))
     if needs_grad(a, b):
         ra = isinstance(a, Tensor) and a._requires_grad
         rb = isinstance(b, Tensor) and b._requires_grad
@@ -474,18 +543,18 @@ def masked_fill(a: Tensor, mask: Tensor, value) -> Tensor:
     else:
         v = np.asarray(value).astype(a._data.dtype) if type(a._data) is np.ndarray else value
     m = mask._data
-    if m.ndim > a._data.ndim or np.broadcast_shapes(m.shape, a._data.shape) != a._data.shape:
-        raise RuntimeError(f"The size of the mask ({list(m.shape)}) must match the size of the tensor "
-                           f"({list(a._data.shape)}) after broadcasting")
-    out = _wrap(np.where(m, v, a._data))
+    try:
+        out = _result(np.where(m, v, a._data))  # a mask with more dims broadcasts the result, as in PyTorch
+    except ValueError:
+        raise broadcast_error(mask, a) from None
     if needs_grad(a, value):
-        ra = a._requires_grad
+        ra, sa, da = a._requires_grad, a._data.shape, a._data.dtype
         if isinstance(value, Tensor) and value._requires_grad:
             def masked_fill_backward(g):
-                return (g.masked_fill(mask, 0.0) if ra else None, (g * mask).sum())
+                return (_fit(g.masked_fill(mask, 0.0), sa, da) if ra else None, (g * mask).sum())
             record("MaskedFillBackward1", masked_fill_backward, out, (a, value))
         else:
-            record("MaskedFillBackward0", lambda g: g.masked_fill(mask, 0.0), out, (a,))
+            record("MaskedFillBackward0", lambda g: _fit(g.masked_fill(mask, 0.0), sa, da), out, (a,))
     return out
 
 
@@ -503,7 +572,7 @@ def addcdiv(a: Tensor, t1: Tensor, t2: Tensor, *, value=1) -> Tensor:
 
 
 def nan_to_num(a: Tensor, nan: float = 0.0, posinf=None, neginf=None) -> Tensor:
-    out = _wrap(np.nan_to_num(a._data, nan=nan, posinf=posinf, neginf=neginf))
+    out = _result(np.nan_to_num(a._data, nan=nan, posinf=posinf, neginf=neginf))
     if needs_grad(a):
         record("NanToNumBackward0", lambda g: g * a.isfinite(), out, (a,), (a,))
     return out
@@ -516,7 +585,10 @@ def _compare(kernel):
         if not isinstance(a, Tensor):
             a = _lhs(a, b)
         x, y = operands(a, b)
-        return _wrap(kernel(x, y))
+        try:
+            return _result(kernel(x, y))
+        except ValueError:
+            raise broadcast_error(a, b) from None
     return op
 
 
@@ -531,10 +603,13 @@ ge = _compare(np.greater_equal)
 def _logical(kernel):
     def op(a, b=None) -> Tensor:
         if b is None:
-            return _wrap(kernel(a._data.astype(bool, copy=False)))
+            return _result(kernel(a._data.astype(bool, copy=False)))
         x = a._data.astype(bool, copy=False)
         y = b._data.astype(bool, copy=False) if isinstance(b, Tensor) else bool(b)
-        return _wrap(kernel(x, y))
+        try:
+            return _result(kernel(x, y))
+        except ValueError:
+            raise broadcast_error(a, b) from None
     return op
 
 
@@ -549,7 +624,10 @@ def _bitwise(kernel, name):
         if isinstance(a, Tensor) and a.dtype.is_floating_point:
             raise RuntimeError(f'"{name}_cpu" not implemented for \'{_short_name(a)}\'')
         x, y = operands(a, b)
-        return _wrap(kernel(x, y))
+        try:
+            return _result(kernel(x, y))
+        except ValueError:
+            raise broadcast_error(a, b) from None
     return op
 
 
@@ -565,19 +643,19 @@ bitwise_xor = _bitwise(np.bitwise_xor, "bitwise_xor")
 def bitwise_not(a: Tensor) -> Tensor:
     if a.dtype.is_floating_point:
         raise RuntimeError(f"\"bitwise_not_cpu\" not implemented for '{_short_name(a)}'")
-    return _wrap(np.invert(a._data))
+    return _result(np.invert(a._data))
 
 
 def isnan(a: Tensor) -> Tensor:
-    return _wrap(np.isnan(a._data))
+    return _result(np.isnan(a._data))
 
 
 def isinf(a: Tensor) -> Tensor:
-    return _wrap(np.isinf(a._data))
+    return _result(np.isinf(a._data))
 
 
 def isfinite(a: Tensor) -> Tensor:
-    return _wrap(np.isfinite(a._data))
+    return _result(np.isfinite(a._data))
 
 
 def _is_equal(a: Tensor, b) -> Tensor:
@@ -654,11 +732,93 @@ def pow_(a: Tensor, b) -> Tensor:
     return inplace_binary(a, b, operator.ipow, pow)
 
 
+def fill_(a: Tensor, value) -> Tensor:
+    """Set every element to `value` (a number or a 0-d tensor), in place."""
+    if isinstance(value, Tensor) and value._data.ndim != 0:
+        raise RuntimeError(f"fill_ only supports 0-dimension value tensor but got tensor with "
+                           f"{value._data.ndim} dimensions.")
+    if needs_grad(a, value):
+        check_inplace(a)
+        return commit_inplace(a, _filled(a, value))
+    x = a._data
+    if isinstance(value, Tensor):
+        v = value._data
+        x[...] = v if type(v) is type(x) else v.item()  # a CPU 0-d value may fill a CUDA tensor
+    else:
+        x[...] = value
+    a._bump_version()
+    return a
+
+
+def _filled(a: Tensor, value) -> Tensor:
+    """Out-of-place fill for the recorded path: zero gradient to a's history, the sum to a value tensor."""
+    x = a._data
+    xp = np if type(x) is np.ndarray else x.__array_namespace__()
+    v = value.item() if isinstance(value, Tensor) else value
+    out = _result(xp.full(x.shape, v, dtype=x.dtype))
+    if isinstance(value, Tensor) and value._requires_grad:
+        ra, vdt = a._requires_grad, value.dtype
+        record("FillBackward3", lambda g: (g * 0 if ra else None, g.sum().to(vdt)), out, (a, value))
+    else:
+        record("FillBackward2", lambda g: g * 0, out, (a,))
+    return out
+
+
+def zero_(a: Tensor) -> Tensor:
+    """Set every element to zero, in place."""
+    return fill_(a, 0)
+
+
+def copy_(a: Tensor, src: Tensor, non_blocking: bool = False) -> Tensor:
+    """Copy src into a, in place: src broadcasts to a's shape and is cast to a's dtype and device."""
+    if not isinstance(src, Tensor):
+        raise TypeError(f"copy_(): argument 'other' (position 1) must be Tensor, not {type(src).__name__}")
+    x, y = a._data, src._data
+    if y.shape != x.shape:
+        try:
+            target = np.broadcast_shapes(x.shape, y.shape)
+        except ValueError:
+            raise broadcast_error(a, src) from None
+        if target != x.shape:
+            raise RuntimeError(f"output with shape {list(x.shape)} doesn't match the broadcast shape {list(target)}")
+    if needs_grad(a, src):
+        check_inplace(a)
+        return commit_inplace(a, _copied(a, src))
+    if type(y) is not type(x):
+        from .._device import move
+        y = move(y, a.device)
+    x[...] = y  # NumPy/CuPy cast and broadcast on assignment; overlapping memory is handled by the library
+    a._bump_version()
+    return a
+
+
+def _copied(a: Tensor, src: Tensor) -> Tensor:
+    """Out-of-place copy_ for the recorded path: a's old history gets zeros, src gets g summed to its shape."""
+    prev = _grad_enabled()
+    from .. import _C
+    _C._set_grad_enabled(False)
+    try:
+        moved = src.to(a.device, a.dtype)
+    finally:
+        _C._set_grad_enabled(prev)
+    xp = np if type(a._data) is np.ndarray else a._data.__array_namespace__()
+    out = _result(xp.array(xp.broadcast_to(moved._data, a._data.shape), copy=True))
+    ra, rs = a._requires_grad, src._requires_grad
+    s_shape, s_dt, s_dev = src._data.shape, src.dtype, src.device
+
+    def copy_backward(g):
+        gs = sum_to(g, s_shape).to(s_dev, s_dt) if rs else None
+        return (g * 0 if ra else None), gs
+    record("CopyBackwards", copy_backward, out, (a, src))
+    return out
+
+
 def _inplace_of(fn):
     return lambda a, *args, **kwargs: inplace_unary(a, lambda s, *r: fn(s, *r, **kwargs), *args)
 
 
 attach(
+    fill_=fill_, zero_=zero_, copy_=copy_,
     add_=add_, sub_=sub_, subtract_=sub_, mul_=mul_, multiply_=mul_, div_=div_, divide_=div_, pow_=pow_,
     __iadd__=add_, __isub__=sub_, __imul__=mul_, __itruediv__=div_, __ipow__=pow_,
     neg_=_inplace_of(neg), abs_=_inplace_of(abs), exp_=_inplace_of(exp), log_=_inplace_of(log),
@@ -676,5 +836,5 @@ attach(
 )
 
 __all__ = [n for n in dir() if not n.startswith("_") and callable(globals()[n]) and n not in (
-    "attach", "alias", "float_data", "inplace_binary", "inplace_unary", "is_scalar", "needs_grad", "operands",
+    "attach", "alias", "check_inplace", "commit_inplace", "broadcast_error", "copy_", "float_data", "inplace_binary", "inplace_unary", "is_scalar", "needs_grad", "operands",
     "record", "saved_output", "sum_to", "Tensor", "math", "np", "operator")]

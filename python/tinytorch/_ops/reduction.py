@@ -8,8 +8,9 @@ from collections import namedtuple
 import numpy as np
 
 from .._dtype import get_default_dtype, int64, to_dtype
-from .._tensor import Tensor, _wrap, _wrap_dim
+from .._tensor import Tensor, _wrap_dim
 from ._common import alias, attach, float_data, needs_grad, record, saved_output, sum_to, _grad_enabled
+from .pointwise import _result
 
 values_indices = namedtuple("return_types", ["values", "indices"])
 
@@ -48,7 +49,7 @@ def sum(a: Tensor, dim=None, keepdim: bool = False, *, dtype=None) -> Tensor:
         x = x.astype(to_dtype(dtype).np)
     elif x.dtype.kind in "bui" and x.dtype != np.int64:
         x = x.astype(np.int64)  # PyTorch sums integers and bools as int64
-    out = _wrap(np.asarray(x.sum(axis=axes, keepdims=keepdim)) if type(x) is np.ndarray
+    out = _result(np.asarray(x.sum(axis=axes, keepdims=keepdim)) if type(x) is np.ndarray
                 else x.sum(axis=axes, keepdims=keepdim))
     if a._requires_grad and _grad_enabled():
         shape = x.shape
@@ -65,7 +66,7 @@ def sum_to_size(a: Tensor, *size) -> Tensor:
         return a
     lead = x.ndim - len(shape)
     axes = tuple(range(lead)) + tuple(i + lead for i, s in enumerate(shape) if s == 1 and x.shape[i + lead] != 1)
-    out = _wrap((x.sum(axis=axes, keepdims=True) if axes else x).reshape(shape))
+    out = _result((x.sum(axis=axes, keepdims=True) if axes else x).reshape(shape))
     if needs_grad(a):
         in_shape = x.shape
         record("SumToSizeBackward0", lambda g: g.expand(in_shape), out, (a,))
@@ -80,7 +81,7 @@ def mean(a: Tensor, dim=None, keepdim: bool = False, *, dtype=None) -> Tensor:
     x = a._data if dtype is None else a._data.astype(to_dtype(dtype).np)
     axes = _dims(dim, x.ndim)
     n = x.size if axes is None else int(np.prod([x.shape[i] for i in axes]))
-    out = _wrap(np.asarray(x.mean(axis=axes, keepdims=keepdim)).astype(x.dtype, copy=False) if type(x) is np.ndarray
+    out = _result(np.asarray(x.mean(axis=axes, keepdims=keepdim)).astype(x.dtype, copy=False) if type(x) is np.ndarray
                 else x.mean(axis=axes, keepdims=keepdim))
     if needs_grad(a):
         shape = x.shape
@@ -106,7 +107,7 @@ def var(a: Tensor, dim=None, *, correction=None, keepdim: bool = False, unbiased
     mu = x.mean(axis=axes, keepdims=True)
     d = x - mu
     denom = builtins.max(n - correction, 0)
-    out = _wrap(((d * d).sum(axis=axes, keepdims=keepdim) / denom).astype(x.dtype, copy=False)
+    out = _result(((d * d).sum(axis=axes, keepdims=keepdim) / denom).astype(x.dtype, copy=False)
                 if denom > 0 else np.full((d * d).sum(axis=axes, keepdims=keepdim).shape, np.nan, x.dtype))
     if needs_grad(a):
         shape = x.shape
@@ -137,7 +138,7 @@ def _reduce_extremum(a: Tensor, axes, keepdim: bool, kernel, name: str) -> Tenso
     if x.size == 0:
         raise RuntimeError(f"{name.lower()}(): Expected reduction dim to be specified for input.numel() == 0. "
                            "Specify the reduction dim with the 'dim' argument.")
-    out = _wrap(np.asarray(kernel(x, axis=axes, keepdims=keepdim)) if type(x) is np.ndarray
+    out = _result(np.asarray(kernel(x, axis=axes, keepdims=keepdim)) if type(x) is np.ndarray
                 else kernel(x, axis=axes, keepdims=keepdim))
     if needs_grad(a):
         shape = x.shape
@@ -166,7 +167,7 @@ def _extremum_with_indices(a: Tensor, dim, keepdim: bool, arg_kernel, name: str)
     x = a._data
     axis = _wrap_dim(dim, x.ndim)
     if x.ndim == 0:
-        return values_indices(a.clone() if needs_grad(a) else _wrap(x.copy()), _wrap(np.zeros((), np.int64)))
+        return values_indices(a.clone() if needs_grad(a) else _result(x.copy()), _result(np.zeros((), np.int64)))
     if x.shape[axis] == 0:
         raise IndexError(f"{name.lower()}(): Expected reduction dim {axis} to have non-zero size.")
     idx = arg_kernel(x, axis=axis, keepdims=True)
@@ -174,8 +175,8 @@ def _extremum_with_indices(a: Tensor, dim, keepdim: bool, arg_kernel, name: str)
     if not keepdim:
         values = values.squeeze(axis)
         idx = idx.squeeze(axis)
-    out = _wrap(values)
-    indices = _wrap(idx.astype(np.int64, copy=False))
+    out = _result(values)
+    indices = _result(idx.astype(np.int64, copy=False))
     if needs_grad(a):
         shape = x.shape
 
@@ -218,15 +219,15 @@ def argmax(a: Tensor, dim=None, keepdim: bool = False) -> Tensor:
     """Index of the largest element (of the flattened tensor when dim is None)."""
     x = a._data
     if dim is None:
-        return _wrap(np.asarray(np.argmax(x.reshape(-1))).astype(np.int64))
-    return _wrap(np.argmax(x, axis=_wrap_dim(dim, x.ndim), keepdims=keepdim).astype(np.int64, copy=False))
+        return _result(np.asarray(np.argmax(x.reshape(-1))).astype(np.int64))
+    return _result(np.argmax(x, axis=_wrap_dim(dim, x.ndim), keepdims=keepdim).astype(np.int64, copy=False))
 
 
 def argmin(a: Tensor, dim=None, keepdim: bool = False) -> Tensor:
     x = a._data
     if dim is None:
-        return _wrap(np.asarray(np.argmin(x.reshape(-1))).astype(np.int64))
-    return _wrap(np.argmin(x, axis=_wrap_dim(dim, x.ndim), keepdims=keepdim).astype(np.int64, copy=False))
+        return _result(np.asarray(np.argmin(x.reshape(-1))).astype(np.int64))
+    return _result(np.argmin(x, axis=_wrap_dim(dim, x.ndim), keepdims=keepdim).astype(np.int64, copy=False))
 
 
 def logsumexp(a: Tensor, dim, keepdim: bool = False) -> Tensor:
@@ -236,7 +237,7 @@ def logsumexp(a: Tensor, dim, keepdim: bool = False) -> Tensor:
     m = x.max(axis=axes, keepdims=True) if x.size else np.zeros((1,) * x.ndim, x.dtype)
     m = np.where(np.isfinite(m), m, 0)
     s = np.log(np.exp(x - m).sum(axis=axes, keepdims=True)) + m
-    out = _wrap((s if keepdim else s.squeeze(axis=axes) if axes is not None else s.reshape(())).astype(x.dtype, copy=False))
+    out = _result((s if keepdim else s.squeeze(axis=axes) if axes is not None else s.reshape(())).astype(x.dtype, copy=False))
     if needs_grad(a):
         shape = x.shape
         out_alias = alias(out)
@@ -271,7 +272,7 @@ def norm(a: Tensor, p="fro", dim=None, keepdim: bool = False, dtype=None) -> Ten
 
 def _norm2(a: Tensor, axes, keepdim: bool) -> Tensor:
     x = float_data(a)
-    out = _wrap(np.sqrt((x * x).sum(axis=axes, keepdims=keepdim)).astype(x.dtype, copy=False))
+    out = _result(np.sqrt((x * x).sum(axis=axes, keepdims=keepdim)).astype(x.dtype, copy=False))
     if needs_grad(a):
         shape = x.shape
         out_alias = alias(out)
@@ -290,7 +291,7 @@ def prod(a: Tensor, dim=None, keepdim: bool = False, *, dtype=None) -> Tensor:
     if x.dtype.kind in "bui":
         x = x.astype(np.int64)
     axis = None if dim is None else _wrap_dim(dim, x.ndim)
-    out = _wrap(np.asarray(x.prod(axis=axis, keepdims=keepdim)))
+    out = _result(np.asarray(x.prod(axis=axis, keepdims=keepdim)))
     if needs_grad(a):
         shape = x.shape
         axes = None if axis is None else (axis,)
@@ -319,22 +320,22 @@ def cumsum(a: Tensor, dim: int, *, dtype=None) -> Tensor:
     if x.dtype.kind in "bui":
         x = x.astype(np.int64)
     axis = _wrap_dim(dim, x.ndim)
-    out = _wrap(np.cumsum(x, axis=axis) if x.ndim else x.copy())
+    out = _result(np.cumsum(x, axis=axis) if x.ndim else x.copy())
     if needs_grad(a):
         record("CumsumBackward0", lambda g: g.flip(axis).cumsum(axis).flip(axis) if g.ndim else g, out, (a,))
     return out
 
 
 def all(a: Tensor, dim=None, keepdim: bool = False) -> Tensor:
-    return _wrap(np.asarray(a._data.astype(bool).all(axis=_dims(dim, a._data.ndim), keepdims=keepdim)))
+    return _result(np.asarray(a._data.astype(bool).all(axis=_dims(dim, a._data.ndim), keepdims=keepdim)))
 
 
 def any(a: Tensor, dim=None, keepdim: bool = False) -> Tensor:
-    return _wrap(np.asarray(a._data.astype(bool).any(axis=_dims(dim, a._data.ndim), keepdims=keepdim)))
+    return _result(np.asarray(a._data.astype(bool).any(axis=_dims(dim, a._data.ndim), keepdims=keepdim)))
 
 
 def count_nonzero(a: Tensor, dim=None) -> Tensor:
-    return _wrap(np.asarray(np.count_nonzero(a._data, axis=_dims(dim, a._data.ndim))).astype(np.int64))
+    return _result(np.asarray(np.count_nonzero(a._data, axis=_dims(dim, a._data.ndim))).astype(np.int64))
 
 
 attach(sum=sum, sum_to_size=sum_to_size, mean=mean, var=var, std=std, amax=amax, amin=amin, max=max, min=min,
