@@ -95,10 +95,12 @@ def _pretty(dt) -> str:
         dt.name, dt.name)
 
 
-def var(a: Tensor, dim=None, *, correction=None, keepdim: bool = False, unbiased=None) -> Tensor:
-    """Variance with Bessel's correction by default (correction=1)."""
-    if isinstance(correction, bool):  # var(x, dim, unbiased) positional legacy form
-        unbiased, correction = correction, None
+def var(a: Tensor, dim=None, unbiased=None, keepdim: bool = False, *, correction=None) -> Tensor:
+    """Variance with Bessel's correction by default (correction=1); var(x, dim, unbiased, keepdim) also works."""
+    if isinstance(dim, bool):  # var(x, unbiased): PyTorch's legacy overload
+        dim, unbiased = None, dim
+    if unbiased is not None and correction is not None:
+        raise RuntimeError("var: can't specify both unbiased and correction")
     if correction is None:
         correction = 1 if unbiased is None or unbiased else 0
     x = float_data(a)
@@ -119,17 +121,23 @@ def var(a: Tensor, dim=None, *, correction=None, keepdim: bool = False, unbiased
     return out
 
 
-def std(a: Tensor, dim=None, *, correction=None, keepdim: bool = False, unbiased=None) -> Tensor:
+def std(a: Tensor, dim=None, unbiased=None, keepdim: bool = False, *, correction=None) -> Tensor:
     """Standard deviation: sqrt(var)."""
-    return var(a, dim, correction=correction, keepdim=keepdim, unbiased=unbiased).sqrt()
+    return var(a, dim, unbiased, keepdim, correction=correction).sqrt()
 
 
-def var_mean(a: Tensor, dim=None, *, correction=None, keepdim: bool = False, unbiased=None):
-    return var(a, dim, correction=correction, keepdim=keepdim, unbiased=unbiased), a.mean(dim, keepdim)
+def var_mean(a: Tensor, dim=None, unbiased=None, keepdim: bool = False, *, correction=None):
+    """(var, mean) over dim."""
+    if isinstance(dim, bool):
+        dim, unbiased = None, dim
+    return var(a, dim, unbiased, keepdim, correction=correction), a.mean(dim, keepdim)
 
 
-def std_mean(a: Tensor, dim=None, *, correction=None, keepdim: bool = False, unbiased=None):
-    return std(a, dim, correction=correction, keepdim=keepdim, unbiased=unbiased), a.mean(dim, keepdim)
+def std_mean(a: Tensor, dim=None, unbiased=None, keepdim: bool = False, *, correction=None):
+    """(std, mean) over dim."""
+    if isinstance(dim, bool):
+        dim, unbiased = None, dim
+    return std(a, dim, unbiased, keepdim, correction=correction), a.mean(dim, keepdim)
 
 
 def _reduce_extremum(a: Tensor, axes, keepdim: bool, kernel, name: str) -> Tensor:
@@ -279,7 +287,8 @@ def _norm2(a: Tensor, axes, keepdim: bool) -> Tensor:
 
         def norm_backward(g):
             res = saved_output(out_alias, lambda: _norm2(a, axes, keepdim))
-            scale = (g / res).masked_fill(res == 0, 0.0)  # subgradient 0 at the origin, as in PyTorch
+            zero = res == 0  # subgradient 0 at the origin, as in PyTorch (and no 0/0 on the way)
+            scale = (g / res.masked_fill(zero, 1.0)).masked_fill(zero, 0.0)
             return a * _expand_back(scale, shape, axes, keepdim)
         record("NormBackward1", norm_backward, out, (a,), (a, out_alias))
     return out
