@@ -34,6 +34,9 @@ ProcessGroupRing::ProcessGroupRing(const std::string& store_host, int store_port
     throw DistError("ProcessGroupRing: rank " + std::to_string(rank) + " is outside world size " + std::to_string(size));
   if (opts_.transport != "auto" && opts_.transport != "tcp" && opts_.transport != "shm")
     throw DistError("ProcessGroupRing: transport must be auto, tcp or shm, got '" + opts_.transport + "'");
+  if (opts_.segment_bytes < 64) throw DistError("ProcessGroupRing: segment_bytes must be at least 64");
+  if (opts_.shm_capacity < 4096 || opts_.shm_capacity % 64 != 0)
+    throw DistError("ProcessGroupRing: shm_capacity must be a multiple of 64 and at least 4096 bytes");
   const std::string what = "rank " + std::to_string(rank) + ": ring process group setup";
   Deadline deadline = deadline_after(opts_.timeout_s);
   store_ = std::make_unique<TCPStore>(store_host, store_port, -1, false, opts_.timeout_s, false, -1);

@@ -54,16 +54,9 @@ def _normalize_backend(name: Optional[str]) -> str:
 
 
 def _cuda_available() -> bool:
-    import importlib.util
+    from tinytorch import cuda
 
-    if importlib.util.find_spec("cupy") is None:
-        return False
-    try:
-        import cupy
-
-        return bool(cupy.cuda.is_available())
-    except Exception:  # noqa: BLE001 - any CuPy/driver failure means "no usable GPU"
-        return False
+    return bool(cuda.is_available())
 
 
 def _default_backend() -> str:
