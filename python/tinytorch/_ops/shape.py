@@ -417,9 +417,9 @@ def triu(a: Tensor, diagonal: int = 0) -> Tensor:
     return _triangle(a, diagonal, True)
 
 
-def flip(a: Tensor, dims) -> Tensor:
-    """Reverse the order of elements along dims (a copy, as in PyTorch)."""
-    dims = (dims,) if isinstance(dims, int) else tuple(dims)
+def flip(a: Tensor, *dims) -> Tensor:
+    """Reverse the order of elements along dims (a copy, as in PyTorch); flip(0, 2) or flip((0, 2))."""
+    dims = _shape_arg(dims)
     axes = tuple(_wrap_dim(d, a._data.ndim) for d in dims)
     xp = np if type(a._data) is np.ndarray else a._data.__array_namespace__()
     out = _wrap(xp.flip(a._data, axis=axes).copy())
