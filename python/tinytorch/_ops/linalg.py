@@ -5,7 +5,7 @@ import numpy as np
 
 from .._tensor import Tensor
 from ._common import attach, needs_grad, operands, record, sum_to
-from .pointwise import _result
+from .pointwise import _result, broadcast_error_shapes
 
 
 def matmul(a: Tensor, b: Tensor) -> Tensor:
@@ -20,9 +20,15 @@ def matmul(a: Tensor, b: Tensor) -> Tensor:
         if x.ndim == 1 and y.ndim == 1:
             raise RuntimeError(f"inconsistent tensor size, expected tensor [{x.shape[0]}] and src [{y.shape[0]}] to have "
                                f"the same number of elements, but got {x.shape[0]} and {y.shape[0]} elements respectively")
+        if x.ndim == 2 and y.ndim == 1:
+            raise RuntimeError(f"size mismatch, got input ({x.shape[0]}), mat ({x.shape[0]}x{x.shape[1]}), "
+                               f"vec ({y.shape[0]})")
         raise RuntimeError(f"mat1 and mat2 shapes cannot be multiplied ({_rows(x)}x{x.shape[-1]} and "
                            f"{y.shape[-2] if y.ndim > 1 else y.shape[0]}x{y.shape[-1] if y.ndim > 1 else 1})")
-    out = _result(np.matmul(x, y))
+    try:
+        out = _result(np.matmul(x, y))
+    except ValueError:  # batch dimensions that don't broadcast
+        raise broadcast_error_shapes(x.shape[:-2], y.shape[:-2]) from None
     if needs_grad(a, b):
         ra, rb = a._requires_grad, b._requires_grad
         sa, sb = x.shape, y.shape
@@ -33,10 +39,10 @@ def matmul(a: Tensor, b: Tensor) -> Tensor:
             A = a if a.ndim > 1 else a.unsqueeze(0)
             B = b if b.ndim > 1 else b.unsqueeze(-1)
             G = g
+            if b.ndim == 1:  # first: for vector @ vector, g is 0-d and only unsqueeze(-1) is valid on it
+                G = G.unsqueeze(-1)
             if a.ndim == 1:
                 G = G.unsqueeze(-2)
-            if b.ndim == 1:
-                G = G.unsqueeze(-1)
             ga = gb = None
             if ra:
                 ga = G.matmul(B.transpose(-1, -2))

@@ -33,7 +33,11 @@ def _shape_of(v) -> tuple:
 
 def broadcast_error(a, b) -> RuntimeError:
     """PyTorch's error for operands whose shapes don't broadcast (built only on the failure path)."""
-    sa, sb = _shape_of(a), _shape_of(b)
+    return broadcast_error_shapes(_shape_of(a), _shape_of(b))
+
+
+def broadcast_error_shapes(sa: tuple, sb: tuple) -> RuntimeError:
+    """broadcast_error for two shapes."""
     n = len(sa) if len(sa) > len(sb) else len(sb)
     for i in range(n - 1, -1, -1):
         off = n - 1 - i
@@ -836,5 +840,5 @@ attach(
 )
 
 __all__ = [n for n in dir() if not n.startswith("_") and callable(globals()[n]) and n not in (
-    "attach", "alias", "check_inplace", "commit_inplace", "broadcast_error", "copy_", "float_data", "inplace_binary", "inplace_unary", "is_scalar", "needs_grad", "operands",
+    "attach", "alias", "check_inplace", "commit_inplace", "broadcast_error", "broadcast_error_shapes", "copy_", "float_data", "inplace_binary", "inplace_unary", "is_scalar", "needs_grad", "operands",
     "record", "saved_output", "sum_to", "Tensor", "math", "np", "operator")]
