@@ -326,6 +326,8 @@ randn.__doc__ = "Standard normal samples."
 
 def randint(low, high=None, size=None, *, generator=None, dtype=None, device=None, requires_grad=False) -> Tensor:
     """Integers uniform in [low, high)."""
+    if size is None and isinstance(high, (tuple, list)):  # randint(high, size), PyTorch's short form
+        low, high, size = 0, low, high
     if high is None:
         low, high = 0, low
     if size is None:

@@ -710,30 +710,50 @@ attach(
 
 
 # In-place variants: a NumPy in-place kernel when nothing is recorded, else out of place + rebase.
+def _inplace(a: Tensor, b, kernel, out_of_place) -> Tensor:
+    try:
+        return inplace_binary(a, b, kernel, out_of_place)
+    except ValueError:  # shapes: PyTorch's messages instead of NumPy's
+        sa, sb = a._data.shape, _shape_of(b)
+        try:
+            target = np.broadcast_shapes(sa, sb)
+        except ValueError:
+            raise broadcast_error(a, b) from None
+        raise RuntimeError(f"output with shape {list(sa)} doesn't match the broadcast shape {list(target)}") from None
+
+
 def add_(a: Tensor, b, *, alpha=1) -> Tensor:
+    """a += alpha * b, in place."""
     if alpha == 1:
-        return inplace_binary(a, b, operator.iadd, add)
-    return inplace_binary(a, b, lambda x, y: x.__iadd__(y * alpha), lambda s, o: add(s, o, alpha=alpha))
+        return _inplace(a, b, operator.iadd, add)
+    return _inplace(a, b, lambda x, y: x.__iadd__(y * alpha), lambda s, o: add(s, o, alpha=alpha))
 
 
 def sub_(a: Tensor, b, *, alpha=1) -> Tensor:
+    """a -= alpha * b, in place."""
     if alpha == 1:
-        return inplace_binary(a, b, operator.isub, sub)
-    return inplace_binary(a, b, lambda x, y: x.__isub__(y * alpha), lambda s, o: sub(s, o, alpha=alpha))
+        return _inplace(a, b, operator.isub, sub)
+    return _inplace(a, b, lambda x, y: x.__isub__(y * alpha), lambda s, o: sub(s, o, alpha=alpha))
 
 
 def mul_(a: Tensor, b) -> Tensor:
-    return inplace_binary(a, b, operator.imul, mul)
+    """a *= b, in place."""
+    return _inplace(a, b, operator.imul, mul)
 
 
 def div_(a: Tensor, b, *, rounding_mode=None) -> Tensor:
+    """a /= b, in place (true division needs a floating-point a, as in PyTorch)."""
     if rounding_mode is not None:
         return inplace_unary(a, lambda s: div(s, b, rounding_mode=rounding_mode))
-    return inplace_binary(a, b, operator.itruediv, div)
+    if a._data.dtype.kind in "biu":
+        from ._common import _short
+        raise RuntimeError(f"result type Float can't be cast to the desired output type {_short(a.dtype)}")
+    return _inplace(a, b, operator.itruediv, div)
 
 
 def pow_(a: Tensor, b) -> Tensor:
-    return inplace_binary(a, b, operator.ipow, pow)
+    """a **= b, in place."""
+    return _inplace(a, b, operator.ipow, pow)
 
 
 def fill_(a: Tensor, value) -> Tensor:

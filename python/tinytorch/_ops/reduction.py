@@ -12,7 +12,22 @@ from .._tensor import Tensor, _wrap_dim
 from ._common import alias, attach, float_data, needs_grad, record, saved_output, sum_to, _grad_enabled
 from .pointwise import _result
 
-values_indices = namedtuple("return_types", ["values", "indices"])
+def _return_type(name: str):
+    """PyTorch's torch.return_types.<name>: a (values, indices) namedtuple that prints like it."""
+    base = namedtuple(name, ["values", "indices"])
+
+    class ReturnType(base):
+        __slots__ = ()
+
+        def __repr__(self) -> str:
+            return f"tinytorch.return_types.{name}(\nvalues={self.values!r},\nindices={self.indices!r})"
+    ReturnType.__name__ = ReturnType.__qualname__ = name
+    ReturnType.__module__ = "tinytorch.return_types"
+    return ReturnType
+
+
+_max_type, _min_type = _return_type("max"), _return_type("min")
+values_indices = _max_type  # kept for callers that build a (values, indices) pair
 
 
 def _dims(dim, ndim: int):
@@ -172,10 +187,11 @@ def amin(a: Tensor, dim=(), keepdim: bool = False) -> Tensor:
 
 
 def _extremum_with_indices(a: Tensor, dim, keepdim: bool, arg_kernel, name: str):
+    result_type = _max_type if name == "Max" else _min_type
     x = a._data
     axis = _wrap_dim(dim, x.ndim)
     if x.ndim == 0:
-        return values_indices(a.clone() if needs_grad(a) else _result(x.copy()), _result(np.zeros((), np.int64)))
+        return result_type(a.clone() if needs_grad(a) else _result(x.copy()), _result(np.zeros((), np.int64)))
     if x.shape[axis] == 0:
         raise IndexError(f"{name.lower()}(): Expected reduction dim {axis} to have non-zero size.")
     idx = arg_kernel(x, axis=axis, keepdims=True)
@@ -194,7 +210,7 @@ def _extremum_with_indices(a: Tensor, dim, keepdim: bool, arg_kernel, name: str)
             from .._creation import zeros
             return zeros(*shape, dtype=g.dtype, device=g.device).scatter(axis, gi, gg)
         record(name + "Backward0", extremum_backward, out, (a,))
-    return values_indices(out, indices)
+    return result_type(out, indices)
 
 
 def max(a: Tensor, dim=None, keepdim: bool = False):
