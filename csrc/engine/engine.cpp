@@ -1,5 +1,7 @@
 #include "engine/engine.h"
 
+#include "engine/profiler.h"
+
 #include <algorithm>
 #include <unordered_set>
 
@@ -355,7 +357,14 @@ void Engine::thread_main(const std::shared_ptr<GraphTask>& graph_task) {
       if (!base->has_error.load()) {
         ScopedValue<bool> mode(grad_mode, base->grad_mode);
         try {
-          evaluate_function(base, task.fn, task.inputs);
+          NodeProfiler& profiler = NodeProfiler::get();
+          if (profiler.enabled()) {
+            const int64_t start = NodeProfiler::now_ns();
+            evaluate_function(base, task.fn, task.inputs);
+            profiler.add({task.fn->name(), start, NodeProfiler::now_ns(), 0});
+          } else {
+            evaluate_function(base, task.fn, task.inputs);
+          }
         } catch (py::error_already_set& e) {
           base->set_error(std::move(e), describe_failure(*task.fn));
         } catch (std::exception& e) {
@@ -439,7 +448,10 @@ std::vector<py::object> Engine::execute(const std::vector<Edge>& roots, std::vec
     throw py::error_already_set();
   }
   run_final_callbacks(graph_task);
-  return std::move(graph_task->captured_vars);
+  // Inputs no path reached were never captured: they come back as None (grad()'s allow_unused).
+  std::vector<py::object> captured = std::move(graph_task->captured_vars);
+  for (py::object& value : captured) value = as_object(value);
+  return captured;
 }
 
 void Engine::run_final_callbacks(const std::shared_ptr<GraphTask>& graph_task) {
@@ -449,6 +461,12 @@ void Engine::run_final_callbacks(const std::shared_ptr<GraphTask>& graph_task) {
     py::object callback = graph_task->final_callbacks[i];
     callback();
   }
+}
+
+bool Engine::is_checkpoint_valid() const {
+  // A reentrant checkpoint replays its segment with a full backward(): only right when the
+  // surrounding backward runs every node (no grad() / inputs= pruning).
+  return current_graph_task == nullptr || current_graph_task->exec_info.empty();
 }
 
 void Engine::queue_callback(py::object callback) {
@@ -493,7 +511,7 @@ std::vector<py::object> Engine::call_function(GraphTask& graph_task, Node* fn, s
     }
   }
   std::vector<py::object> outputs = fn->apply(inputs);
-  if (anomaly_enabled.load() && check_nan_fn) check_nan_fn(fn->name(), as_tuple(outputs));
+  if (anomaly_enabled.load() && anomaly_check_nan.load() && check_nan_fn) check_nan_fn(fn->name(), as_tuple(outputs));
   if (fn->post_hooks) {
     for (auto item : py::reinterpret_borrow<py::dict>(fn->post_hooks)) {
       py::object result = py::reinterpret_borrow<py::object>(item.second)(as_tuple(outputs), as_tuple(inputs));

@@ -31,6 +31,12 @@ py::object Node::tensor_pre_hooks(uint32_t index) {
   return hooks ? py::reinterpret_borrow<py::object>(hooks) : py::object();
 }
 
+// PyTorch names the forward op: the node's name without its "Backward<n>" suffix.
+static std::string forward_op_name(const std::string& node_name) {
+  const size_t pos = node_name.rfind("Backward");
+  return pos == std::string::npos || pos == 0 ? node_name : node_name.substr(0, pos);
+}
+
 void PyNode::check_saved_versions() const {
   if (saved_.is_none()) return;
   py::tuple saved = py::reinterpret_borrow<py::tuple>(saved_);
@@ -38,14 +44,19 @@ void PyNode::check_saved_versions() const {
     if (saved[i].is_none()) continue;
     int64_t now = tensor_version(saved[i].ptr());
     if (now == saved_versions_[i]) continue;
+    // An output saved by its own node is an alias without history: name this node, as PyTorch does.
+    std::string origin;
+    const int64_t own_output = i < saved_output_nrs_.size() ? saved_output_nrs_[i] : -1;
     py::object producer = saved[i].attr("_grad_fn");
-    std::string origin = producer.is_none()
-                             ? "is a leaf"
-                             : "which is output " + py::str(saved[i].attr("_output_nr")).cast<std::string>() +
-                                   " of " + producer.attr("name")().cast<std::string>() + ",";
+    if (own_output >= 0) {
+      origin = ", which is output " + std::to_string(own_output) + " of " + forward_op_name(name()) + ",";
+    } else if (!producer.is_none()) {
+      origin = ", which is output " + py::str(saved[i].attr("_output_nr")).cast<std::string>() + " of " +
+               forward_op_name(producer.attr("name")().cast<std::string>()) + ",";
+    }
     throw std::runtime_error(
         "one of the variables needed for gradient computation has been modified by an inplace operation: " +
-        describe_tensor(saved[i]) + ", " + origin + " is at version " + std::to_string(now) + "; expected version " +
+        describe_tensor(saved[i]) + origin + " is at version " + std::to_string(now) + "; expected version " +
         std::to_string(saved_versions_[i]) +
         " instead. Hint: enable anomaly detection to find the operation that failed to compute its gradient, "
         "with tinytorch.autograd.set_detect_anomaly(True).");

@@ -5,6 +5,7 @@ methods and operators to Tensor when it is imported, so this file holds only wha
 """
 from __future__ import annotations
 
+import atexit
 import sys
 import warnings
 
@@ -470,3 +471,6 @@ def _device_thread_init(index: int) -> None:
 
 
 _C._set_engine_helpers(Tensor, _accumulate_grad, _check_nan, _device_thread_init)
+# Join the engine's device and pool threads while the interpreter can still run them; registered at
+# import, so it runs after atexit handlers registered later (e.g. a process group's teardown).
+atexit.register(_C._engine_shutdown)

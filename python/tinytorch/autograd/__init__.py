@@ -68,14 +68,13 @@ def backward(tensors: _TensorOrTensors, grad_tensors=None, retain_graph: Optiona
     grads = _make_grads(outputs, grad_tensors)
     if retain_graph is None:
         retain_graph = create_graph
-    from ..utils.checkpoint import _check_backward_allowed
-    _check_backward_allowed(inputs is not None)
-    captured = _C._run_backward(outputs, grads, retain_graph, create_graph, True, inputs or ())
-    # Non-leaf `inputs` were captured rather than accumulated: put them into .grad as PyTorch does.
     if inputs:
-        for t, g in zip(inputs, captured):
-            if g is not None and t._grad_fn is not None:
-                t._grad = g if t._grad is None else t._grad + g
+        for t in inputs:
+            # As PyTorch: a non-leaf in `inputs` gets its .grad through retain_grad (the engine captures
+            # its gradient where it is computed and does not run the nodes beyond it).
+            if isinstance(t, Tensor) and t._grad_fn is not None:
+                t.retain_grad()
+    _C._run_backward(outputs, grads, retain_graph, create_graph, True, inputs or ())
 
 
 def grad(outputs: _TensorOrTensors, inputs: _TensorOrTensors, grad_outputs=None, retain_graph: Optional[bool] = None,
@@ -97,8 +96,6 @@ def grad(outputs: _TensorOrTensors, inputs: _TensorOrTensors, grad_outputs=None,
     grads = _make_grads(outs, grad_outputs)
     if retain_graph is None:
         retain_graph = create_graph
-    from ..utils.checkpoint import _check_backward_allowed
-    _check_backward_allowed(True)
     captured = _C._run_backward(outs, grads, retain_graph, create_graph, False, ins)
     result = []
     for t, g in zip(ins, captured):
