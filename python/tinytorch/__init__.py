@@ -24,6 +24,8 @@ from ._ops.nn import log_softmax, softmax
 from .autograd.grad_mode import (enable_grad, inference_mode, is_grad_enabled, is_inference_mode_enabled, no_grad,
                                  set_grad_enabled)
 from . import autograd, cuda, utils  # noqa: E402
+from . import nn, optim  # noqa: E402
+from .serialization import load, save  # noqa: E402
 
 float = float32  # noqa: A001
 double = float64
