@@ -107,7 +107,53 @@ def _convert_key(x: Tensor, key):
         else:
             raise IndexError(_BAD_INDEX.format(type(k).__name__))
     _check_key(data, out)
+    if not basic and any(type(k) is int for k in out):
+        return _split_ints(out), False
     return tuple(out), basic
+
+
+class _TwoStage(tuple):
+    """(integers-only key, the rest): PyTorch selects with integers before advanced indexing, so an
+    integer never counts as an advanced index when NumPy decides where the advanced dims go."""
+
+
+def _split_ints(key: list) -> _TwoStage:
+    pre = []
+    for k in key:
+        if type(k) is int or k is Ellipsis:
+            pre.append(k)
+        elif isinstance(k, slice):
+            pre.append(slice(None))
+        elif k is not None and not isinstance(k, bool):
+            pre.extend([slice(None)] * (k.ndim if k.dtype == np.bool_ else 1))
+    return _TwoStage((tuple(pre), tuple(k for k in key if type(k) is not int)))
+
+
+def _region(data, key: tuple, basic: bool):
+    """(array, key) such that array[key] is data[key] in PyTorch's sense; array is data or a view of it."""
+    if basic:
+        return data, _full_key(key)
+    if type(key) is _TwoStage:
+        return data[_full_key(key[0])], key[1]
+    return data, key
+
+
+def _read(data, key: tuple, basic: bool):
+    arr, k = _region(data, key, basic)
+    return arr[k]
+
+
+def _write(data, key: tuple, basic: bool, v) -> None:
+    arr, k = _region(data, key, basic)
+    arr[k] = v
+
+
+def _accumulate(data, key: tuple, basic: bool, v) -> None:
+    arr, k = _region(data, key, basic)
+    if basic:
+        arr[k] += v
+    else:
+        _add_at(arr, k, _xp(data).asarray(v, dtype=data.dtype))
 
 
 def _to_index_array(k):
@@ -175,7 +221,7 @@ def _take(x: Tensor, key: tuple, basic: bool) -> Tensor:
     if basic:
         out = _view_of(x, data[_full_key(key)])
     else:
-        out = _wrap(data[key])
+        out = _wrap(_read(data, key, False))
     if needs_grad(x):
         shape, dt = data.shape, data.dtype
 
@@ -190,15 +236,10 @@ def _put(base: Tensor, key: tuple, values, accumulate: bool, basic: bool = False
     """A copy of base with base[key] = values (or += with accumulate), differentiable in both."""
     out_data = base._data.copy()
     v = _as_values(values, base)
-    k = _full_key(key) if basic else key
-    if accumulate and not basic:
-        if isinstance(v, (bool, int, float)):
-            v = _xp(out_data).asarray(v, dtype=out_data.dtype)
-        _add_at(out_data, k, v.astype(out_data.dtype, copy=False))
-    elif accumulate:
-        out_data[k] += v
+    if accumulate:
+        _accumulate(out_data, key, basic, v)
     else:
-        out_data[k] = v
+        _write(out_data, key, basic, v)
     out = _wrap(out_data)
     vt = values if isinstance(values, Tensor) else None
     if needs_grad(base, vt):
@@ -243,9 +284,9 @@ def setitem(x: Tensor, key, value) -> None:
         return
     v = _as_values(value, x)
     try:
-        x._data[_full_key(k) if basic else k] = v
+        _write(x._data, k, basic, v)
     except ValueError as e:
-        shape = x._data[_full_key(k) if basic else k].shape
+        shape = _read(x._data, k, basic).shape
         raise RuntimeError(f"shape mismatch: value tensor of shape {list(np.shape(v))} cannot be broadcast to "
                            f"indexing result of shape {list(shape)}") from e
     x._bump_version()
@@ -264,12 +305,10 @@ def index_put_(x: Tensor, indices, values: Tensor, accumulate: bool = False) -> 
         return commit_inplace(x, index_put(x, indices, values, accumulate))
     k, basic = _convert_key(x, tuple(indices))
     v = _as_values(values, x)
-    if accumulate and not basic:
-        _add_at(x._data, k, _xp(x._data).asarray(v, dtype=x._data.dtype))
-    elif accumulate:
-        x._data[_full_key(k)] += v
+    if accumulate:
+        _accumulate(x._data, k, basic, v)
     else:
-        x._data[_full_key(k) if basic else k] = v
+        _write(x._data, k, basic, v)
     x._bump_version()
     return x
 
