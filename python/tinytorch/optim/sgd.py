@@ -47,7 +47,8 @@ class SGD(Optimizer):
             nesterov = group["nesterov"]
             maximize = group["maximize"]
             for p in _group_params_with_grad(group):
-                state = self.state[p]
+                # Without momentum SGD keeps no per-parameter state (nor an empty entry), as PyTorch.
+                state = self.state[p] if momentum != 0 else None
                 buf = state.get("momentum_buffer") if momentum != 0 else None
                 new_buf = _sgd_update(self, p._data, p._grad._data, buf, lr, momentum, dampening, wd, nesterov,
                                       maximize)
