@@ -817,8 +817,9 @@ def binary_cross_entropy(input: Tensor, target: Tensor, weight: Tensor | None = 
     xd = input._data
     if xd.size and (bool((xd < 0).any()) or bool((xd > 1).any())):
         raise RuntimeError("all elements of input should be between 0 and 1")
-    log_x = input.log().clamp(min=-100)
-    log_1mx = (1 - input).log().clamp(min=-100)
+    with np.errstate(divide="ignore"):  # log(0) = -inf is expected here: it is clamped to -100
+        log_x = input.log().clamp(min=-100)
+        log_1mx = (1 - input).log().clamp(min=-100)
     loss = -(target * log_x + (1 - target) * log_1mx)
     if weight is not None:
         loss = loss * weight
