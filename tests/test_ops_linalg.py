@@ -89,6 +89,22 @@ def test_einsum_gradcheck_and_values(eq, shapes):
     np.testing.assert_allclose(torch.einsum(eq, *ins).detach().numpy(), ref, rtol=1e-12)
 
 
+@pytest.mark.parametrize("eq,shapes", [("...ij,jk->...ik", [(2, 2, 3), (3, 4)]), ("...ij,jk", [(2, 3), (3, 2)]),
+                                       ("b...d,bkd->b...k", [(2, 3, 2), (2, 4, 2)]), ("ij,ij->i", [(1, 3), (4, 3)]),
+                                       ("bhqd,bhkd->bhqk", [(1, 2, 3, 2), (1, 2, 4, 2)])])
+def test_einsum_ellipsis_and_broadcasting(eq, shapes):
+    ins = tuple(_t(*s, seed=i) for i, s in enumerate(shapes))
+    assert gradcheck(lambda *xs: torch.einsum(eq, *xs), ins)
+    ref = _np_einsum_broadcast(eq, [t.detach().numpy() for t in ins])
+    np.testing.assert_allclose(torch.einsum(eq, *ins).detach().numpy(), ref, rtol=1e-12)
+
+
+def _np_einsum_broadcast(eq, arrays):
+    if eq == "ij,ij->i":  # NumPy's einsum does not broadcast explicit labels; PyTorch does
+        return (arrays[0] * arrays[1]).sum(-1)
+    return np.einsum(eq, *arrays)
+
+
 def test_matmul_errors_match_pytorch():
     with pytest.raises(RuntimeError, match=r"mat1 and mat2 shapes cannot be multiplied \(2x3 and 4x5\)"):
         torch.ones(2, 3) @ torch.ones(4, 5)
@@ -106,5 +122,8 @@ def test_matmul_errors_match_pytorch():
         torch.mm(torch.ones(3), torch.ones(3, 2))
     with pytest.raises(RuntimeError, match="batch1 must be a 3D tensor"):
         torch.bmm(torch.ones(2, 3), torch.ones(2, 3, 2))
+    with pytest.raises(RuntimeError, match=r"Expected size for first two dimensions of batch2 tensor to be: \[2, 3\] "
+                                           r"but got: \[3, 3\]."):
+        torch.bmm(torch.ones(2, 2, 3), torch.ones(3, 3, 2))
     with pytest.raises(RuntimeError, match="1D tensors expected, but got 2D and 1D tensors"):
         torch.dot(torch.ones(2, 2), torch.ones(2))

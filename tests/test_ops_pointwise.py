@@ -218,6 +218,18 @@ def test_where_values_and_dtype_promotion():
     assert torch.tensor([1.0, 2.0, 3.0]).where(cond, 0.0).tolist() == [1.0, 0.0, 3.0]
 
 
+def test_where_condition_must_be_bool_and_shapes_must_broadcast():
+    with pytest.raises(RuntimeError, match="where expected condition to be a boolean tensor, but got a tensor with "
+                                           "dtype Float"):
+        torch.where(torch.ones(2), torch.ones(2), torch.zeros(2))
+    assert torch.where(torch.tensor([1, 0], dtype=torch.uint8), 1.0, 0.0).tolist() == [1.0, 0.0]  # deprecated form
+    with pytest.raises(RuntimeError, match=r"^The size of tensor a \(3\) must match the size of tensor b \(4\) at "
+                                           r"non-singleton dimension 0$"):
+        torch.where(torch.ones(3).bool(), torch.ones(4), 0.0)
+    with pytest.raises(RuntimeError, match=r"^The size of tensor a \(2\) must match the size of tensor b \(3\)"):
+        torch.where(torch.ones(3).bool(), torch.ones(2, 1), torch.ones(3, 1))
+
+
 def test_masked_fill_gradcheck_and_gradgradcheck():
     x = _t((2, 3), seed=3)
     mask = torch.tensor([[True, False, False], [False, True, False]])

@@ -190,5 +190,11 @@ def test_shape_errors_match_pytorch():
         torch.ones(3).tril()
     with pytest.raises(RuntimeError, match="duplicate dims are not allowed"):
         x.permute(0, 0)
+    with pytest.raises(RuntimeError, match=r"The expanded size of the tensor \(-1\) isn't allowed in a leading, "
+                                           r"non-existing dimension 0"):
+        torch.ones(3).expand(-1, 3)
+    with pytest.raises(RuntimeError, match=r"cannot reshape tensor of 0 elements into shape \[-1, 0\] because the "
+                                           r"unspecified dimension size -1 can be any value and is ambiguous"):
+        torch.ones(0).view(-1, 0)
     with pytest.raises(RuntimeError, match="torch.cat\\(\\): expected a non-empty list of Tensors"):
         torch.cat([])

@@ -230,6 +230,17 @@ ERRORS = [
     lambda m: m.ones(2, 3).masked_fill(m.ones(4).bool(), 1.0),
     lambda m: m.ones(2, 2, 3, 4) @ m.ones(5, 4, 2),
     lambda m: m.clamp(m.ones(2)),
+    lambda m: m.where(m.ones(2), m.ones(2), m.zeros(2)),
+    lambda m: m.where(m.ones(3).bool(), m.ones(4), 0.0),
+    lambda m: m.ones(3).expand(-1, 3),
+    lambda m: m.ones(0).view(-1, 0),
+    lambda m: m.ones(0, 3).amax(0),
+    lambda m: m.ones(0).max(),
+    lambda m: m.tensor([3, 4]).var(),
+    lambda m: m.tensor([3, 4]).norm(),
+    lambda m: m.bmm(m.ones(2, 2, 3), m.ones(3, 3, 2)),
+    lambda m: m.ones(2).sum(1),
+    lambda m: m.ones(2, 3).sum((1, -1)),
 ]
 
 

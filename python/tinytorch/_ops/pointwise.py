@@ -508,6 +508,10 @@ def where(condition, a, b) -> Tensor:
     ref = a if isinstance(a, Tensor) else b
     cond = condition._data
     if cond.dtype != np.bool_:
+        if cond.dtype != np.uint8:  # PyTorch still takes uint8 (deprecated), nothing else
+            from ._common import _short
+            raise RuntimeError(f"where expected condition to be a boolean tensor, but got a tensor with dtype "
+                               f"{_short(condition.dtype)}")
         cond = cond.astype(bool)
     if isinstance(a, Tensor) and isinstance(b, Tensor):
         x, y = operands(a, b)
@@ -515,7 +519,15 @@ def where(condition, a, b) -> Tensor:
         x, y = operands(a, b)
     else:
         y, x = operands(b, a)
-    out = _result(np.where(cond, x, y))
+    try:
+        out = _result(np.where(cond, x, y))
+    except ValueError:
+        sa, sb = _shape_of(a), _shape_of(b)
+        try:
+            np.broadcast_shapes(sa, sb)
+        except ValueError:
+            raise broadcast_error(a, b) from None
+        raise broadcast_error(condition, x if len(np.shape(x)) >= len(np.shape(y)) else y) from None
     if needs_grad(a, b):
         ra = isinstance(a, Tensor) and a._requires_grad
         rb = isinstance(b, Tensor) and b._requires_grad

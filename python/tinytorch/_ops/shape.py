@@ -22,6 +22,9 @@ def _infer(shape: tuple, numel: int, old: tuple) -> tuple:
         for s in shape:
             if s != -1:
                 rest *= s
+        if rest == 0 and numel == 0:
+            raise RuntimeError(f"cannot reshape tensor of 0 elements into shape {list(shape)} because the "
+                               "unspecified dimension size -1 can be any value and is ambiguous")
         if rest == 0 or numel % rest:
             raise RuntimeError(f"shape '{list(shape)}' is invalid for input of size {numel}")
         shape = tuple(numel // rest if s == -1 else s for s in shape)
@@ -192,6 +195,10 @@ def expand(a: Tensor, *sizes) -> Tensor:
                            f"provided ({len(sizes)}) must be greater or equal to the number of dimensions in the "
                            f"tensor ({x.ndim})")
     lead = len(sizes) - x.ndim
+    for i in range(lead):
+        if sizes[i] < 0:
+            raise RuntimeError(f"The expanded size of the tensor ({sizes[i]}) isn't allowed in a leading, "
+                               f"non-existing dimension {i}")
     target = tuple(x.shape[i - lead] if s == -1 else s for i, s in enumerate(sizes))
     for i in range(x.ndim):
         if x.shape[i] != 1 and x.shape[i] != target[i + lead]:
