@@ -16,9 +16,12 @@ from ._common import (_grad_enabled, attach, check_inplace, commit_inplace, need
 # ------------------------------------------------------------------ array-module helpers
 
 
-def _xp(data):
-    """numpy or cupy, whichever holds `data`."""
-    return np if type(data) is np.ndarray else data.__array_namespace__()
+def _xp(a):
+    """numpy or cupy, whichever holds `a`."""
+    if type(a) is np.ndarray:
+        return np
+    from .._device import cupy
+    return cupy()
 
 
 def _on_device_of(arr, like):
@@ -34,9 +37,12 @@ def _add_at(dst, key, values) -> None:
     """dst[key] += values, accumulating repeated indices."""
     if type(dst) is np.ndarray:
         np.add.at(dst, key, values)
-    else:
-        import cupyx
+        return
+    import cupyx
+    if hasattr(cupyx, "scatter_add"):  # takes the same keys as a[key] (slices and arrays mixed)
         cupyx.scatter_add(dst, key, values)
+    else:
+        _xp(dst).add.at(dst, key, values)
 
 
 def _zeros(shape, dtype, like):

@@ -23,7 +23,11 @@ _TWO_OVER_SQRT_PI = 2.0 / math.sqrt(math.pi)
 
 
 def _xp(a):
-    return np if type(a) is np.ndarray else a.__array_namespace__()
+    """numpy or cupy, whichever holds `a`."""
+    if type(a) is np.ndarray:
+        return np
+    from .._device import cupy
+    return cupy()
 
 
 def _is_cuda(a) -> bool:
