@@ -396,3 +396,5 @@ def test_integer_pow_rules():
     assert (2.0 ** torch.tensor([1, 3])).dtype is torch.float32
     with pytest.raises(RuntimeError, match="Integers to negative integer powers are not allowed."):
         torch.tensor([2]) ** -1
+    with pytest.raises(RuntimeError, match="^Integers to negative integer powers are not allowed.$"):
+        torch.tensor([2]) ** torch.tensor([-1])  # NumPy's ValueError is not a broadcasting error

@@ -101,6 +101,16 @@ def test_cat_stack_gradcheck_and_gradgradcheck(name):
     assert gradgradcheck(CATS[name], inputs)
 
 
+def test_transpose_and_t_of_low_rank_tensors_stay_in_the_graph():
+    s, v = _t(), _t(3)  # 0-d and 1-d
+    assert s.transpose(0, -1).grad_fn.name() == "TransposeBackward0" and s.t().grad_fn.name() == "TBackward0"
+    assert v.t().grad_fn.name() == "TBackward0" and v.t()._base is v
+    assert gradcheck(lambda x: x.transpose(0, 0) * 3, (s,))
+    assert gradcheck(lambda x: x.t() * x, (v,))
+    with pytest.raises(IndexError, match="Dimension out of range"):
+        s.transpose(0, 1)
+
+
 def test_cat_with_only_some_inputs_requiring_grad_and_mixed_dtypes():
     a = _t(2, 2)
     b = torch.ones(1, 2, dtype=torch.float32)

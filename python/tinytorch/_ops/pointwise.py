@@ -31,12 +31,13 @@ def _shape_of(v) -> tuple:
     return v._data.shape if isinstance(v, Tensor) else np.shape(v)
 
 
-def broadcast_error(a, b) -> RuntimeError:
-    """PyTorch's error for operands whose shapes don't broadcast (built only on the failure path)."""
-    return broadcast_error_shapes(_shape_of(a), _shape_of(b))
+def broadcast_error(a, b, cause: Exception | None = None) -> RuntimeError:
+    """PyTorch's error for operands whose shapes don't broadcast (built only on the failure path).
+    When the shapes do broadcast, the NumPy error had another cause: keep its message."""
+    return broadcast_error_shapes(_shape_of(a), _shape_of(b), cause)
 
 
-def broadcast_error_shapes(sa: tuple, sb: tuple) -> RuntimeError:
+def broadcast_error_shapes(sa: tuple, sb: tuple, cause: Exception | None = None) -> RuntimeError:
     """broadcast_error for two shapes."""
     n = len(sa) if len(sa) > len(sb) else len(sb)
     for i in range(n - 1, -1, -1):
@@ -46,6 +47,8 @@ def broadcast_error_shapes(sa: tuple, sb: tuple) -> RuntimeError:
         if da != db and da != 1 and db != 1:
             return RuntimeError(f"The size of tensor a ({da}) must match the size of tensor b ({db}) at "
                                 f"non-singleton dimension {i}")
+    if cause is not None:
+        return RuntimeError(str(cause))
     return RuntimeError(f"shapes {list(sa)} and {list(sb)} cannot be broadcast together")
 
 
@@ -81,8 +84,8 @@ def add(a, b, *, alpha=1) -> Tensor:
     x, y = operands(a, b)
     try:
         out = _result(x + y if alpha == 1 else x + alpha * y)
-    except ValueError:
-        raise broadcast_error(a, b) from None
+    except ValueError as e:
+        raise broadcast_error(a, b, e) from None
     if a._requires_grad or (isinstance(b, Tensor) and b._requires_grad):
         if _grad_enabled():
             if isinstance(b, Tensor):
@@ -109,8 +112,8 @@ def sub(a, b, *, alpha=1) -> Tensor:
     x, y = operands(a, b)
     try:
         out = _result(x - y if alpha == 1 else x - alpha * y)
-    except ValueError:
-        raise broadcast_error(a, b) from None
+    except ValueError as e:
+        raise broadcast_error(a, b, e) from None
     if needs_grad(a, b):
         if isinstance(b, Tensor):
             sa, da, sb, db = a._data.shape, a._data.dtype, b._data.shape, b._data.dtype
@@ -136,8 +139,8 @@ def mul(a, b) -> Tensor:
     x, y = operands(a, b)
     try:
         out = _result(x * y)
-    except ValueError:
-        raise broadcast_error(a, b) from None
+    except ValueError as e:
+        raise broadcast_error(a, b, e) from None
     if a._requires_grad or (isinstance(b, Tensor) and b._requires_grad):
         if _grad_enabled():
             if isinstance(b, Tensor):
@@ -171,8 +174,8 @@ def div(a, b, *, rounding_mode=None) -> Tensor:
             y = y.astype(x.dtype)
     try:
         out = _result(x / y)
-    except ValueError:
-        raise broadcast_error(a, b) from None
+    except ValueError as e:
+        raise broadcast_error(a, b, e) from None
     if needs_grad(a, b):
         if isinstance(b, Tensor):
             sa, da, sb, db = a._data.shape, a._data.dtype, b._data.shape, b._data.dtype
@@ -210,8 +213,8 @@ def pow(a, b) -> Tensor:
         x, y = operands(a, b)
         try:
             out = _result(np.power(x, y))
-        except ValueError:
-            raise broadcast_error(a, b) from None
+        except ValueError as e:
+            raise broadcast_error(a, b, e) from None
         if needs_grad(a, b):
             sa, da, sb, db = a._data.shape, a._data.dtype, b._data.shape, b._data.dtype
             ra, rb = a._requires_grad, b._requires_grad
@@ -274,8 +277,8 @@ def _extremum(a, b, pick, name: str) -> Tensor:
     x, y = operands(a, b)
     try:
         out = _result(pick(x, y))
-    except ValueError:
-        raise broadcast_error(a, b) from None
+    except ValueError as e:
+        raise broadcast_error(a, b, e) from None
     if needs_grad(a, b):
         sa, da, sb, db = a._data.shape, a._data.dtype, b._data.shape, b._data.dtype
         ra, rb = a._requires_grad, b._requires_grad
@@ -308,8 +311,8 @@ def remainder(a, b) -> Tensor:
     x, y = operands(a, b)
     try:
         out = _result(np.mod(x, y))
-    except ValueError:
-        raise broadcast_error(a, b) from None
+    except ValueError as e:
+        raise broadcast_error(a, b, e) from None
     if needs_grad(a, b):
         if isinstance(b, Tensor) and b._requires_grad:
             sb, db = b._data.shape, b._data.dtype
@@ -330,8 +333,8 @@ def fmod(a, b) -> Tensor:
     x, y = operands(a, b)
     try:
         out = _result(np.fmod(x, y))
-    except ValueError:
-        raise broadcast_error(a, b) from None
+    except ValueError as e:
+        raise broadcast_error(a, b, e) from None
     if needs_grad(a):
         record("FmodBackward0", lambda g: g, out, (a,))
     return out
@@ -525,8 +528,8 @@ def where(condition, a, b) -> Tensor:
         sa, sb = _shape_of(a), _shape_of(b)
         try:
             np.broadcast_shapes(sa, sb)
-        except ValueError:
-            raise broadcast_error(a, b) from None
+        except ValueError as e:
+            raise broadcast_error(a, b, e) from None
         raise broadcast_error(condition, x if len(np.shape(x)) >= len(np.shape(y)) else y) from None
     if needs_grad(a, b):
         ra = isinstance(a, Tensor) and a._requires_grad
@@ -603,8 +606,8 @@ def _compare(kernel):
         x, y = operands(a, b)
         try:
             return _result(kernel(x, y))
-        except ValueError:
-            raise broadcast_error(a, b) from None
+        except ValueError as e:
+            raise broadcast_error(a, b, e) from None
     return op
 
 
@@ -624,8 +627,8 @@ def _logical(kernel):
         y = b._data.astype(bool, copy=False) if isinstance(b, Tensor) else bool(b)
         try:
             return _result(kernel(x, y))
-        except ValueError:
-            raise broadcast_error(a, b) from None
+        except ValueError as e:
+            raise broadcast_error(a, b, e) from None
     return op
 
 
@@ -642,8 +645,8 @@ def _bitwise(kernel, name):
         x, y = operands(a, b)
         try:
             return _result(kernel(x, y))
-        except ValueError:
-            raise broadcast_error(a, b) from None
+        except ValueError as e:
+            raise broadcast_error(a, b, e) from None
     return op
 
 
@@ -729,8 +732,8 @@ def _inplace(a: Tensor, b, kernel, out_of_place) -> Tensor:
         sa, sb = a._data.shape, _shape_of(b)
         try:
             target = np.broadcast_shapes(sa, sb)
-        except ValueError:
-            raise broadcast_error(a, b) from None
+        except ValueError as e:
+            raise broadcast_error(a, b, e) from None
         raise RuntimeError(f"output with shape {list(sa)} doesn't match the broadcast shape {list(target)}") from None
 
 

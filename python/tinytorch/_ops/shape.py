@@ -124,20 +124,29 @@ def permute(a: Tensor, *dims) -> Tensor:
 def transpose(a: Tensor, dim0: int, dim1: int) -> Tensor:
     """Swap two dimensions (a view)."""
     nd = a._data.ndim
-    if nd == 0:
-        return _view_result(a, a._data.view())
     d0, d1 = _wrap_dim(dim0, nd), _wrap_dim(dim1, nd)
+    if nd == 0:  # dims 0/-1 only (checked above): an identity view that stays in the graph
+        return _identity_view(a, "TransposeBackward0")
     out = _view_result(a, a._data.swapaxes(d0, d1))
     if needs_grad(a):
         record("TransposeBackward0", lambda g: g.transpose(d0, d1), out, (a,))
     return out
 
 
+def _identity_view(a: Tensor, name: str) -> Tensor:
+    out = _view_result(a, a._data.view())
+    if needs_grad(a):
+        record(name, lambda g: g, out, (a,))
+    return out
+
+
 def t(a: Tensor) -> Tensor:
-    """Transpose of a matrix (1-D and 0-D tensors are returned as they are)."""
+    """Transpose of a matrix (1-D and 0-D tensors come back as views of themselves)."""
     if a._data.ndim > 2:
         raise RuntimeError(f"t() expects a tensor with <= 2 dimensions, but self is {a._data.ndim}D")
-    return transpose(a, 0, 1) if a._data.ndim == 2 else _view_result(a, a._data.view()) if not needs_grad(a) else a * 1
+    if a._data.ndim == 2:
+        return transpose(a, 0, 1)
+    return _identity_view(a, "TBackward0")
 
 
 def _T(a: Tensor) -> Tensor:
