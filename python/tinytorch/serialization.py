@@ -77,7 +77,8 @@ class _Writer:
         return len(self.tensors) - 1
 
     def _array(self, a: np.ndarray, device: str) -> int:
-        a = np.ascontiguousarray(a)
+        if not a.flags.c_contiguous:  # (np.ascontiguousarray would turn 0-d arrays into 1-d)
+            a = a.copy(order="C")
         dt = from_numpy_dtype(a.dtype).name
         # ml_dtypes' bfloat16 has no buffer-protocol format; its bytes are read through a uint8 view.
         raw = a.reshape(-1).view(np.uint8) if a.size else np.zeros(0, np.uint8)
