@@ -11,7 +11,7 @@ import warnings
 import numpy as np
 
 from .._creation import _generator_for
-from .._device import cuda_context, cupy
+from .._device import cuda_context, cupy, move
 from .._tensor import Tensor
 
 __all__ = ["calculate_gain", "uniform_", "normal_", "trunc_normal_", "constant_", "ones_", "zeros_", "eye_",
@@ -46,7 +46,10 @@ def _fill(tensor: Tensor, make) -> Tensor:
     data = tensor._data
     work_dtype = data.dtype if data.dtype in (np.float32, np.float64) else np.dtype(np.float32)
     with cuda_context(tensor.device):
-        data[...] = make(work_dtype)
+        values = make(work_dtype)
+        if type(values) is not type(data):  # a CPU generator used for a CUDA tensor, or the reverse
+            values = move(values, tensor.device)
+        data[...] = values
     tensor._bump_version()
     return tensor
 

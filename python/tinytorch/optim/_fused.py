@@ -1,17 +1,22 @@
-"""The CUDA path of Adam/AdamW: one fused kernel per parameter when tinytorch._kernels provides
-`adamw_step`; otherwise the caller falls back to the in-place CuPy ufunc sequence."""
+"""The CUDA path of Adam/AdamW: one fused kernel launch per parameter (tinytorch._kernels.adamw_step,
+compiled from src/adamw.cu) instead of a dozen CuPy ufunc passes."""
 from __future__ import annotations
+
+import numpy as np
 
 
 def adamw_step_cuda(p, g, m, v, vmax, step: float, lr: float, beta1: float, beta2: float, eps: float, wd: float,
                     decoupled: bool, maximize: bool) -> bool:
-    """Run the fused kernel on CuPy arrays; False when it is unavailable or does not cover this case."""
-    if vmax is not None or not (p.flags.c_contiguous and g.flags.c_contiguous) or g.dtype != p.dtype:
+    """Run the fused kernel on CuPy arrays; False when the case is outside what the kernel computes
+    (amsgrad, maximize, L2-coupled weight decay, non-float32 or non-contiguous state), so the caller
+    takes the ufunc path."""
+    if vmax is not None or maximize or (wd != 0 and not decoupled):
         return False
-    try:
-        from .. import _kernels
-        kernel = _kernels.adamw_step
-    except (ImportError, AttributeError):
+    for a in (p, m, v):
+        if a.dtype != np.float32 or not a.flags.c_contiguous:
+            return False
+    if not g.flags.c_contiguous:
         return False
-    return bool(kernel(p, g, m, v, step=step, lr=lr, beta1=beta1, beta2=beta2, eps=eps, weight_decay=wd,
-                       decoupled=decoupled, maximize=maximize))
+    from .._kernels import adamw_step
+    adamw_step(p, g, m, v, lr=lr, beta1=beta1, beta2=beta2, eps=eps, weight_decay=wd, step=int(step))
+    return True

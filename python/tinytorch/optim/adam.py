@@ -88,15 +88,43 @@ class Adam(Optimizer):
         return loss
 
 
+# CPU updates walk the arrays in blocks small enough that the dozen passes over one block hit the cache
+# rather than main memory (the update is memory-bound); the scratch array is one block long.
+_BLOCK = 1 << 16
+
+
 def _adam_update(opt: Optimizer, p, g, m, v, vmax, step: float, lr: float, beta1: float, beta2: float,
                  eps: float, wd: float, decoupled: bool, maximize: bool) -> None:
     """One Adam/AdamW update on raw arrays (p, m, v, vmax written in place)."""
+    bias_correction1 = 1 - beta1 ** step
+    bias_correction2_sqrt = math.sqrt(1 - beta2 ** step)
     if type(p) is not np.ndarray:
         from ._fused import adamw_step_cuda
         if adamw_step_cuda(p, g, m, v, vmax, step, lr, beta1, beta2, eps, wd, decoupled, maximize):
             return
-    xp = _xp(p)
-    s = opt._scratch_like(p)
+        xp = _xp(p)
+        _adam_block(xp, p, g, m, v, vmax, opt._scratch_like(p), lr, beta1, beta2, eps, wd, decoupled, maximize,
+                    bias_correction1, bias_correction2_sqrt)
+        return
+    n = p.size
+    arrays = (p, g, m, v) if vmax is None else (p, g, m, v, vmax)
+    if n <= _BLOCK or not all(a.flags.c_contiguous for a in arrays):
+        _adam_block(np, p, g, m, v, vmax, opt._scratch_like(p), lr, beta1, beta2, eps, wd, decoupled, maximize,
+                    bias_correction1, bias_correction2_sqrt)
+        return
+    flat = [a.reshape(-1) for a in arrays]
+    scratch = opt._scratch_like(np.empty(0, p.dtype), _BLOCK)
+    for start in range(0, n, _BLOCK):
+        stop = min(start + _BLOCK, n)
+        pb, gb, mb, vb = (a[start:stop] for a in flat[:4])
+        vmb = flat[4][start:stop] if vmax is not None else None
+        _adam_block(np, pb, gb, mb, vb, vmb, scratch[:stop - start], lr, beta1, beta2, eps, wd, decoupled, maximize,
+                    bias_correction1, bias_correction2_sqrt)
+
+
+def _adam_block(xp, p, g, m, v, vmax, s, lr: float, beta1: float, beta2: float, eps: float, wd: float,
+                decoupled: bool, maximize: bool, bias_correction1: float, bias_correction2_sqrt: float) -> None:
+    """The update of one block, through the scratch block s."""
     if wd != 0:
         if decoupled:
             xp.multiply(p, 1 - lr * wd, out=p)
@@ -127,8 +155,6 @@ def _adam_update(opt: Optimizer, p, g, m, v, vmax, step: float, lr: float, beta1
     if vmax is not None:
         xp.maximum(vmax, v, out=vmax)
         v = vmax
-    bias_correction1 = 1 - beta1 ** step
-    bias_correction2_sqrt = math.sqrt(1 - beta2 ** step)
     step_size = lr / bias_correction1
     # p -= step_size * m / (sqrt(v)/bc2_sqrt + eps)
     #    = (step_size*bc2_sqrt) * m / (sqrt(v) + eps*bc2_sqrt)

@@ -248,20 +248,22 @@ class Optimizer:
         self.__setstate__({"state": state, "param_groups": param_groups})
 
     # ---------------------------------------------------------------- helpers for subclasses
-    def _scratch_like(self, a):
-        """A scratch array shaped like `a`, carved from one flat buffer per (device, dtype) that is reused
-        across parameters and steps (a fresh allocation per step would page-fault on large arrays)."""
+    def _scratch_like(self, a, size: int | None = None):
+        """A scratch array shaped like `a` (or flat, of `size` elements), carved from one flat buffer per
+        (device, dtype) that is reused across parameters and steps (a fresh allocation per step would
+        page-fault on large arrays)."""
         xp = np if type(a) is np.ndarray else cupy()
+        n = a.size if size is None else size
         key = (type(a), a.dtype, 0 if xp is np else a.device.id)
         buf = self._scratch.get(key)
-        if buf is None or buf.size < a.size:
+        if buf is None or buf.size < n:
             if xp is np:
-                buf = np.empty(a.size, a.dtype)
+                buf = np.empty(n, a.dtype)
             else:
                 with a.device:
-                    buf = xp.empty(a.size, a.dtype)
+                    buf = xp.empty(n, a.dtype)
             self._scratch[key] = buf
-        return buf[:a.size].reshape(a.shape)
+        return buf[:n] if size is not None else buf[:n].reshape(a.shape)
 
 
 def _xp(a):
