@@ -188,6 +188,18 @@ def test_clamp_tensor_bounds_gradcheck_broadcasting():
     assert gradcheck(lambda a, c: torch.clamp(a, max=c), (x, hi))
 
 
+def test_clamp_tensor_bounds_with_min_above_max_send_the_gradient_to_max():
+    x = torch.tensor([-1.0, 0.3, 0.9], dtype=torch.float64, requires_grad=True)
+    lo = torch.tensor([0.5, 0.5, 0.1], dtype=torch.float64, requires_grad=True)
+    hi = torch.tensor([0.2, 0.2, 0.4], dtype=torch.float64, requires_grad=True)
+    out = torch.clamp(x, lo, hi)
+    assert out.tolist() == [0.2, 0.2, 0.4]
+    out.sum().backward()
+    assert x.grad.tolist() == [0.0, 0.0, 0.0] and lo.grad.tolist() == [0.0, 0.0, 0.0]
+    assert hi.grad.tolist() == [1.0, 1.0, 1.0]
+    assert gradcheck(lambda a, b, c: torch.clamp(a, b, c), (x, lo, hi))
+
+
 def test_clamp_values_and_dtypes():
     x = torch.tensor([1, 5, -3])
     assert x.clamp(0, 2).tolist() == [1, 2, 0] and x.clamp(0, 2).dtype is torch.int64

@@ -254,3 +254,83 @@ def test_error_message_parity(i):
     assert caught[0][0] == caught[1][0]
     # PyTorch sometimes appends hints after the first line; the first line must be the same.
     assert caught[0][1].splitlines()[0] == caught[1][1].splitlines()[0]
+
+
+# ------------------------------------------------------------------ every op, forward and backward
+
+_POS = dict(lo=0.2, hi=2.0)
+OP_TABLE = {
+    # name: (program, input arrays)
+    "add_bcast": (lambda m, a, b: m.add(a, b, alpha=2), [_r(3, 1), _r(1, 4, seed=1)]),
+    "sub_bcast": (lambda m, a, b: a - b, [_r(4), _r(2, 3, 4, seed=1)]),
+    "mul_0d": (lambda m, a, b: a * b, [_r(2, 3), _r(seed=1)]),
+    "div_bcast": (lambda m, a, b: a / b, [_r(2, 3), _r(3, seed=1, **_POS)]),
+    "pow_tensor": (lambda m, a, b: a ** b, [_r(2, 3, **_POS), _r(3, seed=1)]),
+    "rpow": (lambda m, a: 3.0 ** a, [_r(2, 3)]),
+    "rsub_rdiv": (lambda m, a: (1 - a) + (2 / a), [_r(4, **_POS)]),
+    "neg_abs": (lambda m, a: -a.abs(), [_r(5)]),
+    "exp_log": (lambda m, a: a.exp() + a.log() + a.log2() + a.log10() + a.log1p() + a.expm1() + a.exp2(),
+                [_r(5, **_POS)]),
+    "sqrt_rsqrt": (lambda m, a: a.sqrt() * a.rsqrt() + a.reciprocal() + a.square(), [_r(5, **_POS)]),
+    "trig": (lambda m, a: a.sin() + a.cos() + a.tan() + a.asin() + a.acos() + a.atan() + a.sinh() + a.cosh(),
+             [_r(5, lo=-0.9, hi=0.9)]),
+    "activations": (lambda m, a: (a.tanh(), a.sigmoid(), a.relu(), m.relu(a), m.sigmoid(a)), [_r(7) * 3]),
+    "rounding": (lambda m, a: (a.floor(), a.ceil(), a.round(), a.trunc(), a.frac(), a.sign()), [_r(6) * 5]),
+    "clamp_forms": (lambda m, a, lo, hi: (a.clamp(-0.5, 0.5), a.clamp(min=lo), a.clamp(max=hi), a.clamp(lo, hi),
+                                          a.clamp_min(0.1), a.clamp_max(-0.1)),
+                    [_r(3, 4), _r(4, seed=1) - 0.5, _r(3, 1, seed=2) + 0.5]),
+    "where_masked_fill": (lambda m, a, b, v: (m.where(a > 0, a, b), a.masked_fill(b > 0, v), m.where(b < 0, 1.0, a)),
+                          [_r(3, 4), _r(4, seed=1), _r(seed=2)]),
+    "maximum_minimum": (lambda m, a, b: (m.maximum(a, b), m.minimum(a, b), a.max(b), a.min(b)),
+                        [_r(3, 4), _r(3, 1, seed=1)]),
+    "remainder_fmod": (lambda m, a, b: (a % b, m.fmod(a, 0.3), m.remainder(a, 0.7)), [_r(5) * 3, _r(5, seed=1, **_POS)]),
+    "lerp_addc": (lambda m, a, b, c: (m.lerp(a, b, 0.3), m.lerp(a, b, c), m.addcmul(a, b, c, value=2),
+                                      m.addcdiv(a, b, c, value=-1)), [_r(4), _r(4, seed=1), _r(4, seed=2, **_POS)]),
+    "sum_mean_dims": (lambda m, a: (a.sum(), a.sum(0), a.sum((0, 2), keepdim=True), a.mean(-1), a.mean((1, 2))),
+                      [_r(2, 3, 4)]),
+    "var_std_dims": (lambda m, a: (a.var(), a.var(1), a.var((0, 2), keepdim=True), a.std(-1, unbiased=False),
+                                   a.var(0, correction=2), m.std(a, 1, True, True)), [_r(3, 3, 4)]),
+    "max_min_dims": (lambda m, a: (a.max(), a.min(), a.max(1)[0], a.min(-1, keepdim=True)[0], a.amax((0, 1)),
+                                   a.amin(2, keepdim=True), a.max(0)[1], a.argmax(2), a.argmin()), [_r(2, 3, 4)]),
+    "logsumexp_norm": (lambda m, a: (a.logsumexp(1), a.logsumexp((0, 2), keepdim=True), a.norm(), a.norm(dim=0),
+                                     a.norm(p=1, dim=(1, 2)), a.norm(p=3, dim=-1, keepdim=True),
+                                     a.norm(p=float("inf"), dim=1)), [_r(2, 3, 4)]),
+    "prod_cumsum": (lambda m, a: (a.prod(), a.prod(1), a.cumsum(0), a.cumsum(-1)), [_r(3, 4, **_POS)]),
+    "views": (lambda m, a: (a.view(4, 6), a.reshape(-1, 2), a.permute(2, 0, 1), a.transpose(0, 1), a.T, a.mT,
+                            a.flatten(1), a.unsqueeze(-2), a[:, :1].squeeze(1), a[:1].expand(3, 3, 4), a.contiguous(),
+                            a.transpose(1, 2).contiguous(), a.narrow(1, 1, 2), a.movedim(0, 2), a.unflatten(2, (2, 2))),
+              [_r(2, 3, 4)]),
+    "cat_stack_split": (lambda m, a, b: (m.cat([a, b], 1), m.stack([a, b], 2), *a.split(2, 1), *b.split([1, 2], 1),
+                                         *a.chunk(2, 0), *a.unbind(1), m.hstack([a, b]), m.vstack([a, b])),
+                        [_r(3, 3), _r(3, 3, seed=1)]),
+    "tril_triu_flip_repeat": (lambda m, a: (a.tril(), a.triu(1), m.tril(a, -1), a.flip(0), a.repeat(2, 1, 1),
+                                            a.tile((2,)), a.repeat_interleave(2, dim=0)), [_r(3, 4)]),
+    "matmuls": (lambda m, a, b, v: (a @ b, m.mm(a, b), m.mv(a, v), m.dot(v, v), m.outer(v, v), a.matmul(b),
+                                    m.addmm(v, b.T, a.T), m.bmm(a.unsqueeze(0), b.unsqueeze(0)),
+                                    m.einsum("ij,jk->ik", a, b), m.einsum("i,i->", v, v)),
+                [_r(3, 3), _r(3, 3, seed=1), _r(3, seed=2)]),
+    "casts": (lambda m, a: (a.float(), a.half().double(), a.to(m.float32).to(m.float64) * a, a.double(), a.clone(),
+                            a.type_as(a)), [_r(4)]),
+}
+
+
+@pytest.mark.parametrize("name", sorted(OP_TABLE))
+def test_op_forward_and_backward_parity(name):
+    program, arrays = OP_TABLE[name]
+    _assert_same(program, *arrays, rtol=1e-6, atol=1e-6)
+
+
+@pytest.mark.parametrize("name", ["exp_log", "trig", "activations", "var_std_dims", "logsumexp_norm", "matmuls",
+                                  "where_masked_fill", "clamp_forms", "sum_mean_dims", "pow_tensor", "div_bcast"])
+def test_op_double_backward_parity(name):
+    program, arrays = OP_TABLE[name]
+
+    def second(m, *xs):
+        outs = program(m, *xs)
+        outs = outs if isinstance(outs, tuple) else (outs,)
+        diff = [o for o in outs if o.requires_grad]
+        loss = sum((o * o).sum() for o in diff)
+        leaves = [x for x in xs if x.requires_grad]
+        grads = m.autograd.grad(loss, leaves, create_graph=True)
+        return sum((g.sin() * g).sum() for g in grads)
+    _assert_same(second, *arrays, rtol=1e-6, atol=1e-6)

@@ -480,10 +480,17 @@ def clamp(a: Tensor, min=None, max=None) -> Tensor:
                 upper = a <= max
                 inside = upper if inside is None else inside & upper
             grads = [_fit(g * inside, a._data.shape, a._data.dtype) if ra else None]
+            # PyTorch's clamp_backward_min_max: when min > max the result is max, so max takes the gradient
             if isinstance(min, Tensor):
-                grads.append(_fit(g * (a < min), min._data.shape, min._data.dtype) if rmin else None)
+                below = a < min
+                if max is not None:
+                    below = below & (min < max)
+                grads.append(_fit(g * below, min._data.shape, min._data.dtype) if rmin else None)
             if isinstance(max, Tensor):
-                grads.append(_fit(g * (a > max), max._data.shape, max._data.dtype) if rmax else None)
+                above = a > max
+                if min is not None:
+                    above = above | (max < min)
+                grads.append(_fit(g * above, max._data.shape, max._data.dtype) if rmax else None)
             return tuple(grads) if len(grads) > 1 else grads[0]
         inputs = (a,) + tuple(t for t in (min, max) if isinstance(t, Tensor))
         record("ClampBackward1", clamp_backward, out, inputs, inputs)
