@@ -259,3 +259,16 @@ def test_engine_shutdown_is_idempotent_in_subprocess():
     script = "import tinytorch, tinytorch._C as C\nC._engine_shutdown()\nC._engine_shutdown()\nprint('ok')"
     proc = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=60)
     assert proc.returncode == 0 and proc.stdout.strip() == "ok", proc.stderr
+
+
+def test_repeated_device_backwards_with_callbacks_release_safely():
+    # The device thread may hold the last reference to a finished GraphTask (with its callbacks);
+    # it must drop it under the GIL. Many short calls make that window likely to be hit.
+    done = []
+    for i in range(300):
+        x = torch.ones(2, requires_grad=True)
+        y = _device_scale(x * 1.0, 2.0)
+        y.register_hook(lambda g: queue_callback(lambda: done.append(1)))
+        y.sum().backward()
+        assert torch.allclose(x.grad, torch.full((2,), 2.0))
+    assert len(done) == 300
