@@ -304,7 +304,11 @@ def test_scheduler_warns_when_stepped_before_optimizer():
     lambda L, o: L.LinearLR(o, start_factor=0.2, end_factor=0.9, total_iters=6),
     lambda L, o: L.SequentialLR(o, [L.LinearLR(o, start_factor=0.01, total_iters=4),
                                     L.CosineAnnealingLR(o, T_max=12, eta_min=1e-4)], milestones=[4]),
-], ids=["step", "multistep", "exponential", "lambda", "cosine", "linear", "warmup-cosine"])
+    lambda L, o: L.MultiplicativeLR(o, lambda e: 0.9),
+    lambda L, o: L.ConstantLR(o, factor=0.5, total_iters=4),
+    lambda L, o: L.PolynomialLR(o, total_iters=8, power=2.0),
+], ids=["step", "multistep", "exponential", "lambda", "cosine", "linear", "warmup-cosine", "multiplicative",
+        "constant", "polynomial"])
 def test_schedulers_match_torch(make):
     torch = pytest.importorskip("torch")
     topt = torch.optim.SGD([torch.zeros(1, requires_grad=True)], lr=0.7)
@@ -317,3 +321,32 @@ def test_schedulers_match_torch(make):
         mopt.step()
         ts.step()
         ms.step()
+
+
+def test_step_with_epoch_uses_closed_form_and_warns():
+    s = lr_scheduler.StepLR(_opt(1.0), step_size=2, gamma=0.5)
+    s.optimizer.step()
+    with pytest.warns(UserWarning, match="The epoch parameter in `scheduler.step\\(\\)` was not necessary"):
+        s.step(5)
+    assert s.get_last_lr() == [0.25] and s.last_epoch == 5
+
+
+def test_lambda_scheduler_state_dict_saves_callable_objects_only():
+    class Warm:
+        def __init__(self):
+            self.k = 4
+
+        def __call__(self, e):
+            return min(1.0, (e + 1) / self.k)
+    opt = optim.SGD([{"params": [nn.Parameter(tinytorch.zeros(1))]}, {"params": [nn.Parameter(tinytorch.zeros(1))]}],
+                    lr=1.0)
+    s = lr_scheduler.LambdaLR(opt, [Warm(), lambda e: 1.0])
+    sd = s.state_dict()
+    assert sd["lr_lambdas"] == [{"k": 4}, None]
+    w2 = Warm()
+    w2.k = 1
+    s2 = lr_scheduler.LambdaLR(opt, [w2, lambda e: 1.0])
+    s2.load_state_dict(sd)
+    assert w2.k == 4
+    with pytest.raises(ValueError, match="Expected 2 lr_lambdas, but got 1"):
+        lr_scheduler.LambdaLR(opt, [lambda e: 1.0])

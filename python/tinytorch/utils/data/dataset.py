@@ -3,7 +3,7 @@ from __future__ import annotations
 
 import bisect
 import math
-from typing import Any, Generic, Iterator, Sequence, TypeVar
+from typing import Generic, Iterator, Sequence, TypeVar
 
 from ..._tensor import Tensor
 
