@@ -78,6 +78,23 @@ def test_model_and_optimizer_state_round_trip(tmp_path):
     np.testing.assert_array_equal(model[2].weight.detach().numpy(), m2[2].weight.detach().numpy())
 
 
+def test_tied_weights_are_stored_once_and_share_memory_after_load():
+    emb = nn.Embedding(50, 16)
+    head = nn.Linear(16, 50, bias=False)
+    head.weight = emb.weight
+    model = nn.ModuleDict({"emb": emb, "head": head})
+    sd = model.state_dict()
+    assert sd["emb.weight"] is not sd["head.weight"]  # two tensors, one array
+    one, two = io.BytesIO(), io.BytesIO()
+    tinytorch.save(sd, one)
+    tinytorch.save({"emb.weight": sd["emb.weight"]}, two)
+    assert len(one.getvalue()) - len(two.getvalue()) < 200  # the second name costs header bytes, not 3200 bytes
+    one.seek(0)
+    back = tinytorch.load(one)
+    assert back["emb.weight"] is not back["head.weight"]
+    assert np.shares_memory(back["emb.weight"].numpy(), back["head.weight"].numpy())
+
+
 def test_parameters_and_requires_grad_round_trip():
     p = nn.Parameter(tinytorch.tensor([1.0, 2.0]))
     buf = io.BytesIO()

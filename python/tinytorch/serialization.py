@@ -13,8 +13,10 @@ File format (version 1), little-endian, one file:
 Objects are encoded as JSON: None/bool/int/float/str as themselves; containers and tensors as tagged
 objects: {"t": "list"|"tuple", "v": [...]}, {"t": "dict"|"odict", "items": [[key, value], ...]} (keys may be
 any encodable value, e.g. the int indices of an optimizer state_dict), {"t": "tensor", "i": index into
-"tensors", "requires_grad": bool, "param": bool}, {"t": "ndarray", "i": ...}, {"t": "dtype"|"device", "v": str},
-{"t": "size", "v": [...]}, {"t": "bytes", "i": ...}. A tensor saved twice is stored once and loads as one object.
+"tensors" (the data block), "k": tensor number, "requires_grad": bool, "param": bool}, {"t": "ndarray", "i": ...},
+{"t": "dtype"|"device", "v": str}, {"t": "size", "v": [...]}, {"t": "bytes", "i": ...}. A tensor saved twice loads
+as one object; tensors sharing one array (tied weights in a state_dict) are stored once and load sharing memory.
+Other aliasing (a view and its base) is not preserved: each is stored with its own values.
 
 Any other object is pickled into a data block ({"t": "pickle", "i": ...}); `load` with weights_only=True (the
 default) refuses such files instead of unpickling them, so loading weights never runs code from the file.
@@ -61,8 +63,9 @@ class _Writer:
         self.f = f
         self.pos = len(MAGIC)
         self.tensors: list[dict] = []
-        self.memo: dict[int, int] = {}
-        self._keepalive: list = []  # ids in memo stay valid only while the objects live
+        self.arrays: dict[int, int] = {}  # id(array) -> data block: tensors sharing one array share a block
+        self.tensors_seen: dict[int, int] = {}  # id(tensor) -> tensor number: one tensor saved twice loads once
+        self._keepalive: list = []  # the ids above stay valid only while the objects live
 
     def _write_block(self, buf, meta: dict) -> int:
         pad = (-self.pos) % _ALIGN
@@ -93,15 +96,16 @@ class _Writer:
         if t is float:
             return obj if obj == obj and obj not in (float("inf"), float("-inf")) else {"t": "float", "v": repr(obj)}
         if isinstance(obj, Tensor):
-            key = id(obj)
-            if key not in self.memo:
-                if obj._grad_fn is not None:
-                    obj = obj.detach()  # PyTorch saves a non-leaf's values; its graph is not saved
-                self.memo[key] = self._array(_host(obj._data), str(obj.device))
-                self._keepalive.append(obj)
+            data = obj._data
+            if id(data) not in self.arrays:
+                self.arrays[id(data)] = self._array(_host(data), str(obj.device))
+            if id(obj) not in self.tensors_seen:
+                self.tensors_seen[id(obj)] = len(self.tensors_seen)
+            self._keepalive.append(obj)
             from .nn.parameter import Parameter
-            return {"t": "tensor", "i": self.memo[key], "requires_grad": bool(obj._requires_grad),
-                    "param": isinstance(obj, Parameter)}
+            # A non-leaf saves its values (PyTorch does not save graphs either).
+            return {"t": "tensor", "i": self.arrays[id(data)], "k": self.tensors_seen[id(obj)],
+                    "requires_grad": bool(obj._requires_grad), "param": isinstance(obj, Parameter)}
         if isinstance(obj, np.ndarray) and obj.dtype.kind in "biuf":
             return {"t": "ndarray", "i": self._array(obj, "cpu")}
         if isinstance(obj, np.generic) and obj.dtype.kind in "biuf":
@@ -215,7 +219,8 @@ class _Reader:
         self.name = name
         self.map_location = map_location
         self.weights_only = weights_only
-        self.cache: dict[int, Any] = {}
+        self.arrays: dict[int, Any] = {}  # data block -> array on its target device
+        self.tensors: dict[int, Tensor] = {}  # tensor number -> tensor
         f.seek(0, os.SEEK_END)
         self.size = f.tell()
         self._check_frame()
@@ -304,26 +309,32 @@ class _Reader:
         return b, data
 
     def _tensor(self, node: dict) -> Tensor:
+        k = node.get("k")
+        if k is not None and k in self.tensors:
+            return self.tensors[k]
         i = node["i"]
-        if i in self.cache:
-            return self.cache[i]
-        b, arr = self._read_block(i)
-        saved_dev = b.get("device", "cpu")
-        dev = _resolve_device(saved_dev, self.map_location)
-        if dev is None:  # callable map_location(tensor_on_cpu, saved_location) -> tensor (None keeps it)
-            t = _wrap(arr)
-            res = self.map_location(t, saved_dev)
-            t = t if res is None else res
-            if not isinstance(t, Tensor):
-                raise TypeError(f"map_location callable must return a Tensor or None, got {type(res).__name__}")
-        else:
-            t = _wrap(move(arr, dev) if dev.type != "cpu" else arr)
+        if i not in self.arrays:
+            b, arr = self._read_block(i)
+            saved_dev = b.get("device", "cpu")
+            dev = _resolve_device(saved_dev, self.map_location)
+            if dev is None:  # callable map_location(tensor_on_cpu, saved_location) -> tensor (None keeps it)
+                t = _wrap(arr)
+                res = self.map_location(t, saved_dev)
+                t = t if res is None else res
+                if not isinstance(t, Tensor):
+                    raise TypeError(f"map_location callable must return a Tensor or None, got {type(res).__name__}")
+                arr = t._data
+            elif dev.type != "cpu":
+                arr = move(arr, dev)
+            self.arrays[i] = arr
+        t = _wrap(self.arrays[i])
         if node.get("param"):
             from .nn.parameter import Parameter
             t = Parameter(t, requires_grad=node.get("requires_grad", True))
         elif node.get("requires_grad") and t.is_floating_point():
             t.requires_grad_(True)
-        self.cache[i] = t
+        if k is not None:
+            self.tensors[k] = t
         return t
 
     def decode(self, node: Any) -> Any:
