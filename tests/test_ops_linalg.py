@@ -75,6 +75,7 @@ def test_mm_bmm_mv_dot_outer_addmm():
     assert gradcheck(lambda c, x, y: torch.addmm(c, x, y, beta=0.5, alpha=2.0), (_t(4, seed=6), a, b))
     ba, bb = _t(2, 2, 3, seed=7), _t(2, 3, 2, seed=8)
     assert gradcheck(torch.bmm, (ba, bb))
+    assert gradcheck(lambda c, x, y: torch.baddbmm(c, x, y, beta=2.0, alpha=-1.0), (_t(2, 2, 2, seed=9), ba, bb))
     np.testing.assert_allclose(torch.outer(v, v).detach().numpy(), np.outer(v.detach().numpy(), v.detach().numpy()))
     np.testing.assert_allclose(torch.bmm(ba, bb).detach().numpy(), ba.detach().numpy() @ bb.detach().numpy())
 

@@ -47,6 +47,8 @@ BINARY = {
     "maximum": (torch.maximum, (-1, 1), (-1, 1)),
     "minimum": (torch.minimum, (-1, 1), (-1, 1)),
     "remainder": (torch.remainder, (0.1, 0.9), (1.1, 1.9)),
+    "fmod": (torch.fmod, (0.1, 0.9), (1.1, 1.9)),
+    "fmod_negative": (lambda a, b: torch.fmod(-a, b), (2.1, 2.9), (1.1, 1.9)),
 }
 
 

@@ -253,3 +253,14 @@ def test_var_std_norm_reject_integer_tensors():
                                            "input. Got Long"):
         torch.tensor([3, 4]).norm()
     assert torch.tensor([3, 4]).norm(dtype=torch.float32).item() == 5.0
+
+
+def test_composite_reductions_gradcheck():
+    x = _t((2, 3, 4))
+    assert gradcheck(lambda v: torch.var_mean(v, 1), (x,))
+    assert gradcheck(lambda v: torch.std_mean(v, (0, 2), keepdim=True), (x,))
+    assert gradcheck(lambda v: torch.var_mean(v, correction=0), (x,))
+    assert gradcheck(lambda v: v.sum_to_size(3, 1), (x,))
+    assert gradcheck(lambda v: v.sum_to_size((1, 3, 4)), (x,))
+    assert gradcheck(lambda v: v.sum_to_size(2, 3, 4) * 2, (x,))
+    assert x.sum_to_size(2, 3, 4) is x

@@ -67,6 +67,14 @@ VIEW_OPS = {
     "chunk": lambda x: x.chunk(3, dim=-1),
     "tensor_split": lambda x: x.tensor_split(3, dim=1),
     "repeat_interleave": lambda x: x.repeat_interleave(2, dim=1),
+    "view_as": lambda x: x.view_as(torch.ones(4, 6)),
+    "reshape_as": lambda x: x.transpose(0, 1).reshape_as(torch.ones(6, 4)),
+    "swapaxes": lambda x: x.swapaxes(0, 2),
+    "broadcast_tensors": lambda x: torch.broadcast_tensors(x[:, :1], x[0]),
+    "diagonal": lambda x: x.diagonal(0, 1, 2),
+    "diagonal_offset": lambda x: torch.diagonal(x[0], 1),
+    "diagonal_negative": lambda x: x.diagonal(-1, -1, 0),
+    "moveaxis_multi": lambda x: x.movedim((0, 1), (2, 0)),
 }
 
 
@@ -77,7 +85,8 @@ def test_shape_op_gradcheck(name):
 
 @pytest.mark.parametrize("name", ["view", "reshape", "reshape_noncontig", "transpose", "permute", "expand",
                                   "expand_new_dims", "unsqueeze", "squeeze", "flatten", "split_int",
-                                  "split_sizes", "chunk", "narrow", "tril", "triu", "index", "T_2d", "unbind"])
+                                  "split_sizes", "chunk", "narrow", "tril", "triu", "index", "T_2d", "unbind",
+                                  "diagonal", "diagonal_offset", "movedim", "flip", "repeat", "broadcast_tensors"])
 def test_shape_op_gradgradcheck(name):
     assert gradgradcheck(VIEW_OPS[name], (_t(2, 3, 4),))
 

@@ -328,15 +328,24 @@ def remainder(a, b) -> Tensor:
 
 
 def fmod(a, b) -> Tensor:
-    """C-style modulus (sign of the dividend)."""
+    """C-style modulus (sign of the dividend); d/db = -trunc(a / b)."""
     a = _lhs(a, b)
     x, y = operands(a, b)
     try:
         out = _result(np.fmod(x, y))
     except ValueError as e:
         raise broadcast_error(a, b, e) from None
-    if needs_grad(a):
-        record("FmodBackward0", lambda g: g, out, (a,))
+    if needs_grad(a, b):
+        sa, da = a._data.shape, a._data.dtype
+        if isinstance(b, Tensor) and b._requires_grad:
+            sb, db = b._data.shape, b._data.dtype
+            ra = a._requires_grad
+
+            def fmod_backward(g):
+                return (_fit(g, sa, da) if ra else None, _fit(-g * (a / b).trunc(), sb, db))
+            record("FmodBackward1", fmod_backward, out, (a, b), (a, b))
+        else:
+            record("FmodBackward0", lambda g: _fit(g, sa, da), out, (a,))
     return out
 
 

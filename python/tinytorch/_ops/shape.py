@@ -487,20 +487,29 @@ def repeat_interleave(a: Tensor, repeats, dim=None) -> Tensor:
 
 
 def diagonal(a: Tensor, offset: int = 0, dim1: int = 0, dim2: int = 1) -> Tensor:
+    """The diagonal of dims (dim1, dim2), as a view whose last dimension runs along it."""
     x = a._data
     d1, d2 = _wrap_dim(dim1, x.ndim), _wrap_dim(dim2, x.ndim)
+    if d1 == d2:
+        raise RuntimeError(f"diagonal dimensions cannot be identical {dim1}, {dim2}")
     out = _view_result(a, x.diagonal(offset, d1, d2))
     if needs_grad(a):
-        shape, dt = x.shape, a.dtype
+        shape = x.shape
+        record("DiagonalBackward0", lambda g: _diagonal_scatter(g, shape, offset, d1, d2), out, (a,))
+    return out
 
-        def diagonal_backward(g):
-            from .._creation import zeros
-            z = zeros(*shape, dtype=dt, device=g.device)
-            z._data.diagonal(offset, d1, d2)[...] = g._data
-            if _grad_enabled():
-                raise RuntimeError("double backward through diagonal is not supported in tinytorch")
-            return z
-        record("DiagonalBackward0", diagonal_backward, out, (a,))
+
+def _diagonal_scatter(g: Tensor, shape: tuple, offset: int, d1: int, d2: int) -> Tensor:
+    """Zeros of `shape` with g written on the diagonal: diagonal's backward (its own backward is diagonal)."""
+    xp = np if type(g._data) is np.ndarray else g._data.__array_namespace__()
+    z = xp.zeros(shape, dtype=g._data.dtype)
+    n = g._data.shape[-1] if g._data.ndim else 0
+    rows = xp.arange(n) + (0 if offset >= 0 else -offset)
+    cols = xp.arange(n) + (offset if offset >= 0 else 0)
+    xp.moveaxis(z, (d1, d2), (-2, -1))[..., rows, cols] = g._data  # numpy's diagonal() views are read-only
+    out = _wrap(z)
+    if needs_grad(g):
+        record("DiagonalBackwardBackward0", lambda gg: diagonal(gg, offset, d1, d2), out, (g,))
     return out
 
 
