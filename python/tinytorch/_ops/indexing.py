@@ -806,8 +806,8 @@ def one_hot(tensor: Tensor, num_classes: int = -1) -> Tensor:
     elif data.size and int(data.max()) >= num_classes:
         raise RuntimeError("Class values must be smaller than num_classes.")
     out = xp.zeros(data.shape + (num_classes,), np.int64)
-    xp.put_along_axis(out, data[..., None], 1, axis=-1) if xp is np else \
-        out.reshape(-1, num_classes).__setitem__((xp.arange(data.size), data.reshape(-1)), 1)
+    flat = out.reshape(-1, num_classes)  # a view: writing it fills out
+    flat[xp.arange(data.size), data.reshape(-1)] = 1
     return _wrap(out)
 
 
