@@ -19,13 +19,13 @@ def _t(shape, lo=-1.0, hi=1.0, seed=0, requires_grad=True):
 
 
 def gradgradcheck(fn, inputs) -> bool:
-    """gradgradcheck of fn(x)**2 rather than fn(x): for a linear op (neg, where, relu, ...) the first-order
+    """gradgradcheck of fn(x) and of fn(x)**2: for a linear op (neg, where, relu, ...) the first-order
     gradient does not depend on x at all, so checking fn itself would only test d(grad)/d(grad_output).
     Squaring makes the gradient flowing into fn's backward depend on x, so its recorded graph is checked."""
     def squared(*xs):
         out = fn(*xs)
         return tuple(o * o for o in out) if isinstance(out, (tuple, list)) else out * out
-    return _gradgradcheck(squared, inputs)
+    return _gradgradcheck(fn, inputs) and _gradgradcheck(squared, inputs)
 
 
 def _away_from_zero(shape, seed=0):

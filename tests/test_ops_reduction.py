@@ -20,10 +20,10 @@ def _t(shape=SHAPE, seed=0, lo=-1.0, hi=1.0):
 
 
 def gradgradcheck(fn, inputs) -> bool:
-    """gradgradcheck of fn(x)**2: a linear reduction's first-order gradient doesn't depend on x, so the
+    """gradgradcheck of fn(x) and of fn(x)**2: a linear reduction's first-order gradient doesn't depend on x, so the
     plain check would only test d(grad)/d(grad_output); squaring sends an x-dependent gradient through
     the reduction's backward graph."""
-    return _gradgradcheck(lambda *xs: fn(*xs) * fn(*xs), inputs)
+    return _gradgradcheck(fn, inputs) and _gradgradcheck(lambda *xs: fn(*xs) * fn(*xs), inputs)
 
 
 def _kw(dim, keepdim):

@@ -18,10 +18,10 @@ def _sq(out):
 
 
 def gradgradcheck(fn, inputs) -> bool:
-    """gradgradcheck of fn(x)**2: a shape op's first-order gradient doesn't depend on x, so the plain
+    """gradgradcheck of fn(x) and of fn(x)**2: a shape op's first-order gradient doesn't depend on x, so the plain
     check would only test d(grad)/d(grad_output); squaring routes an x-dependent gradient through
     the op's backward graph."""
-    return _gradgradcheck(lambda *xs: _sq(fn(*xs)), inputs)
+    return _gradgradcheck(fn, inputs) and _gradgradcheck(lambda *xs: _sq(fn(*xs)), inputs)
 
 
 VIEW_OPS = {

@@ -161,11 +161,13 @@ def div(a, b, *, rounding_mode=None) -> Tensor:
     if rounding_mode is not None:
         x, y = operands(a, b)
         if rounding_mode == "floor":
-            return _result(np.floor_divide(x, y) if x.dtype.kind in "iub" else np.floor(x / y).astype(np.result_type(x, y)))
+            return _result(np.floor_divide(x, y) if x.dtype.kind in "iub"
+                           else np.floor(x / y).astype(np.result_type(x, y)))
         if rounding_mode == "trunc":
             q = np.trunc(np.true_divide(x, y))
             return _result(q.astype(np.result_type(x, y)) if x.dtype.kind in "iub" else q.astype(np.result_type(x, y)))
-        raise RuntimeError(f"div expected rounding_mode to be one of None, 'trunc', or 'floor' but found '{rounding_mode}'")
+        raise RuntimeError(f"div expected rounding_mode to be one of None, 'trunc', or 'floor' but found "
+                           f"'{rounding_mode}'")
     x, y = operands(a, b)
     if x.dtype.kind in "biu":  # integer division is true division, as in PyTorch
         from .._dtype import get_default_dtype
@@ -667,7 +669,8 @@ def _bitwise(kernel, name):
 
 
 def _short_name(a: Tensor) -> str:
-    return {"float32": "Float", "float64": "Double", "float16": "Half", "bfloat16": "BFloat16"}.get(a.dtype.name, a.dtype.name)
+    return {"float32": "Float", "float64": "Double", "float16": "Half", "bfloat16": "BFloat16"}.get(a.dtype.name,
+                                                                                                  a.dtype.name)
 
 
 bitwise_and = _bitwise(np.bitwise_and, "bitwise_and")
@@ -868,8 +871,23 @@ def _copied(a: Tensor, src: Tensor) -> Tensor:
     return out
 
 
+def _inplace_call(a: Tensor, out_of_place, others) -> Tensor:
+    """inplace_unary, except that a tensor argument requiring grad (clamp_(min=t), addcmul_(t1, t2), ...)
+    makes the op recorded even when `a` itself does not require grad, as in PyTorch."""
+    if not a._requires_grad and _grad_enabled():
+        for o in others:
+            if isinstance(o, Tensor) and o._requires_grad:
+                check_inplace(a)
+                return commit_inplace(a, out_of_place(a.clone()))
+    return inplace_unary(a, out_of_place)
+
+
 def _inplace_of(fn):
-    return lambda a, *args, **kwargs: inplace_unary(a, lambda s, *r: fn(s, *r, **kwargs), *args)
+    def op(a: Tensor, *args, **kwargs) -> Tensor:
+        return _inplace_call(a, lambda s: fn(s, *args, **kwargs), args + tuple(kwargs.values()))
+    op.__name__ = fn.__name__ + "_"
+    op.__doc__ = f"In-place {fn.__name__}."
+    return op
 
 
 attach(
@@ -882,14 +900,15 @@ attach(
     ceil_=_inplace_of(ceil), round_=_inplace_of(round), trunc_=_inplace_of(trunc), sign_=_inplace_of(sign),
     reciprocal_=_inplace_of(reciprocal), square_=_inplace_of(square), clamp_=_inplace_of(clamp),
     clip_=_inplace_of(clamp), clamp_min_=_inplace_of(clamp_min), clamp_max_=_inplace_of(clamp_max),
-    masked_fill_=lambda a, mask, value: inplace_unary(a, lambda s: masked_fill(s, mask, value)),
-    lerp_=lambda a, end, weight: inplace_unary(a, lambda s: lerp(s, end, weight)),
-    addcmul_=lambda a, t1, t2, value=1: inplace_unary(a, lambda s: addcmul(s, t1, t2, value=value)),
-    addcdiv_=lambda a, t1, t2, value=1: inplace_unary(a, lambda s: addcdiv(s, t1, t2, value=value)),
+    masked_fill_=lambda a, mask, value: _inplace_call(a, lambda s: masked_fill(s, mask, value), (value,)),
+    lerp_=lambda a, end, weight: _inplace_call(a, lambda s: lerp(s, end, weight), (end, weight)),
+    addcmul_=lambda a, t1, t2, value=1: _inplace_call(a, lambda s: addcmul(s, t1, t2, value=value), (t1, t2)),
+    addcdiv_=lambda a, t1, t2, value=1: _inplace_call(a, lambda s: addcdiv(s, t1, t2, value=value), (t1, t2)),
     nan_to_num_=lambda a, nan=0.0, posinf=None, neginf=None: inplace_unary(
         a, lambda s: nan_to_num(s, nan, posinf, neginf)),
 )
 
 __all__ = [n for n in dir() if not n.startswith("_") and callable(globals()[n]) and n not in (
-    "attach", "alias", "check_inplace", "commit_inplace", "broadcast_error", "broadcast_error_shapes", "copy_", "float_data", "inplace_binary", "inplace_unary", "is_scalar", "needs_grad", "operands",
+    "attach", "alias", "check_inplace", "commit_inplace", "broadcast_error", "broadcast_error_shapes", "copy_",
+    "float_data", "inplace_binary", "inplace_unary", "is_scalar", "needs_grad", "operands",
     "record", "saved_output", "sum_to", "Tensor", "math", "np", "operator")]
