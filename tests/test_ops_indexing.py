@@ -313,6 +313,22 @@ def test_scatter_inplace(device):
     assert y._version == 2
 
 
+@pytest.mark.filterwarnings("ignore:The reduce argument of torch.scatter")
+def test_scatter_reduce_argument():
+    torch = pytest.importorskip("torch")
+    a = np.arange(8.0).reshape(2, 4) + 1
+    idx = np.array([[0, 1, 0, 1], [0, 0, 0, 0]])
+    s = np.full((2, 4), 3.0)
+    for reduce in ("add", "multiply"):
+        got = tinytorch.tensor(a).scatter(0, tinytorch.tensor(idx), tinytorch.tensor(s), reduce=reduce)
+        ref = torch.tensor(a).scatter(0, torch.tensor(idx), torch.tensor(s), reduce=reduce)
+        np.testing.assert_array_equal(_np(got), ref.numpy())
+    with pytest.raises(RuntimeError, match="reduce argument must be either add or multiply"):
+        tinytorch.tensor(a).scatter(0, tinytorch.tensor(idx), tinytorch.tensor(s), reduce="max")
+    with pytest.raises(RuntimeError, match="the derivative for 'scatter' with a reduce argument is not implemented"):
+        tinytorch.tensor(a, requires_grad=True).scatter(0, tinytorch.tensor(idx), tinytorch.tensor(s), reduce="add")
+
+
 def test_scatter_matches_torch():
     torch = pytest.importorskip("torch")
     rng = np.random.default_rng(0)

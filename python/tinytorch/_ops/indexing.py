@@ -11,7 +11,7 @@ import numpy as np
 
 from .._dtype import int64
 from .._tensor import Tensor, _view_of, _wrap, _wrap_dim
-from ._common import (_grad_enabled, attach, check_inplace, commit_inplace, needs_grad, record, sum_to)
+from ._common import attach, check_inplace, commit_inplace, needs_grad, record, sum_to
 
 # ------------------------------------------------------------------ array-module helpers
 
@@ -333,7 +333,8 @@ def _check_range(idx, size: int, dim: int) -> None:
     if idx.size:
         hi, lo = int(idx.max()), int(idx.min())
         if hi >= size or lo < 0:
-            raise RuntimeError(f"index {hi if hi >= size else lo} is out of bounds for dimension {dim} with size {size}")
+            bad = hi if hi >= size else lo
+            raise RuntimeError(f"index {bad} is out of bounds for dimension {dim} with size {size}")
 
 
 def _along_key(idx, dim: int) -> tuple:
@@ -416,7 +417,10 @@ def scatter(x: Tensor, dim: int, index: Tensor, src=None, *, value=None, reduce=
     key = _along_key(idx, d) if data.ndim else ()
     v = _scatter_src(src, idx.shape, x)
     if reduce == "multiply":
-        np.multiply.at(out_data, key, v) if type(out_data) is np.ndarray else _mul_at_cupy(out_data, key, v)
+        if type(out_data) is np.ndarray:
+            np.multiply.at(out_data, key, v)
+        else:
+            _mul_at_cupy(out_data, key, v)
     else:
         out_data[key] = v
     out = _wrap(out_data)
@@ -436,7 +440,7 @@ def scatter(x: Tensor, dim: int, index: Tensor, src=None, *, value=None, reduce=
 
 
 def _mul_at_cupy(dst, key, v) -> None:
-    # CuPy has no multiply.at; a Python loop over unique targets is slow but only reached on a rare path.
+    # CuPy has no multiply.at: do it on the host (only the deprecated reduce="multiply" reaches this).
     h = dst.get()
     np.multiply.at(h, tuple(k.get() for k in key), v.get() if hasattr(v, "get") else v)
     dst[...] = _xp(dst).asarray(h)
@@ -524,7 +528,9 @@ def index_select(x: Tensor, dim: int, index: Tensor) -> Tensor:
 
         def index_select_backward(g):
             z = _wrap(_zeros(shape, dt, g._data))
-            return index_add(z, d, index, g) if len(shape) else index_add(z.reshape(1), 0, index, g.reshape(-1)).reshape(())
+            if len(shape):
+                return index_add(z, d, index, g)
+            return index_add(z.reshape(1), 0, index, g.reshape(-1)).reshape(())
         record("IndexSelectBackward0", index_select_backward, out, (x,))
     return out
 
@@ -538,7 +544,7 @@ def _check_source(op: str, x, d: int, idx, source) -> None:
                            f"of size {idx.size}), got {list(source.shape)}")
     size = x.shape[d] if x.ndim else 1
     if idx.size and (int(idx.max()) >= size or int(idx.min()) < -size):
-        raise IndexError(f"index out of range in self")
+        raise IndexError("index out of range in self")
 
 
 def index_add(x: Tensor, dim: int, index: Tensor, source: Tensor, *, alpha=1) -> Tensor:

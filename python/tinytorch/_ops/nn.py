@@ -270,7 +270,7 @@ def _class_targets(x: Tensor, target: Tensor, weight, ignore_index: int):
         raise RuntimeError(f"expected scalar type Long but found {_short(target.dtype)}")
     if x._data.ndim == 1:
         if t.ndim != 0:
-            raise RuntimeError(f"0D or 1D target tensor expected, multi-target not supported")
+            raise RuntimeError("0D or 1D target tensor expected, multi-target not supported")
         C = shape[0]
     else:
         C = shape[1]
@@ -680,7 +680,8 @@ def gelu(input: Tensor, approximate: str = "none") -> Tensor:
             if _grad_enabled():
                 if approximate == "tanh":
                     t = ((x + x * x * x * 0.044715) * _SQRT_2_OVER_PI).tanh()
-                    return g * ((t + 1) * 0.5 + x * (1 - t * t) * (0.5 * _SQRT_2_OVER_PI) * (x * x * (3 * 0.044715) + 1))
+                    inner = x * (1 - t * t) * (0.5 * _SQRT_2_OVER_PI) * (x * x * (3 * 0.044715) + 1)
+                    return g * ((t + 1) * 0.5 + inner)
                 return g * ((erf(x * _SQRT1_2) + 1) * 0.5 + x * (x * x * -0.5).exp() * _INV_SQRT_2PI)
             return _wrap(_gelu_backward_array(x._data, g._data, approximate))
         record("GeluBackward0", gelu_backward, out, (x,), (x,))
