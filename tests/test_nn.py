@@ -556,3 +556,54 @@ def test_parameters_to_vector_round_trip():
 
 def test_functional_namespace_is_exposed():
     assert nn.functional is F and callable(F.cross_entropy)
+
+
+def test_more_losses_and_activations_by_hand():
+    a, b = tinytorch.tensor([1.0, -2.0, 0.5]), tinytorch.tensor([0.0, 0.0, 1.0])
+    assert float(nn.L1Loss()(a, b)) == pytest.approx((1 + 2 + 0.5) / 3)
+    assert float(nn.SmoothL1Loss()(a, b)) == pytest.approx((0.5 + 1.5 + 0.125) / 3)
+    assert float(nn.HuberLoss(delta=0.5)(a, b)) == pytest.approx((0.5 * 0.75 + 0.5 * 1.75 + 0.125) / 3)
+    x, t = a.numpy(), b.numpy()
+    bce = np.mean(np.log1p(np.exp(-x)) + (1 - t) * x)
+    assert float(nn.BCEWithLogitsLoss()(a, b)) == pytest.approx(bce, rel=1e-6)
+    probs = tinytorch.tensor([0.9, 0.2])
+    assert float(nn.BCELoss()(probs, tinytorch.tensor([1.0, 0.0]))) == pytest.approx(
+        -(math.log(0.9) + math.log(0.8)) / 2, rel=1e-6)
+    logp = tinytorch.tensor([[-0.1, -2.0], [-1.5, -0.3]])
+    assert float(nn.NLLLoss()(logp, tinytorch.tensor([0, 1]))) == pytest.approx(0.2)
+    assert nn.LeakyReLU(0.1)(a).tolist() == pytest.approx([1.0, -0.2, 0.5])
+    assert nn.ELU()(a).tolist() == pytest.approx([1.0, math.exp(-2) - 1, 0.5])
+    assert nn.Softplus()(a).tolist() == pytest.approx(np.log1p(np.exp(x)).tolist(), rel=1e-6)
+    assert tuple(nn.Flatten()(tinytorch.zeros(2, 3, 4)).shape) == (2, 12)
+
+
+@pytest.mark.parametrize("name,args", [
+    ("LeakyReLU", (0.2,)), ("ELU", (0.5,)), ("Softplus", (2.0, 5.0)), ("SiLU", ()), ("LogSoftmax", (1,)),
+    ("GELU", ("tanh",)), ("Flatten", (0,)),
+])
+def test_activation_modules_match_torch(name, args):
+    torch = pytest.importorskip("torch")
+    x = np.random.default_rng(0).standard_normal((3, 4)).astype(np.float32)
+    ours = getattr(nn, name)(*args)
+    theirs = getattr(torch.nn, name)(*args)
+    assert repr(ours) == repr(theirs)
+    np.testing.assert_allclose(ours(tinytorch.tensor(x)).detach().numpy(), theirs(torch.tensor(x)).numpy(),
+                               rtol=1e-5, atol=1e-6)
+
+
+@pytest.mark.parametrize("name,kwargs,target", [
+    ("NLLLoss", {"ignore_index": 1}, "class"), ("L1Loss", {}, "real"), ("SmoothL1Loss", {"beta": 0.5}, "real"),
+    ("HuberLoss", {"delta": 0.7}, "real"), ("BCEWithLogitsLoss", {}, "prob"), ("MSELoss", {"reduction": "sum"}, "real"),
+    ("CrossEntropyLoss", {"label_smoothing": 0.2, "reduction": "none"}, "class"),
+])
+def test_loss_modules_match_torch(name, kwargs, target):
+    torch = pytest.importorskip("torch")
+    rng = np.random.default_rng(1)
+    x = rng.standard_normal((5, 3)).astype(np.float32)
+    y = {"class": rng.integers(0, 3, 5), "real": rng.standard_normal((5, 3)).astype(np.float32),
+         "prob": rng.random((5, 3)).astype(np.float32)}[target]
+    if name == "NLLLoss":
+        x = x - np.log(np.exp(x).sum(1, keepdims=True))
+    ours = getattr(nn, name)(**kwargs)(tinytorch.tensor(x), tinytorch.tensor(y)).detach().numpy()
+    theirs = getattr(torch.nn, name)(**kwargs)(torch.tensor(x), torch.tensor(y)).numpy()
+    np.testing.assert_allclose(ours, theirs, rtol=1e-5, atol=1e-6)
