@@ -518,3 +518,16 @@ def test_in_place_op_with_a_grad_argument_records_into_a_plain_tensor(op):
         return y
     t = torch.tensor([0.5, 0.1, 0.4], dtype=torch.float64, requires_grad=True)
     assert gradcheck(fn, (t,))
+
+
+def test_top_level_helpers():
+    a = torch.tensor([1.0, 2.0, float("nan")])
+    b = torch.tensor([1.0, 2.0 + 1e-7, float("nan")])
+    assert not torch.allclose(a, b) and torch.allclose(a, b, equal_nan=True)
+    assert torch.allclose(torch.ones(2, 3), torch.ones(3))  # broadcasts, as in PyTorch
+    assert not torch.allclose(torch.ones(2), torch.tensor([1.0, 1.1]), rtol=0.01)
+    assert torch.isclose(a, b).tolist() == [True, True, False] and torch.isclose(a, b).dtype is torch.bool
+    assert torch.equal(torch.ones(2), torch.ones(2)) and not torch.equal(torch.ones(2), torch.ones(3))
+    assert not torch.equal(torch.ones(2), torch.tensor([1.0, 0.0]))
+    assert torch.is_tensor(torch.ones(1)) and not torch.is_tensor(np.ones(1)) and torch.numel(torch.ones(2, 3)) == 6
+    assert torch.get_num_threads() >= 1

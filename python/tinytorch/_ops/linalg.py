@@ -64,6 +64,7 @@ def _rows(x):
 
 
 def mm(a: Tensor, b: Tensor) -> Tensor:
+    """Matrix product of two 2-D tensors."""
     if a.ndim != 2:
         raise RuntimeError("self must be a matrix")
     if b.ndim != 2:
@@ -85,20 +86,24 @@ def bmm(a: Tensor, b: Tensor) -> Tensor:
 
 
 def mv(a: Tensor, v: Tensor) -> Tensor:
+    """Matrix-vector product."""
     return matmul(a, v)
 
 
 def dot(a: Tensor, b: Tensor) -> Tensor:
+    """Inner product of two 1-D tensors."""
     if a.ndim != 1 or b.ndim != 1:
         raise RuntimeError(f"1D tensors expected, but got {a.ndim}D and {b.ndim}D tensors")
     return matmul(a, b)
 
 
 def outer(a: Tensor, b: Tensor) -> Tensor:
+    """Outer product of two 1-D tensors."""
     return a.unsqueeze(1) * b.unsqueeze(0)
 
 
 def addmm(bias: Tensor, a: Tensor, b: Tensor, *, beta=1, alpha=1) -> Tensor:
+    """beta * bias + alpha * (a @ b)."""
     out = matmul(a, b)
     if alpha != 1:
         out = out * alpha
@@ -106,6 +111,7 @@ def addmm(bias: Tensor, a: Tensor, b: Tensor, *, beta=1, alpha=1) -> Tensor:
 
 
 def baddbmm(bias: Tensor, a: Tensor, b: Tensor, *, beta=1, alpha=1) -> Tensor:
+    """beta * bias + alpha * (a @ b) for batches."""
     return addmm(bias, a, b, beta=beta, alpha=alpha)
 
 

@@ -268,6 +268,7 @@ def _rpow(b: Tensor, base) -> Tensor:
 
 
 def rpow(a: Tensor, base) -> Tensor:
+    """base ** a for a scalar base (Python's `2 ** t`)."""
     return _rpow(a, base)
 
 
@@ -352,6 +353,7 @@ def fmod(a, b) -> Tensor:
 
 
 def floor_divide(a, b) -> Tensor:
+    """a // b: division rounded toward negative infinity (no gradient)."""
     return div(a, b, rounding_mode="floor")
 
 
@@ -512,10 +514,12 @@ clip = clamp
 
 
 def clamp_min(a: Tensor, min) -> Tensor:
+    """clamp(a, min=min)."""
     return clamp(a, min=min)
 
 
 def clamp_max(a: Tensor, max) -> Tensor:
+    """clamp(a, max=max)."""
     return clamp(a, max=max)
 
 
@@ -601,14 +605,17 @@ def lerp(a: Tensor, end, weight) -> Tensor:
 
 
 def addcmul(a: Tensor, t1: Tensor, t2: Tensor, *, value=1) -> Tensor:
+    """a + value * t1 * t2."""
     return a + t1 * t2 * value if value != 1 else a + t1 * t2
 
 
 def addcdiv(a: Tensor, t1: Tensor, t2: Tensor, *, value=1) -> Tensor:
+    """a + value * t1 / t2."""
     return a + t1 / t2 * value if value != 1 else a + t1 / t2
 
 
 def nan_to_num(a: Tensor, nan: float = 0.0, posinf=None, neginf=None) -> Tensor:
+    """Replace nan, +inf and -inf with finite numbers (gradient 1 where a is finite)."""
     out = _result(np.nan_to_num(a._data, nan=nan, posinf=posinf, neginf=neginf))
     if needs_grad(a):
         record("NanToNumBackward0", lambda g: g * a.isfinite(), out, (a,), (a,))
@@ -679,20 +686,24 @@ bitwise_xor = _bitwise(np.bitwise_xor, "bitwise_xor")
 
 
 def bitwise_not(a: Tensor) -> Tensor:
+    """Elementwise ~ of an integer or bool tensor."""
     if a.dtype.is_floating_point:
         raise RuntimeError(f"\"bitwise_not_cpu\" not implemented for '{_short_name(a)}'")
     return _result(np.invert(a._data))
 
 
 def isnan(a: Tensor) -> Tensor:
+    """Where a is nan."""
     return _result(np.isnan(a._data))
 
 
 def isinf(a: Tensor) -> Tensor:
+    """Where a is +inf or -inf."""
     return _result(np.isinf(a._data))
 
 
 def isfinite(a: Tensor) -> Tensor:
+    """Where a is neither nan nor infinite."""
     return _result(np.isfinite(a._data))
 
 

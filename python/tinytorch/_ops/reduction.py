@@ -257,6 +257,7 @@ def argmax(a: Tensor, dim=None, keepdim: bool = False) -> Tensor:
 
 
 def argmin(a: Tensor, dim=None, keepdim: bool = False) -> Tensor:
+    """Index of the smallest element (of the flattened tensor when dim is None)."""
     x = a._data
     if dim is None:
         return _result(np.asarray(np.argmin(x.reshape(-1))).astype(np.int64))
@@ -370,14 +371,17 @@ def cumsum(a: Tensor, dim: int, *, dtype=None) -> Tensor:
 
 
 def all(a: Tensor, dim=None, keepdim: bool = False) -> Tensor:
+    """Whether every element (along dim) is nonzero."""
     return _result(np.asarray(a._data.astype(bool).all(axis=_dims(dim, a._data.ndim), keepdims=keepdim)))
 
 
 def any(a: Tensor, dim=None, keepdim: bool = False) -> Tensor:
+    """Whether some element (along dim) is nonzero."""
     return _result(np.asarray(a._data.astype(bool).any(axis=_dims(dim, a._data.ndim), keepdims=keepdim)))
 
 
 def count_nonzero(a: Tensor, dim=None) -> Tensor:
+    """The number of nonzero elements (along dim)."""
     return _result(np.asarray(np.count_nonzero(a._data, axis=_dims(dim, a._data.ndim))).astype(np.int64))
 
 

@@ -78,10 +78,12 @@ def reshape(a: Tensor, *shape) -> Tensor:
 
 
 def view_as(a: Tensor, other: Tensor) -> Tensor:
+    """view(other.shape)."""
     return view(a, other.shape)
 
 
 def reshape_as(a: Tensor, other: Tensor) -> Tensor:
+    """reshape(other.shape)."""
     return reshape(a, other.shape)
 
 
@@ -98,6 +100,7 @@ def flatten(a: Tensor, start_dim: int = 0, end_dim: int = -1) -> Tensor:
 
 
 def unflatten(a: Tensor, dim: int, sizes) -> Tensor:
+    """Split dimension dim into `sizes`."""
     d = _wrap_dim(dim, a._data.ndim)
     shape = a._data.shape
     return reshape(a, shape[:d] + tuple(sizes) + shape[d + 1:])
@@ -160,6 +163,7 @@ def _mT(a: Tensor) -> Tensor:
 
 
 def movedim(a: Tensor, source, destination) -> Tensor:
+    """Move dims from `source` to `destination` (a view)."""
     nd = a._data.ndim
     src = [source] if isinstance(source, int) else list(source)
     dst = [destination] if isinstance(destination, int) else list(destination)
@@ -226,14 +230,17 @@ def expand(a: Tensor, *sizes) -> Tensor:
 
 
 def expand_as(a: Tensor, other: Tensor) -> Tensor:
+    """expand(other.shape)."""
     return expand(a, other.shape)
 
 
 def broadcast_to(a: Tensor, shape) -> Tensor:
+    """expand to `shape`."""
     return expand(a, tuple(shape))
 
 
 def broadcast_tensors(*tensors):
+    """Expand every tensor to the common broadcast shape."""
     shape = np.broadcast_shapes(*(t._data.shape for t in tensors))
     return tuple(expand(t, shape) for t in tensors)
 
@@ -356,11 +363,13 @@ def stack(tensors, dim: int = 0) -> Tensor:
 
 
 def hstack(tensors) -> Tensor:
+    """Concatenate along dim 1 (dim 0 for 1-D tensors)."""
     tensors = list(tensors)
     return cat(tensors, 0 if tensors[0]._data.ndim == 1 else 1)
 
 
 def vstack(tensors) -> Tensor:
+    """Concatenate as rows (1-D tensors become rows)."""
     return cat([t if t._data.ndim > 1 else t.reshape(1, -1) for t in tensors], 0)
 
 
@@ -395,6 +404,7 @@ def chunk(a: Tensor, chunks: int, dim: int = 0) -> tuple:
 
 
 def tensor_split(a: Tensor, sections, dim: int = 0) -> tuple:
+    """Split into `sections` near-equal pieces, or at the given indices."""
     d = _wrap_dim(dim, a._data.ndim)
     n = a._data.shape[d]
     if isinstance(sections, int):
@@ -467,6 +477,7 @@ def repeat(a: Tensor, *sizes) -> Tensor:
 
 
 def tile(a: Tensor, dims) -> Tensor:
+    """repeat, with missing leading dims taken as 1."""
     dims = tuple(dims)
     if len(dims) < a._data.ndim:
         dims = (1,) * (a._data.ndim - len(dims)) + dims
@@ -474,6 +485,7 @@ def tile(a: Tensor, dims) -> Tensor:
 
 
 def repeat_interleave(a: Tensor, repeats, dim=None) -> Tensor:
+    """Repeat each element `repeats` times along dim (flattened when dim is None)."""
     if dim is None:
         a, dim = a.reshape(-1), 0
     d = _wrap_dim(dim, a._data.ndim)
