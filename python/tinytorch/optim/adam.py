@@ -13,7 +13,7 @@ from typing import Any, Callable
 import numpy as np
 
 from .._tensor import Tensor, _wrap
-from .optimizer import Optimizer, _group_params_with_grad, _use_closure, _xp
+from .optimizer import Optimizer, _group_params_with_grad, _on_device, _use_closure, _xp
 
 __all__ = ["Adam"]
 
@@ -65,26 +65,27 @@ class Adam(Optimizer):
             maximize = group["maximize"]
             decoupled = group["decoupled_weight_decay"]
             for p in _group_params_with_grad(group):
-                state = self.state[p]
-                if len(state) == 0:
-                    xp = _xp(p._data)
-                    # step is a float32 CPU tensor, as PyTorch keeps it (read on the host every step).
-                    state["step"] = _wrap(np.zeros((), np.float32))
-                    state["exp_avg"] = _wrap(xp.zeros_like(p._data))
-                    state["exp_avg_sq"] = _wrap(xp.zeros_like(p._data))
-                    if amsgrad:
-                        state["max_exp_avg_sq"] = _wrap(xp.zeros_like(p._data))
-                step_t = state["step"]
-                step_t._data += 1
-                step_t._bump_version()
-                step = float(step_t._data)
-                exp_avg, exp_avg_sq = state["exp_avg"], state["exp_avg_sq"]
-                vmax = state["max_exp_avg_sq"]._data if amsgrad else None
-                _adam_update(self, p._data, p._grad._data, exp_avg._data, exp_avg_sq._data, vmax, step, lr,
-                             beta1, beta2, eps, wd, decoupled, maximize)
-                exp_avg._bump_version()
-                exp_avg_sq._bump_version()
-                p._bump_version()
+                with _on_device(p._data):
+                    state = self.state[p]
+                    if len(state) == 0:
+                        xp = _xp(p._data)
+                        # step is a float32 CPU tensor, as PyTorch keeps it (read on the host every step).
+                        state["step"] = _wrap(np.zeros((), np.float32))
+                        state["exp_avg"] = _wrap(xp.zeros_like(p._data))
+                        state["exp_avg_sq"] = _wrap(xp.zeros_like(p._data))
+                        if amsgrad:
+                            state["max_exp_avg_sq"] = _wrap(xp.zeros_like(p._data))
+                    step_t = state["step"]
+                    step_t._data += 1
+                    step_t._bump_version()
+                    step = float(step_t._data)
+                    exp_avg, exp_avg_sq = state["exp_avg"], state["exp_avg_sq"]
+                    vmax = state["max_exp_avg_sq"]._data if amsgrad else None
+                    _adam_update(self, p._data, p._grad._data, exp_avg._data, exp_avg_sq._data, vmax, step, lr,
+                                 beta1, beta2, eps, wd, decoupled, maximize)
+                    exp_avg._bump_version()
+                    exp_avg_sq._bump_version()
+                    p._bump_version()
         return loss
 
 

@@ -1,6 +1,7 @@
 """Optimizer: parameter groups, per-parameter state, zero_grad and PyTorch's state_dict format."""
 from __future__ import annotations
 
+import contextlib
 import functools
 import warnings
 from collections import defaultdict
@@ -268,6 +269,14 @@ class Optimizer:
 
 def _xp(a):
     return np if type(a) is np.ndarray else cupy()
+
+
+_NO_DEVICE = contextlib.nullcontext()
+
+
+def _on_device(a):
+    """A context making a CuPy array's GPU current (CuPy ufuncs and kernels run on the current device)."""
+    return _NO_DEVICE if type(a) is np.ndarray else a.device
 
 
 def _use_closure(closure: Callable | None):

@@ -3,7 +3,8 @@ from __future__ import annotations
 
 from typing import Any, Callable
 
-from .optimizer import Optimizer, _group_params_with_grad, _use_closure, _xp, required
+from .._tensor import _wrap
+from .optimizer import Optimizer, _group_params_with_grad, _on_device, _use_closure, _xp, required
 
 __all__ = ["SGD"]
 
@@ -47,17 +48,17 @@ class SGD(Optimizer):
             nesterov = group["nesterov"]
             maximize = group["maximize"]
             for p in _group_params_with_grad(group):
-                # Without momentum SGD keeps no per-parameter state (nor an empty entry), as PyTorch.
-                state = self.state[p] if momentum != 0 else None
-                buf = state.get("momentum_buffer") if momentum != 0 else None
-                new_buf = _sgd_update(self, p._data, p._grad._data, buf, lr, momentum, dampening, wd, nesterov,
-                                      maximize)
-                if momentum != 0 and buf is None:
-                    from .._tensor import _wrap
-                    state["momentum_buffer"] = _wrap(new_buf)
-                elif buf is not None:
-                    buf._bump_version()
-                p._bump_version()
+                with _on_device(p._data):
+                    # Without momentum SGD keeps no per-parameter state (nor an empty entry), as PyTorch.
+                    state = self.state[p] if momentum != 0 else None
+                    buf = state.get("momentum_buffer") if momentum != 0 else None
+                    new_buf = _sgd_update(self, p._data, p._grad._data, buf, lr, momentum, dampening, wd, nesterov,
+                                          maximize)
+                    if momentum != 0 and buf is None:
+                        state["momentum_buffer"] = _wrap(new_buf)
+                    elif buf is not None:
+                        buf._bump_version()
+                    p._bump_version()
         return loss
 
 

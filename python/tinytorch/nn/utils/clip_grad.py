@@ -7,7 +7,7 @@ from typing import Iterable
 
 import numpy as np
 
-from ..._device import cupy, move
+from ..._device import cuda_context, cupy, move
 from ..._tensor import Tensor, _wrap
 
 __all__ = ["clip_grad_norm_", "clip_grad_norm", "clip_grad_value_", "get_total_norm"]
@@ -51,11 +51,14 @@ def get_total_norm(tensors: Iterable[Tensor] | Tensor, norm_type: float = 2.0, e
         return _wrap(np.array(0.0, dtype=np.float32))
     first = tensors[0]._data
     dev = tensors[0].device
-    norms = [move(_array_norm(t._data, norm_type).reshape(1), dev) for t in tensors]
+    norms = []
+    for t in tensors:
+        with cuda_context(t.device):
+            norms.append(move(_array_norm(t._data, norm_type).reshape(1), dev))
     xp = _xp(first)
-    stacked = xp.concatenate([n.astype(first.dtype, copy=False) for n in norms])
-    total = _array_norm(stacked, norm_type)
-    total = xp.asarray(total, dtype=first.dtype)
+    with cuda_context(dev):
+        stacked = xp.concatenate([n.astype(first.dtype, copy=False) for n in norms])
+        total = xp.asarray(_array_norm(stacked, norm_type), dtype=first.dtype)
     if error_if_nonfinite and not bool(xp.isfinite(total)):
         raise RuntimeError(
             f"The total norm of order {norm_type} for gradients from `parameters` is non-finite, so it cannot be "
@@ -81,8 +84,9 @@ def clip_grad_norm_(parameters: Iterable[Tensor] | Tensor, max_norm: float, norm
     # PyTorch multiplies by min(max_norm / (norm + 1e-6), 1) unconditionally (no host sync on the norm).
     coef = xp.minimum(xp.asarray(max_norm, dtype=tn.dtype) / (tn + tn.dtype.type(1e-6)), tn.dtype.type(1.0))
     for g in grads:
-        c = coef if g.device == total_norm.device else move(coef, g.device)
-        _xp(g._data).multiply(g._data, c.astype(g._data.dtype, copy=False), out=g._data)
+        with cuda_context(g.device):
+            c = coef if g.device == total_norm.device else move(coef, g.device)
+            _xp(g._data).multiply(g._data, c.astype(g._data.dtype, copy=False), out=g._data)
         g._bump_version()
     return total_norm
 
