@@ -473,3 +473,23 @@ def test_one_hot(device):
         F.one_hot(_long([-1], device))
     with pytest.raises(RuntimeError, match="one_hot is only applicable to index tensor"):
         F.one_hot(tinytorch.tensor([1.0]))
+
+
+def test_inplace_indexing_ops_record_history(device):
+    x = _leaf((3, 4), device)
+    idx = _long([[0, 1, 2, 0], [2, 0, 1, 1]], device)
+    src = _leaf((2, 4), device, seed=10)
+    cols = _leaf((3, 2), device, seed=11)
+
+    def f(a, s, c):
+        b = a * 1.0
+        b.scatter_add_(0, idx, s)
+        b.index_fill_(1, _long([0], device), 0.0)
+        b.index_copy_(1, _long([3, 2], device), c)
+        b.index_put_((_long([1, 1], device),), s[0], accumulate=True)
+        return b
+    assert gradcheck(f, (x, src, cols))
+    b = x * 1.0
+    version = b._version
+    b.scatter_(0, idx[:1], src[:1])
+    assert b._version == version + 1 and b.grad_fn.name() == "ScatterBackward0"

@@ -477,3 +477,19 @@ def test_functional_surface():
         except (TypeError, ValueError):
             continue  # a C builtin without a Python signature
         assert ours[:len(ref)] == ref[:len(ours)], name
+
+
+@pytest.mark.parametrize("dtype", [tinytorch.float16, tinytorch.bfloat16])
+def test_half_precision_inputs_compute_in_float32(dtype):
+    a = np.random.default_rng(0).standard_normal((4, 6)).astype(np.float32)
+    x = tinytorch.tensor(a).to(dtype).requires_grad_()
+    ref = x.detach().to(tinytorch.float32)
+    loss = F.cross_entropy(x, tinytorch.tensor([0, 1, 2, 3]), label_smoothing=0.1)
+    loss.backward()
+    assert loss.dtype == dtype and x.grad.dtype == dtype
+    np.testing.assert_allclose(float(loss), float(F.cross_entropy(ref, tinytorch.tensor([0, 1, 2, 3]),
+                                                                  label_smoothing=0.1)), rtol=1e-2)
+    for out in (F.layer_norm(x, (6,)), F.gelu(x), F.softmax(x, -1), F.log_softmax(x, 0), F.silu(x)):
+        assert out.dtype == dtype
+    np.testing.assert_allclose(np.asarray(F.softmax(x, -1).detach().to(tinytorch.float32)),
+                               np.asarray(F.softmax(ref, -1)), atol=1e-2)
