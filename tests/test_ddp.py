@@ -304,3 +304,33 @@ def test_bucket_assignment_by_size():
     # 1 KiB each; limits 1 KiB first then 2 KiB: float32 buckets [5], [4, 3], [2, 1], [0]; float64 alone.
     got = compute_bucket_assignment_by_size(params, [1024, 2048], list(reversed(range(7))))
     assert got == [[6], [5], [4, 3], [2, 1], [0]]
+
+
+def test_train_gpt_example_two_ranks(tmp_path):
+    """The main job: examples/train_gpt.py wraps its model in DDP when WORLD_SIZE > 1 (ranks started by hand)."""
+    import subprocess
+
+    from dist_helpers import free_port
+
+    root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+    port = free_port()
+    procs = []
+    for rank in range(2):
+        env = dict(os.environ, RANK=str(rank), LOCAL_RANK=str(rank), WORLD_SIZE="2", MASTER_ADDR="127.0.0.1",
+                   MASTER_PORT=str(port), OMP_NUM_THREADS="1")
+        cmd = [sys.executable, os.path.join(root, "examples", "train_gpt.py"), "--minutes", "0.2", "--eval-every", "5",
+               "--steps", "6", "--width", "64", "--layers", "2", "--context", "32", "--batch-size", "4",
+               "--max-bytes", "200000", "--eval-batches", "1", "--sample-bytes", "20", "--out", str(tmp_path / "run")]
+        procs.append(subprocess.Popen(cmd, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True))
+    outs = []
+    for p in procs:
+        try:
+            out, _ = p.communicate(timeout=150)
+        except subprocess.TimeoutExpired:
+            for q in procs:
+                q.kill()
+            raise
+        outs.append(out)
+    for rank, (p, out) in enumerate(zip(procs, outs)):
+        assert p.returncode == 0, f"rank {rank} exited {p.returncode}:\n{out}"
+    assert "2 rank(s)" in outs[0] and "done:" in outs[0], outs[0]

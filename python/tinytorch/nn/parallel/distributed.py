@@ -109,7 +109,10 @@ class DistributedDataParallel(Module):
                  bucket_cap_mb: Optional[float] = None, find_unused_parameters: bool = False,
                  check_reduction: bool = False, gradient_as_bucket_view: bool = True, static_graph: bool = False,
                  delay_all_reduce_named_params: Any = None, param_to_hook_all_reduce: Any = None,
-                 mixed_precision: Any = None, device_mesh: Any = None) -> None:
+                 mixed_precision: Any = None, device_mesh: Any = None, *,
+                 first_bucket_cap_mb: Optional[float] = None) -> None:
+        # first_bucket_cap_mb (a tinytorch extension): size limit of the first bucket formed, PyTorch's fixed
+        # 1 MiB by default; pass bucket_cap_mb to get one bucket for everything at a large cap.
         super().__init__()
         if mixed_precision is not None or delay_all_reduce_named_params is not None or device_mesh is not None:
             raise NotImplementedError("tinytorch's DistributedDataParallel does not support mixed_precision, "
@@ -144,7 +147,8 @@ class DistributedDataParallel(Module):
                                  "broadcast of parameters and buffers from rank 0")
         cap_mb = 25 if bucket_cap_mb is None else bucket_cap_mb
         self.bucket_bytes_cap = int(cap_mb * 1024 * 1024)
-        self.reducer = Reducer(params, names, pg, self.bucket_bytes_cap, DEFAULT_FIRST_BUCKET_BYTES,
+        first = DEFAULT_FIRST_BUCKET_BYTES if first_bucket_cap_mb is None else int(first_bucket_cap_mb * 1024 * 1024)
+        self.reducer = Reducer(params, names, pg, self.bucket_bytes_cap, first,
                                find_unused_parameters, gradient_as_bucket_view, static_graph)
         object.__setattr__(self, "_comm_hook_registered", False)
 
