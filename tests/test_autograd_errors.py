@@ -174,3 +174,19 @@ def test_leaf_inplace_errors():
     x = torch.ones(2, requires_grad=True)
     with pytest.raises(RuntimeError, match="a leaf Variable that requires grad is being used in an in-place operation."):
         x.add_(1.0)
+
+
+def test_increment_version_makes_hidden_writes_visible():
+    w = torch.ones(2, requires_grad=True)
+    x = torch.ones(2)
+    loss = (w * x).sum()
+    x.numpy()[:] = 5.0  # a write autograd cannot see...
+    autograd.graph.increment_version(x)  # ...until the writer says so
+    with pytest.raises(RuntimeError, match="is at version 1; expected version 0 instead"):
+        loss.backward()
+
+
+def test_gradient_count_mismatch():
+    x = torch.ones(2, requires_grad=True)
+    with pytest.raises(RuntimeError, match="^got 2 tensors and 1 gradients$"):
+        autograd.backward([x * 2, x * 3], [torch.ones(2)])

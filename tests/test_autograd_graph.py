@@ -237,3 +237,12 @@ def test_requires_grad_flag_rules():
     d2 = y.detach()
     d2.add_(1.0)  # shares memory and version counter with y
     assert y._version == 1
+
+
+def test_nonleaf_grad_warning_only_while_grad_is_unset():
+    x = torch.ones(2, requires_grad=True)
+    y = x * 2
+    y.grad = torch.ones(2)  # set by hand: reading it back is not a mistake
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        assert torch.equal(y.grad, torch.ones(2))

@@ -177,7 +177,7 @@ class Tensor:
 
     @property
     def grad(self):
-        if self._grad_fn is not None and not self._retains_grad:
+        if self._grad_fn is not None and not self._retains_grad and self._grad is None:
             warnings.warn(
                 "The .grad attribute of a Tensor that is not a leaf Tensor is being accessed. Its .grad attribute "
                 "won't be populated during autograd.backward(). If you indeed want the .grad field to be populated "
@@ -266,10 +266,9 @@ class Tensor:
             t = ref()
             if t is None:
                 return
+            # A copy: the gradient keeps flowing to the nodes below and must not alias .grad.
             if t._grad is None:
-                t._grad = grad.detach() if not _C._grad_enabled() else grad
-                if t._grad is grad or t._grad._data is grad._data:
-                    t._grad = _wrap(grad._data.copy()) if not _C._grad_enabled() else grad
+                t._grad = grad.clone() if _C._grad_enabled() else _wrap(grad._data.copy())
             else:
                 t._grad = t._grad + grad
 

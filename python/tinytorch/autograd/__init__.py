@@ -30,8 +30,7 @@ def _make_grads(outputs: tuple, grads, is_grads_batched: bool = False) -> list:
         grads = (grads,)
     grads = tuple(grads)
     if len(grads) != len(outputs):
-        raise RuntimeError(f"grad can be implicitly created only for scalar outputs" if not grads else
-                           f"got {len(grads)} gradients for {len(outputs)} outputs")
+        raise RuntimeError(f"got {len(outputs)} tensors and {len(grads)} gradients")
     result = []
     for i, (out, g) in enumerate(zip(outputs, grads)):
         if g is None:
