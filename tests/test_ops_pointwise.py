@@ -353,8 +353,15 @@ def test_logical_and_bitwise():
     assert (~t).tolist() == [False, False, True]
     assert (torch.tensor([6, 3]) & 5).tolist() == [4, 1]
     assert (~torch.tensor([0, 1])).tolist() == [-1, -2]
-    with pytest.raises(RuntimeError, match="not implemented for 'Float'"):
+    assert (t & torch.tensor([1, 2, 3])).tolist() == [1, 0, 0] and (t & torch.tensor([1, 2, 3])).dtype is torch.int64
+    assert (t | 2).tolist() == [3, 3, 2] and (t ^ True).tolist() == [False, False, True]
+    assert (True & t).dtype is torch.bool and (6 & torch.tensor([3])).tolist() == [2]
+    with pytest.raises(NotImplementedError, match="\"bitwise_and_cpu\" not implemented for 'Float'"):
         torch.tensor([1.0]) & torch.tensor([1.0])
+    with pytest.raises(NotImplementedError, match="\"bitwise_or_cpu\" not implemented for 'Float'"):
+        t | 1.5
+    with pytest.raises(TypeError, match="~ \\(operator.invert\\) is only implemented on integer and Boolean-type"):
+        ~torch.tensor([1.0])
 
 
 def test_bool_arithmetic_errors_match_pytorch():
@@ -363,6 +370,12 @@ def test_bool_arithmetic_errors_match_pytorch():
         b - b
     with pytest.raises(RuntimeError, match="Negation, the `-` operator, on a bool tensor is not supported"):
         -b
+    for bad in (lambda: b - 1, lambda: 1 - b, lambda: torch.ones(2) - True, lambda: True - torch.ones(2),
+                lambda: torch.tensor([1, 2]) - b, lambda: torch.sub(b, torch.ones(2))):
+        with pytest.raises(RuntimeError, match="^Subtraction, the `-` operator, with a bool tensor is not supported. "
+                                               "If you are trying to invert a mask, use the `~` or `logical_not\\(\\)` "
+                                               "operator instead.$"):
+            bad()
     assert (b + b).tolist() == [True, False] and (b + b).dtype is torch.bool
 
 
@@ -410,5 +423,6 @@ def test_integer_pow_rules():
     assert (2.0 ** torch.tensor([1, 3])).dtype is torch.float32
     with pytest.raises(RuntimeError, match="Integers to negative integer powers are not allowed."):
         torch.tensor([2]) ** -1
-    with pytest.raises(RuntimeError, match="^Integers to negative integer powers are not allowed.$"):
-        torch.tensor([2]) ** torch.tensor([-1])  # NumPy's ValueError is not a broadcasting error
+    # A tensor exponent may be negative (PyTorch truncates 1 / x**|y|); NumPy raises a ValueError for it.
+    r = torch.tensor([2, 1, -1, -1, 3]) ** torch.tensor([-1, -3, -3, -2, 2])
+    assert r.tolist() == [0, 1, -1, 1, 9] and r.dtype is torch.int64

@@ -128,6 +128,10 @@ PROMOTIONS = [
     lambda m: m.tensor([True]) * 1.5,
     lambda m: m.tensor([True]) + m.tensor([True]),
     lambda m: m.tensor([True]) | m.tensor([False]),
+    lambda m: m.tensor([True, False]) & m.tensor([3, 3]),
+    lambda m: m.tensor([True, False]) ^ 1,
+    lambda m: 5 | m.tensor([2], dtype=m.int32),
+    lambda m: m.tensor([2, 1, -1, -1, 3]) ** m.tensor([-1, -3, -3, -2, 2]),
     lambda m: m.tensor([1], dtype=m.int32) / m.tensor([2], dtype=m.int32),
     lambda m: m.tensor([3]) // 2,
     lambda m: m.tensor([3]) % 2.5,
@@ -241,6 +245,11 @@ ERRORS = [
     lambda m: m.bmm(m.ones(2, 2, 3), m.ones(3, 3, 2)),
     lambda m: m.ones(2).sum(1),
     lambda m: m.ones(2, 3).sum((1, -1)),
+    lambda m: m.tensor([True]) - 1,
+    lambda m: 1.5 - m.tensor([True]),
+    lambda m: m.ones(2) & m.ones(2),
+    lambda m: m.tensor([True]) ^ 2.5,
+    lambda m: ~m.ones(2),
 ]
 
 

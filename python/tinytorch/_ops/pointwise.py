@@ -106,9 +106,8 @@ def add(a, b, *, alpha=1) -> Tensor:
 def sub(a, b, *, alpha=1) -> Tensor:
     """a - alpha * b."""
     a = _lhs(a, b)
-    if a.dtype.name == "bool" and isinstance(b, Tensor) and b.dtype.name == "bool":
-        raise RuntimeError("Subtraction, the `-` operator, with two bool tensors is not supported. "
-                           "Use the `^` or `logical_xor()` operator instead.")
+    if a._data.dtype.kind == "b" or type(b) is bool or (isinstance(b, Tensor) and b._data.dtype.kind == "b"):
+        _sub_bool_error(a, b)
     x, y = operands(a, b)
     try:
         out = _result(x - y if alpha == 1 else x - alpha * y)
@@ -127,8 +126,18 @@ def sub(a, b, *, alpha=1) -> Tensor:
     return out
 
 
+def _sub_bool_error(a, b):
+    if isinstance(b, Tensor) and a._data.dtype.kind == "b" and b._data.dtype.kind == "b":
+        raise RuntimeError("Subtraction, the `-` operator, with two bool tensors is not supported. "
+                           "Use the `^` or `logical_xor()` operator instead.")
+    raise RuntimeError("Subtraction, the `-` operator, with a bool tensor is not supported. If you are trying to "
+                       "invert a mask, use the `~` or `logical_not()` operator instead.")
+
+
 def rsub(a: Tensor, b, *, alpha=1) -> Tensor:
     """b - alpha * a (Python's `2 - t`)."""
+    if a._data.dtype.kind == "b" or type(b) is bool:
+        _sub_bool_error(a, b)
     return add(neg(a) if alpha == 1 else mul(a, -alpha), b)
 
 
@@ -216,7 +225,9 @@ def pow(a, b) -> Tensor:
         try:
             out = _result(np.power(x, y))
         except ValueError as e:
-            raise broadcast_error(a, b, e) from None
+            if x.dtype.kind not in "iu" or not (y < 0).any():
+                raise broadcast_error(a, b, e) from None
+            out = _result(_int_pow_negative(x, y))
         if needs_grad(a, b):
             sa, da, sb, db = a._data.shape, a._data.dtype, b._data.shape, b._data.dtype
             ra, rb = a._requires_grad, b._requires_grad
@@ -250,6 +261,16 @@ def pow(a, b) -> Tensor:
             return g * (e * a.pow(e - 1)) if e != 2 else g * (a * 2)
         record("PowBackward0", pow_scalar_backward, out, (a,), (a,))
     return out
+
+
+def _int_pow_negative(x, y):
+    """Integer ** integer tensor with negative exponents: NumPy refuses; PyTorch gives 1 / x**|y| truncated
+    (so 0, except for bases 1 and -1)."""
+    xp = np if type(x) is np.ndarray else x.__array_namespace__()
+    neg = y < 0
+    r = xp.power(x, xp.where(neg, 0, y))
+    small = xp.where(x == 1, 1, xp.where(x == -1, xp.where(y % 2 == 0, 1, -1), 0))
+    return xp.where(neg, small, r).astype(r.dtype, copy=False)
 
 
 def _rpow(b: Tensor, base) -> Tensor:
@@ -665,9 +686,12 @@ logical_not = _logical(np.logical_not)
 
 def _bitwise(kernel, name):
     def op(a, b) -> Tensor:
-        if isinstance(a, Tensor) and a.dtype.is_floating_point:
-            raise RuntimeError(f'"{name}_cpu" not implemented for \'{_short_name(a)}\'')
+        a = _lhs(a, b)
         x, y = operands(a, b)
+        if x.dtype.kind not in "biu":  # bool & bool stays bool; bool & int promotes, as in PyTorch
+            from ._common import _short
+            from .._dtype import from_numpy_dtype
+            raise NotImplementedError(f'"{name}_cpu" not implemented for \'{_short(from_numpy_dtype(x.dtype))}\'')
         try:
             return _result(kernel(x, y))
         except ValueError as e:
@@ -688,7 +712,13 @@ bitwise_xor = _bitwise(np.bitwise_xor, "bitwise_xor")
 def bitwise_not(a: Tensor) -> Tensor:
     """Elementwise ~ of an integer or bool tensor."""
     if a.dtype.is_floating_point:
-        raise RuntimeError(f"\"bitwise_not_cpu\" not implemented for '{_short_name(a)}'")
+        raise NotImplementedError(f"\"bitwise_not_cpu\" not implemented for '{_short_name(a)}'")
+    return _result(np.invert(a._data))
+
+
+def _invert(a: Tensor) -> Tensor:
+    if a.dtype.is_floating_point:
+        raise TypeError("~ (operator.invert) is only implemented on integer and Boolean-type tensors")
     return _result(np.invert(a._data))
 
 
@@ -745,12 +775,8 @@ attach(
     __rfloordiv__=_swap(floor_divide), __mod__=remainder, __rmod__=_swap(remainder), __pow__=pow,
     __rpow__=rpow, __neg__=neg, __pos__=lambda a: a, __abs__=abs,
     __eq__=_is_equal, __ne__=_is_not_equal, __lt__=lt, __le__=le, __gt__=gt, __ge__=ge,
-    __and__=lambda a, b: bitwise_and(a, b) if a.dtype.name != "bool" else logical_and(a, b),
-    __or__=lambda a, b: bitwise_or(a, b) if a.dtype.name != "bool" else logical_or(a, b),
-    __xor__=lambda a, b: bitwise_xor(a, b) if a.dtype.name != "bool" else logical_xor(a, b),
-    __rand__=lambda a, b: bitwise_and(a, b) if a.dtype.name != "bool" else logical_and(a, b),
-    __ror__=lambda a, b: bitwise_or(a, b) if a.dtype.name != "bool" else logical_or(a, b),
-    __invert__=lambda a: logical_not(a) if a.dtype.name == "bool" else bitwise_not(a),
+    __and__=bitwise_and, __or__=bitwise_or, __xor__=bitwise_xor, __rand__=bitwise_and, __ror__=bitwise_or,
+    __rxor__=bitwise_xor, __invert__=_invert,
 )
 
 
