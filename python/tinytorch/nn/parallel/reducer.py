@@ -101,7 +101,7 @@ class GradBucket:
 
 class _Bucket:
     __slots__ = ("index", "indices", "offsets", "lengths", "buffer", "views", "pending", "work", "future",
-                 "launch_ns", "done_ns", "nbytes", "ready_ns")
+                 "launch_ns", "done_ns", "lo_ns", "nbytes", "ready_ns")
 
     def __init__(self, index: int, indices: List[int], params: Sequence[Tensor]) -> None:
         self.index = index
@@ -118,7 +118,18 @@ class _Bucket:
         self.pending = len(indices)
         self.work: Optional[Work] = None
         self.future: Optional[Future] = None
-        self.launch_ns = self.done_ns = self.ready_ns = 0
+        self.launch_ns = self.done_ns = self.lo_ns = self.ready_ns = 0
+
+    def is_completed(self) -> bool:
+        if self.work is not None:
+            return self.work.is_completed()
+        return self.future is not None and self.future.done()
+
+    def completion_ns(self) -> int:
+        """Best estimate of when the all-reduce finished: midway between the last time it was seen running and
+        the first time it was seen done (the main thread polls it at every gradient hook and at the final wait)."""
+        lo = max(self.lo_ns, self.launch_ns)
+        return (lo + self.done_ns) // 2 if self.done_ns > lo else self.done_ns
 
 
 class _CompletionWatcher:
@@ -214,6 +225,7 @@ class Reducer:
         self.comm_hook_state: Any = None
         self.grad_was_set = bytearray(n)
         self._delaying = False
+        self._poll_next = 0
         # static_graph: how many times each parameter's hook fires per iteration (learned in iteration 1).
         self.static_first_iter = self.static_graph
         self.hook_counts = np.zeros(n, dtype=np.int64)
@@ -283,7 +295,8 @@ class Reducer:
         for b in self.buckets:
             b.pending = len(b.indices)
             b.work = b.future = None
-            b.launch_ns = b.done_ns = b.ready_ns = 0
+            b.launch_ns = b.done_ns = b.lo_ns = b.ready_ns = 0
+        self._poll_next = 0
         self.ready = bytearray(len(self.params))
         self.unused = []
         if self.static_graph:
@@ -418,6 +431,24 @@ class Reducer:
                 self.arrived[i] = 1
                 self.rebuilt_order.append(i)
             self._mark_ready(i, used=True)
+            if self._poll_next < self.next_bucket:
+                self._poll_inflight()
+
+    def _poll_inflight(self) -> None:
+        """Note which launched buckets have finished (they finish in launch order), to time them without a
+        callback on the communication thread."""
+        k = self._poll_next
+        while k < self.next_bucket:
+            b = self.buckets[k]
+            now = time.monotonic_ns()
+            if b.is_completed():
+                if b.done_ns == 0 or now < b.done_ns:
+                    b.done_ns = now
+                k += 1
+            else:
+                b.lo_ns = now
+                break
+        self._poll_next = k
 
     def _mark_ready(self, i: int, used: bool) -> None:
         if self.ready[i]:
@@ -506,6 +537,8 @@ class Reducer:
                                    f"{self.timeout}s: {e}") from None
 
     def _wait_bucket(self, b: _Bucket) -> None:
+        if not b.is_completed():
+            b.lo_ns = time.monotonic_ns()
         what = (f"all-reduce of gradient bucket {b.index} of {len(self.buckets)} ({len(b.indices)} parameters, "
                 f"{b.nbytes} bytes, first '{self.names[b.indices[0]]}')")
         if b.work is not None:
@@ -578,7 +611,12 @@ class Reducer:
         self._record_stats(bwd_end)
 
     def _record_stats(self, bwd_end: int) -> None:
-        spans = [(b.launch_ns, b.done_ns) for b in self.buckets]
+        spans, prev = [], 0
+        for b in self.buckets:
+            # Buckets run one after another on the communication thread: completions are ordered.
+            prev = max(prev, b.completion_ns())
+            spans.append((b.launch_ns, prev))
+        uncertainty = sum(max(0, b.done_ns - max(b.lo_ns, b.launch_ns)) for b in self.buckets) / 2e6
         comm = _union_ns(spans)
         overlapped = _union_ns(spans, clip_end=bwd_end)
         first_launch = min(s for s, _ in spans) if spans else bwd_end
@@ -591,18 +629,19 @@ class Reducer:
             "num_buckets": len(self.buckets),
             "bucket_bytes": [b.nbytes for b in self.buckets],
             "first_launch_to_backward_end_ms": (bwd_end - first_launch) / 1e6,
+            "completion_uncertainty_ms": uncertainty,
         }
         from ... import profiler
 
         prof = profiler._active
         if prof is not None:
             prev_end = 0
-            for b in self.buckets:
-                start = max(b.launch_ns, prev_end)
-                prof._add_event(f"all_reduce bucket {b.index}", "comm", start, b.done_ns, profiler.TRACK_COMM,
-                                {"bucket": b.index, "bytes": b.nbytes, "launched_ns": b.launch_ns,
-                                 "queued_ms": (start - b.launch_ns) / 1e6})
-                prev_end = b.done_ns
+            for b, (launch, end) in zip(self.buckets, spans):
+                start = max(launch, prev_end)
+                prof._add_event(f"all_reduce bucket {b.index}", "comm", start, end, profiler.TRACK_COMM,
+                                {"bucket": b.index, "bytes": b.nbytes, "launched_ns": launch,
+                                 "queued_ms": (start - launch) / 1e6})
+                prev_end = end
 
     def remove_hooks(self) -> None:
         """Detach the per-parameter hooks (when the DDP wrapper goes away)."""
