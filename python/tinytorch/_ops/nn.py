@@ -677,7 +677,7 @@ def gelu(input: Tensor, approximate: str = "none") -> Tensor:
     x = input
     xd = float_data(x)
     cdf = None
-    if approximate == "none" and not _kernel_ok(xd) and needs_grad(x):
+    if approximate == "none" and not _kernel_ok(xd) and not _cpu_fusable(xd) and needs_grad(x):
         # Keep Phi(x) for the backward: one erf evaluation instead of two, for one saved array.
         c = _compute(xd)
         cdf = (erf_array(c * _SQRT1_2) + 1) * 0.5
