@@ -377,6 +377,7 @@ def test_bool_arithmetic_errors_match_pytorch():
                                                "operator instead.$"):
             bad()
     assert (b + b).tolist() == [True, False] and (b + b).dtype is torch.bool
+    assert b.sign().tolist() == [True, False] and b.sign().dtype is torch.bool
 
 
 # ------------------------------------------------------------------ broadcasting errors

@@ -390,7 +390,11 @@ def _unary(name: str, kernel, derivative=None, uses="x", floating=True, integer_
 
     def op(a: Tensor) -> Tensor:
         x = float_data(a) if floating else a._data
-        out = _result(kernel(x))
+        if floating and x.dtype.itemsize == 2:
+            # float16/bfloat16: compute in float32 and round once, as PyTorch's CPU kernels do
+            out = _result(kernel(x.astype(np.float32)).astype(x.dtype))
+        else:
+            out = _result(kernel(x))
         if derivative is not None and a._requires_grad and _grad_enabled():
             if uses == "x":
                 record(node_name, lambda g: derivative(g, a, None), out, (a,), (a,))
@@ -449,7 +453,8 @@ relu = _unary("relu", _relu_kernel, lambda g, x, y: g * (y > 0), uses="y", float
 
 def sign(a: Tensor) -> Tensor:
     """Elementwise sign (zero gradient)."""
-    out = _result(np.sign(a._data))
+    x = a._data
+    out = _result(np.sign(x) if x.dtype.kind != "b" else x.copy())  # NumPy has no sign for bool
     if needs_grad(a):
         record("SignBackward0", lambda g: g * 0, out, (a,))
     return out

@@ -67,8 +67,11 @@ def sum(a: Tensor, dim=None, keepdim: bool = False, *, dtype=None) -> Tensor:
         x = x.astype(to_dtype(dtype).np)
     elif x.dtype.kind in "bui" and x.dtype != np.int64:
         x = x.astype(np.int64)  # PyTorch sums integers and bools as int64
-    out = _result(np.asarray(x.sum(axis=axes, keepdims=keepdim)) if type(x) is np.ndarray
-                else x.sum(axis=axes, keepdims=keepdim))
+    if x.dtype.itemsize == 2 and x.dtype.kind not in "iu":  # float16/bfloat16 accumulate in float32, as PyTorch
+        r = x.sum(axis=axes, keepdims=keepdim, dtype=np.float32).astype(x.dtype)
+    else:
+        r = x.sum(axis=axes, keepdims=keepdim)
+    out = _result(r)
     if a._requires_grad and _grad_enabled():
         shape = x.shape
         record("SumBackward0" if axes is None else "SumBackward1",
