@@ -234,3 +234,20 @@ def test_distributed_sampler_without_group_raises():
     assert not dist.is_initialized()
     with pytest.raises(RuntimeError, match="not been initialized"):
         DistributedSampler(range(4))
+
+
+def test_tensor_dataset_batches_equal_rowwise_collation():
+    x = tinytorch.randn(23, 3, 2)
+    y = tinytorch.randint(0, 5, (23,))
+    ds = TensorDataset(x, y)
+
+    def batches(**kw):
+        return list(DataLoader(ds, batch_size=4, shuffle=True, generator=tinytorch.Generator().manual_seed(9), **kw))
+    fast = batches()
+    rowwise = batches(collate_fn=lambda items: default_collate(items))
+    assert len(fast) == len(rowwise) == 6
+    for f, r in zip(fast, rowwise):
+        assert type(f) is list and len(f) == 2
+        for a, b in zip(f, r):
+            assert a.dtype is b.dtype and a.shape == b.shape
+            np.testing.assert_array_equal(a.numpy(), b.numpy())

@@ -13,7 +13,7 @@ from typing import Any, Callable, Iterable, Iterator
 import numpy as np
 
 from ..._tensor import Tensor
-from .dataset import Dataset, IterableDataset
+from .dataset import Dataset, IterableDataset, TensorDataset
 from .sampler import BatchSampler, RandomSampler, Sampler, SequentialSampler
 
 __all__ = ["DataLoader", "default_collate", "default_convert", "get_worker_info"]
@@ -193,6 +193,14 @@ class DataLoader:
             yield from self._iter_iterable()
             return
         dataset, collate = self.dataset, self.collate_fn
+        if self._auto_collation and type(dataset) is TensorDataset and collate is default_collate:
+            # Same batches as collating rows one by one, with one gather per tensor instead of a
+            # getitem per sample and a stack.
+            from ... import tensor
+            for indices in self.batch_sampler:
+                idx = tensor(list(indices))
+                yield [t[idx] for t in dataset.tensors]
+            return
         if self._auto_collation:
             fetch_many = getattr(dataset, "__getitems__", None)
             for indices in self.batch_sampler:
