@@ -155,6 +155,12 @@ def test_file_objects_and_paths_agree(tmp_path):
     with open(path, "wb") as f:
         tinytorch.save([1, 2], f)
     assert tinytorch.load(path) == [1, 2]
+    # A checkpoint written after other bytes of a stream is read back from that position.
+    buf = io.BytesIO()
+    buf.write(b"preamble")
+    tinytorch.save({"a": tinytorch.arange(3)}, buf)
+    buf.seek(len(b"preamble"))
+    assert tinytorch.load(buf)["a"].tolist() == [0, 1, 2]
 
 
 class Unsaveable:

@@ -10,6 +10,9 @@ File format (version 1), little-endian, one file:
     end - 32        footer: header_offset (u64), header_len (u64), header crc32 (u32), 4 zero bytes,
                     end magic b"TTCKEND1" (8 bytes)
 
+Offsets are relative to the checkpoint's first byte: a file object is written from, and read from, its
+current position (reading runs to the end of the file).
+
 Objects are encoded as JSON: None/bool/int/float/str as themselves; containers and tensors as tagged
 objects: {"t": "list"|"tuple", "v": [...]}, {"t": "dict"|"odict", "items": [[key, value], ...]} (keys may be
 any encodable value, e.g. the int indices of an optimizer state_dict), {"t": "tensor", "i": index into
@@ -221,13 +224,16 @@ class _Reader:
         self.weights_only = weights_only
         self.arrays: dict[int, Any] = {}  # data block -> array on its target device
         self.tensors: dict[int, Tensor] = {}  # tensor number -> tensor
+        # Offsets in the file are relative to where the checkpoint starts: the current position, so that a
+        # checkpoint written after other data in a stream is read back from the same place.
+        self.base = f.tell()
         f.seek(0, os.SEEK_END)
-        self.size = f.tell()
+        self.size = f.tell() - self.base
         self._check_frame()
 
     def _check_frame(self) -> None:
-        f, size, name = self.f, self.size, self.name
-        f.seek(0)
+        f, size, name, base = self.f, self.size, self.name, self.base
+        f.seek(base)
         head = f.read(len(MAGIC))
         if head != MAGIC:
             if head[:4] == b"PK\x03\x04":
@@ -238,14 +244,14 @@ class _Reader:
             _fail(name, f"not a tinytorch checkpoint (bad magic {head!r})")
         if size < len(MAGIC) + _FOOTER.size:
             _fail(name, f"file is truncated: {size} bytes, no room for the {_FOOTER.size}-byte footer")
-        f.seek(size - _FOOTER.size)
+        f.seek(base + size - _FOOTER.size)
         header_offset, header_len, header_crc, end = _FOOTER.unpack(f.read(_FOOTER.size))
         if end != END_MAGIC:
             _fail(name, f"file is truncated or corrupted: end marker missing (file has {size} bytes)")
         if header_offset + header_len + _FOOTER.size != size or header_offset < len(MAGIC):
             _fail(name, f"length mismatch: footer says the header spans [{header_offset}, "
                         f"{header_offset + header_len}) but the file has {size} bytes")
-        f.seek(header_offset)
+        f.seek(base + header_offset)
         header = f.read(header_len)
         crc = zlib.crc32(header)
         if crc != header_crc:
@@ -282,7 +288,7 @@ class _Reader:
         if off < len(MAGIC) or off + n > self.header_offset:
             _fail(self.name, f"data block {i} [{off}, {off + n}) lies outside the data region "
                              f"[{len(MAGIC)}, {self.header_offset}): the file is corrupted")
-        self.f.seek(off)
+        self.f.seek(self.base + off)
         if b.get("kind") == "array":
             dt = to_dtype(b["dtype"]).np
             shape = tuple(b["shape"])
