@@ -5,7 +5,8 @@ File format (version 1), little-endian, one file:
     offset 0        magic  b"TTCKPT\\x00\\x01"                       (8 bytes)
     offset 8        tensor data: each tensor's raw C-order bytes, every block starting at a multiple of 64
     header_offset   header: UTF-8 JSON  {"format": "tinytorch-checkpoint", "version": 1,
-                                         "tensors": [{"dtype", "shape", "offset", "nbytes", "crc32", "device"}, ...],
+                                         "tensors": [{"kind", "dtype", "shape", "offset", "nbytes", "crc32",
+                                                      "device"}, ...] (one per data block),
                                          "root": <encoded object>}
     end - 32        footer: header_offset (u64), header_len (u64), header crc32 (u32), 4 zero bytes,
                     end magic b"TTCKEND1" (8 bytes)
