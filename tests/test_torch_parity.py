@@ -364,3 +364,25 @@ def test_reduced_precision_sum_accumulates_in_float32(dtype):
     ours = (tinytorch.ones(10000, dtype=getattr(tinytorch, dtype)) * 1.1).sum()
     theirs = (torch.ones(10000, dtype=getattr(torch, dtype)) * 1.1).sum()
     assert ours.item() == theirs.item() and str(ours.dtype).split(".")[-1] == dtype
+
+
+REDUCED_PRECISION_REDUCTIONS = {
+    "mean": lambda t: t.mean(), "mean_dim": lambda t: t.reshape(100, 100).mean(1), "var": lambda t: t.var(),
+    "std": lambda t: t.reshape(100, 100).std(0), "norm": lambda t: t.norm(), "logsumexp": lambda t: t.logsumexp(0),
+    "cumsum": lambda t: t.cumsum(0), "sum_dim": lambda t: t.reshape(100, 100).sum(0),
+    "matmul": lambda t: t.reshape(100, 100) @ t.reshape(100, 100), "dot": lambda t: t @ t,
+}
+
+
+@pytest.mark.parametrize("dtype", ["float16", "bfloat16"])
+@pytest.mark.parametrize("name", sorted(REDUCED_PRECISION_REDUCTIONS))
+def test_reduced_precision_reductions_accumulate_in_float32(name, dtype):
+    # NumPy accumulates in the 2-byte type: a bfloat16 mean of 10,000 values of 1.1 came out as 0.05.
+    vals = (1.0 + (np.arange(10000) % 7) / 10.0).tolist()
+    fn = REDUCED_PRECISION_REDUCTIONS[name]
+    ours = fn(tinytorch.tensor(vals, dtype=getattr(tinytorch, dtype)))
+    theirs = fn(torch.tensor(vals, dtype=getattr(torch, dtype)))
+    assert str(ours.dtype).split(".")[-1] == dtype
+    ulp = 2.0 ** (-10 if dtype == "float16" else -7)
+    np.testing.assert_allclose(np.asarray(ours.float().tolist()), np.asarray(theirs.float().tolist()),
+                               rtol=2 * ulp, atol=1e-3)

@@ -26,7 +26,11 @@ def matmul(a: Tensor, b: Tensor) -> Tensor:
         raise RuntimeError(f"mat1 and mat2 shapes cannot be multiplied ({_rows(x)}x{x.shape[-1]} and "
                            f"{y.shape[-2] if y.ndim > 1 else y.shape[0]}x{y.shape[-1] if y.ndim > 1 else 1})")
     try:
-        out = _result(np.matmul(x, y))
+        if x.dtype.itemsize == 2 and x.dtype.kind not in "iu":
+            # float16/bfloat16: float32 accumulation (as PyTorch), and BLAS instead of NumPy's slow 2-byte loop
+            out = _result(np.matmul(x.astype(np.float32), y.astype(np.float32)).astype(x.dtype))
+        else:
+            out = _result(np.matmul(x, y))
     except ValueError:  # batch dimensions that don't broadcast
         raise broadcast_error_shapes(x.shape[:-2], y.shape[:-2]) from None
     if needs_grad(a, b):

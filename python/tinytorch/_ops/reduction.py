@@ -47,6 +47,12 @@ def _dims(dim, ndim: int):
     return axes if ndim else None
 
 
+def _wide(x):
+    """float16/bfloat16 arrays as float32: PyTorch accumulates reduced-precision reductions in float32
+    (NumPy would accumulate in the 2-byte type: a bfloat16 mean of 10,000 values came out 20x too small)."""
+    return x.astype(np.float32) if x.dtype.itemsize == 2 and x.dtype.kind not in "iu" else x
+
+
 def _expand_back(g: Tensor, in_shape: tuple, axes, keepdim: bool) -> Tensor:
     """Broadcast a reduced gradient back over the reduced axes."""
     if axes is not None and not keepdim and len(in_shape):
@@ -102,8 +108,7 @@ def mean(a: Tensor, dim=None, keepdim: bool = False, *, dtype=None) -> Tensor:
     x = a._data if dtype is None else a._data.astype(to_dtype(dtype).np)
     axes = _dims(dim, x.ndim)
     n = x.size if axes is None else int(np.prod([x.shape[i] for i in axes]))
-    out = _result(np.asarray(x.mean(axis=axes, keepdims=keepdim)).astype(x.dtype, copy=False) if type(x) is np.ndarray
-                else x.mean(axis=axes, keepdims=keepdim))
+    out = _result(_wide(x).mean(axis=axes, keepdims=keepdim).astype(x.dtype, copy=False))
     if needs_grad(a):
         shape = x.shape
         record("MeanBackward0" if axes is None else "MeanBackward1",
@@ -129,8 +134,9 @@ def var(a: Tensor, dim=None, unbiased=None, keepdim: bool = False, *, correction
     x = a._data
     axes = _dims(dim, x.ndim)
     n = x.size if axes is None else int(np.prod([x.shape[i] for i in axes]))
-    mu = x.mean(axis=axes, keepdims=True)
-    d = x - mu
+    xw = _wide(x)
+    mu = xw.mean(axis=axes, keepdims=True)
+    d = xw - mu
     denom = builtins.max(n - correction, 0)
     out = _result(((d * d).sum(axis=axes, keepdims=keepdim) / denom).astype(x.dtype, copy=False)
                 if denom > 0 else np.full((d * d).sum(axis=axes, keepdims=keepdim).shape, np.nan, x.dtype))
@@ -271,9 +277,10 @@ def logsumexp(a: Tensor, dim, keepdim: bool = False) -> Tensor:
     """log(sum(exp(a))) over dim, computed stably."""
     x = float_data(a)
     axes = _dims(dim, x.ndim)
-    m = x.max(axis=axes, keepdims=True) if x.size else np.zeros((1,) * x.ndim, x.dtype)
+    xw = _wide(x)
+    m = xw.max(axis=axes, keepdims=True) if x.size else np.zeros((1,) * x.ndim, xw.dtype)
     m = np.where(np.isfinite(m), m, 0)
-    s = np.log(np.exp(x - m).sum(axis=axes, keepdims=True)) + m
+    s = np.log(np.exp(xw - m).sum(axis=axes, keepdims=True)) + m
     out = _result((s if keepdim else s.squeeze(axis=axes) if axes is not None else s.reshape(())).astype(x.dtype, copy=False))
     if needs_grad(a):
         shape = x.shape
@@ -313,7 +320,8 @@ def norm(a: Tensor, p="fro", dim=None, keepdim: bool = False, dtype=None) -> Ten
 
 def _norm2(a: Tensor, axes, keepdim: bool) -> Tensor:
     x = float_data(a)
-    out = _result(np.sqrt((x * x).sum(axis=axes, keepdims=keepdim)).astype(x.dtype, copy=False))
+    xw = _wide(x)
+    out = _result(np.sqrt((xw * xw).sum(axis=axes, keepdims=keepdim)).astype(x.dtype, copy=False))
     if needs_grad(a):
         shape = x.shape
         out_alias = alias(out)
@@ -335,7 +343,7 @@ def prod(a: Tensor, dim=None, keepdim: bool = False, *, dtype=None) -> Tensor:
     axis = None if dim is None else _wrap_dim(dim, x.ndim)
     if x.ndim == 0:
         axis = None
-    out = _result(np.asarray(x.prod(axis=axis, keepdims=keepdim)))
+    out = _result(_wide(x).prod(axis=axis, keepdims=keepdim).astype(x.dtype, copy=False))
     if needs_grad(a):
         shape = x.shape
         axes = None if axis is None else (axis,)
@@ -367,7 +375,7 @@ def cumsum(a: Tensor, dim: int, *, dtype=None) -> Tensor:
     if x.dtype.kind in "bui":
         x = x.astype(np.int64)
     axis = _wrap_dim(dim, x.ndim)
-    out = _result(np.cumsum(x, axis=axis) if x.ndim else x.copy())
+    out = _result(np.cumsum(_wide(x), axis=axis).astype(x.dtype, copy=False) if x.ndim else x.copy())
     if needs_grad(a):
         record("CumsumBackward0", lambda g: g.flip(axis).cumsum(axis).flip(axis) if g.ndim else g, out, (a,))
     return out
