@@ -237,6 +237,8 @@ def test_where_condition_must_be_bool_and_shapes_must_broadcast():
                                            "dtype Float"):
         torch.where(torch.ones(2), torch.ones(2), torch.zeros(2))
     assert torch.where(torch.tensor([1, 0], dtype=torch.uint8), 1.0, 0.0).tolist() == [1.0, 0.0]  # deprecated form
+    u8 = torch.tensor([1, 0, 1], dtype=torch.uint8)
+    assert gradcheck(lambda x, y: torch.where(u8, x, y), (_t((3,), seed=1), _t((3,), seed=2)))
     with pytest.raises(RuntimeError, match=r"^The size of tensor a \(3\) must match the size of tensor b \(4\) at "
                                            r"non-singleton dimension 0$"):
         torch.where(torch.ones(3).bool(), torch.ones(4), 0.0)

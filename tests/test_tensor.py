@@ -71,6 +71,7 @@ def test_ranges():
     assert torch.arange(1.0, 4).dtype is torch.float32 and torch.arange(1.0, 4).tolist() == [1.0, 2.0, 3.0]
     assert len(torch.arange(0, 1, 0.1)) == 10 and len(torch.arange(1, 2.5, 0.5)) == 3
     assert torch.arange(3, dtype=torch.float64).dtype is torch.float64
+    assert torch.arange(end=3).tolist() == [0, 1, 2] and torch.arange(1, end=3).tolist() == [1, 2]
     np.testing.assert_allclose(torch.arange(0, 1, 0.3).numpy(), [0.0, 0.3, 0.6, 0.9], rtol=1e-6)
     assert torch.linspace(-1, 1, 5).tolist() == [-1.0, -0.5, 0.0, 0.5, 1.0]
     assert torch.linspace(0, 1, 1).tolist() == [0.0] and torch.linspace(0, 1, 3, dtype=torch.float64).dtype is \

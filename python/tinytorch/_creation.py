@@ -174,7 +174,7 @@ def full_like(t: Tensor, fill_value, dtype=None, device=None, requires_grad=Fals
     return full(t.shape, fill_value, dtype=dtype or t.dtype, device=device or t.device, requires_grad=requires_grad)
 
 
-def arange(start, end=None, step=1, *, dtype=None, device=None, requires_grad=False) -> Tensor:
+def arange(start=0, end=None, step=1, *, dtype=None, device=None, requires_grad=False) -> Tensor:
     """Values from start to end (exclusive) by step; integer dtype when all arguments are integers."""
     if end is None:
         start, end = 0, start

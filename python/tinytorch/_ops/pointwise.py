@@ -582,7 +582,7 @@ def where(condition, a, b) -> Tensor:
     if needs_grad(a, b):
         ra = isinstance(a, Tensor) and a._requires_grad
         rb = isinstance(b, Tensor) and b._requires_grad
-        mask = condition
+        mask = condition if cond is condition._data else _result(cond)  # a uint8 condition, as bool
 
         def where_backward(g):
             grads = []
