@@ -1,0 +1,1 @@
+"""tinytorch.distributed (the communication layer's package; owned by the comm branch)."""

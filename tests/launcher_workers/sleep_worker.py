@@ -1,0 +1,15 @@
+"""Launcher test worker: record its pid (and a child's pid), then sleep; killed by the test or the agent."""
+import os
+import subprocess
+import sys
+import time
+
+out_dir = sys.argv[1]
+rank = os.environ["RANK"]
+# A grandchild in the worker's process group: it must die with the group too.
+child = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(60)"])
+tmp = os.path.join(out_dir, f".pids_{rank}")
+with open(tmp, "w") as f:
+    f.write(f"{os.getpid()} {child.pid}")
+os.replace(tmp, os.path.join(out_dir, f"pids_{rank}"))
+time.sleep(60)
