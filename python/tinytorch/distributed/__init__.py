@@ -1,1 +1,10 @@
-"""tinytorch.distributed (the communication layer's package; owned by the comm branch)."""
+"""tinytorch.distributed: TCPStore, process groups and collectives (ring backend on CPU, NCCL on CUDA)."""
+from .store import (  # noqa: F401
+    DistError,
+    DistNetworkError,
+    DistStoreError,
+    DistTimeoutError,
+    PrefixStore,
+    Store,
+    TCPStore,
+)
