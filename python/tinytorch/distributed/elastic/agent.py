@@ -128,7 +128,8 @@ class LocalElasticAgent:
             self.rdzv.shutdown()
             for sig, handler in old_handlers.items():
                 signal.signal(sig, handler)
-            if self._tmp_root is not None and not self._capture:
+            # Keep the error files a failure summary points at; drop an unused temporary directory.
+            if self._tmp_root is not None and not self._capture and self.group.state == WorkerState.SUCCEEDED:
                 shutil.rmtree(self._tmp_root, ignore_errors=True)
 
     def _invoke_run(self) -> RunResult:
