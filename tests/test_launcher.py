@@ -267,15 +267,36 @@ def test_sigkilled_agent_takes_its_workers_down(agents, tmp_path):
     _read_pids(out, 2)
     pids = [[int(x) for x in (out / f"pids_{r}").read_text().split()] for r in range(2)]
     workers = [v[0] for v in pids]
+    assert all(_alive(p) for p in workers)
     a.proc.kill()  # no chance to forward anything: PR_SET_PDEATHSIG does the job
-    a.finish(timeout=20)
+    a.proc.wait(20)
     try:
         assert _wait_dead(workers) == []
     finally:
-        for v in pids:
-            for p in v:
-                if _alive(p):
-                    os.kill(p, signal.SIGKILL)
+        # The workers' own children are not covered by the death signal; they hold the agent's pipes.
+        for _, child in pids:
+            if _alive(child):
+                os.kill(child, signal.SIGKILL)
+    a.finish(timeout=20)
+
+
+def test_losing_the_store_host_stops_the_other_node(agents, tmp_path):
+    out = tmp_path / "out"
+    out.mkdir()
+    common = ["--nnodes", "2", "--nproc-per-node", "1"]
+    script = [str(WORKERS / "sleep_worker.py"), str(out)]
+    n0 = agents(*common, "--node-rank", "0", "--rdzv-endpoint", "127.0.0.1:0", *script)
+    n1 = agents(*common, "--node-rank", "1", "--rdzv-endpoint", f"127.0.0.1:{n0.store_port()}", *script)
+    pids = _read_pids(out, 2)
+    n0.proc.kill()
+    try:
+        assert n1.finish(timeout=20) == 1
+        assert "lost the rendezvous store at 127.0.0.1:" in n1.err
+    finally:
+        for p in pids:
+            if _alive(p):
+                os.kill(p, signal.SIGKILL)
+    n0.finish(timeout=20)
 
 
 def test_unreachable_endpoint_fails_within_timeout(agents, tmp_path):

@@ -21,6 +21,7 @@ Workers use the same store (``TORCHELASTIC_USE_AGENT_STORE=True``): their ``MAST
 from __future__ import annotations
 
 import errno
+import functools
 import ipaddress
 import json
 import os
@@ -28,7 +29,7 @@ import socket
 import time
 from dataclasses import dataclass, field
 from datetime import timedelta
-from typing import Any, Optional
+from typing import Any, Callable, Optional, TypeVar
 
 __all__ = [
     "RendezvousError",
@@ -144,6 +145,27 @@ def _is_local_address(host: str) -> bool:
     return False
 
 
+F = TypeVar("F", bound=Callable[..., Any])
+
+
+def _store_op(fn: F) -> F:
+    """Turn a store failure (host gone, connection reset, store timeout) into a RendezvousConnectionError."""
+
+    @functools.wraps(fn)
+    def wrapper(self: "RendezvousHandler", *args: Any, **kwargs: Any) -> Any:
+        try:
+            return fn(self, *args, **kwargs)
+        except RendezvousError:
+            raise
+        except RuntimeError as e:  # the store's DistError family
+            # Reconnecting would only retry until read_timeout; leaving must not wait on a dead host.
+            self._store_lost = True
+            raise RendezvousConnectionError(
+                f"lost the rendezvous store at {self.endpoint} during {fn.__name__}: {e}") from e
+
+    return wrapper  # type: ignore[return-value]
+
+
 def _store_class() -> Any:
     from tinytorch.distributed import TCPStore  # the communication layer's C++ store
 
@@ -172,6 +194,7 @@ class RendezvousHandler:
         self._prefix = f"tt_rdzv/{p.run_id}/"
         self._last_size = 1
         self._left = False
+        self._store_lost = False
 
     # ----------------------------------------------------------------- store
     @property
@@ -281,6 +304,7 @@ class RendezvousHandler:
         if payload is not None:
             raise RendezvousClosedError(f"the job was aborted by another node: {payload.get('reason', '')}", payload)
 
+    @_store_op
     def next_rendezvous(self, round_: int) -> RendezvousInfo:
         """Join round ``round_`` and return this node's ranks once the round is complete."""
         deadline = time.monotonic() + self.params.join_timeout
@@ -367,6 +391,7 @@ class RendezvousHandler:
         return v.decode() if isinstance(v, (bytes, bytearray)) else str(v)
 
     # ------------------------------------------------------- group decisions
+    @_store_op
     def peer_event(self, round_: int) -> Optional[PeerEvent]:
         """Return a restart or abort another node requested during round ``round_``, if any."""
         payload = self._abort_payload()
@@ -376,6 +401,7 @@ class RendezvousHandler:
             return PeerEvent("restart", self._get_json(f"r{round_}/restart"))
         return None
 
+    @_store_op
     def request_restart(self, round_: int, payload: dict) -> None:
         """Ask every node to stop its workers and join round ``round_ + 1``."""
         if not self._check(f"r{round_}/restart"):
@@ -383,11 +409,14 @@ class RendezvousHandler:
 
     def abort(self, payload: dict) -> None:
         """Mark the job failed for good; peers stop their workers and exit non-zero."""
+        if self._store_lost:
+            return
         try:
             self.store.compare_set(self._k("abort"), "", json.dumps(payload))
         except Exception:
             pass  # store already gone: peers will notice that on their own
 
+    @_store_op
     def exit_barrier(self, round_: int, timeout: float) -> Optional[PeerEvent]:
         """Wait until every node's workers succeeded in ``round_``; return a peer's restart/abort instead if one comes."""
         size = self._last_size
@@ -409,7 +438,7 @@ class RendezvousHandler:
         if self.store is None:
             return
         try:
-            if not self._left:
+            if not self._left and not self._store_lost:
                 self._left = True
                 self.store.add(self._k("left"), 1)
             if self.is_host:
