@@ -247,16 +247,22 @@ def test_failure_on_one_node_fails_every_node(agents, tmp_path):
         assert "rank      : 1 (local_rank: 0)" in root and "boom on rank 1 attempt 0" in root
 
 
-def test_sigterm_to_agent_leaves_no_worker_behind(agents, tmp_path):
+@pytest.mark.parametrize("sig,trap,expected", [
+    (signal.SIGTERM, False, 128 + signal.SIGTERM),  # workers killed by the forwarded signal
+    (signal.SIGINT, False, 128 + signal.SIGINT),
+    (signal.SIGTERM, True, 7),  # workers that shut down gracefully decide the status
+])
+def test_signal_to_agent_is_forwarded_and_leaves_no_worker_behind(agents, tmp_path, sig, trap, expected):
     out = tmp_path / "out"
     out.mkdir()
-    a = agents("--standalone", "--nproc-per-node", "2", str(WORKERS / "sleep_worker.py"), str(out))
+    a = agents("--standalone", "--nproc-per-node", "2", str(WORKERS / "sleep_worker.py"), str(out),
+               *(["trap"] if trap else []))
     pids = _read_pids(out, 2)  # two workers and a child of each
     assert all(_alive(p) for p in pids)
-    a.proc.send_signal(signal.SIGTERM)
+    a.proc.send_signal(sig)
     rc = a.finish(timeout=20)
-    assert rc == 128 + signal.SIGTERM, a.err  # the workers' status: killed by the forwarded SIGTERM
-    assert "forwarding SIGTERM to the workers" in a.err
+    assert rc == expected, a.err
+    assert f"forwarding {signal.Signals(sig).name} to the workers" in a.err
     assert _wait_dead(pids) == []
 
 
@@ -327,3 +333,31 @@ def test_static_port_in_use_is_a_clear_error(agents, tmp_path):
                    str(WORKERS / "env_worker.py"), str(tmp_path))
         assert a.finish(timeout=30) == 1
     assert f"cannot host the rendezvous store on 127.0.0.1:{port}: address already in use" in a.err
+
+
+def test_module_and_no_python_entrypoints(agents, tmp_path):
+    out = tmp_path / "out"
+    out.mkdir()
+    a = agents("--standalone", "-m", "env_worker", str(out), env={"PYTHONPATH": str(WORKERS)})
+    assert a.finish() == 0, a.err
+    assert _ranks(out)[0]["WORLD_SIZE"] == "1"
+    a = agents("--standalone", "--nproc_per_node", "2", "--no-python", "/bin/sh", "-c",
+               f'echo "$RANK/$WORLD_SIZE" > {out}/sh_$RANK')
+    assert a.finish() == 0, a.err
+    assert [(out / f"sh_{r}").read_text() for r in (0, 1)] == ["0/2\n", "1/2\n"]
+
+
+def test_elastic_min_max_nodes_closes_after_last_call(agents, tmp_path):
+    out = tmp_path / "out"
+    out.mkdir()
+    a = agents("--rdzv-backend", "c10d", "--nnodes", "1:2", "--rdzv-endpoint", "127.0.0.1:0",
+               "--rdzv-conf", "is_host=1,last_call_timeout=0.3", str(WORKERS / "env_worker.py"), str(out))
+    assert a.finish() == 0, a.err
+    assert _ranks(out)[0]["GROUP_WORLD_SIZE"] == "1"
+
+
+def test_console_script_is_declared():
+    from importlib.metadata import entry_points
+
+    (ep,) = [e for e in entry_points(group="console_scripts") if e.name == "tinytorch-run"]
+    assert ep.value == "tinytorch.distributed.run:main"

@@ -116,6 +116,8 @@ class LocalElasticAgent:
             self.rdzv.setup()
             if self.rdzv.is_host:
                 log(f"rendezvous store listening on {self.rdzv.endpoint} (run id {self.spec.run_id})")
+            if self._capture and self._tmp_root is not None:
+                log(f"worker logs: {self._tmp_root}/attempt_<n>/<rank>/ (pass --log-dir to choose)")
             return self._invoke_run()
         except SignalException as e:
             log(f"{e}; forwarding {signal.Signals(e.sigval).name} to the workers")
