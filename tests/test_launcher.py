@@ -266,6 +266,21 @@ def test_signal_to_agent_is_forwarded_and_leaves_no_worker_behind(agents, tmp_pa
     assert _wait_dead(pids) == []
 
 
+def test_signal_to_one_node_stops_the_whole_job(agents, tmp_path):
+    out = tmp_path / "out"
+    out.mkdir()
+    common = ["--nnodes", "2", "--nproc-per-node", "1"]
+    script = [str(WORKERS / "sleep_worker.py"), str(out)]
+    n0 = agents(*common, "--node-rank", "0", "--rdzv-endpoint", "127.0.0.1:0", *script)
+    n1 = agents(*common, "--node-rank", "1", "--rdzv-endpoint", f"127.0.0.1:{n0.store_port()}", *script)
+    pids = _read_pids(out, 2)
+    n1.proc.send_signal(signal.SIGTERM)
+    assert n1.finish(timeout=20) == 128 + signal.SIGTERM, n1.err
+    assert n0.finish(timeout=20) == 1, n0.err
+    assert "stopped because another node failed" in n0.err and "received SIGTERM" in n0.err
+    assert _wait_dead(pids) == []
+
+
 def test_sigkilled_agent_takes_its_workers_down(agents, tmp_path):
     out = tmp_path / "out"
     out.mkdir()

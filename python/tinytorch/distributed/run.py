@@ -265,7 +265,7 @@ def config_from_args(args: argparse.Namespace) -> LaunchConfig:
 
 def launch_agent(config: LaunchConfig) -> int:
     """Run one node's agent to completion; return the exit status (raises ChildFailedError on worker failure)."""
-    from .elastic.agent import LocalElasticAgent, WorkerSpec, WorkerState
+    from .elastic.agent import LocalElasticAgent, WorkerSpec, WorkerState, log
     from .elastic.multiprocessing.errors import ChildFailedError
     from .elastic.rendezvous import RendezvousHandler, RendezvousParameters
 
@@ -294,6 +294,8 @@ def launch_agent(config: LaunchConfig) -> int:
         return 0
     if result.failures:
         raise ChildFailedError(config.entrypoint_name, result.failures, note=result.note)
+    if result.note:
+        log(result.note)
     return result.return_code or 1
 
 

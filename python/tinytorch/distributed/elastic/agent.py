@@ -152,7 +152,8 @@ class LocalElasticAgent:
                     return RunResult(WorkerState.SUCCEEDED)
                 if ev.kind == "abort":
                     return self._peer_abort_result(ev.payload or {})
-                log(f"restarting: {ev.payload.get('reason', 'another node failed') if ev.payload else ''}")
+                self._stop_workers()  # reaps what the finished workers may have left in their groups
+                log(f"another node failed ({(ev.payload or {}).get('reason', '')}); restarting the group")
                 restart += 1
                 continue
             if outcome == WorkerState.FAILED:
