@@ -64,6 +64,8 @@ _prctl = _load_prctl()
 
 
 def _child_preexec(parent_pid: int) -> None:
+    # The death signal fires when the forking *thread* exits, so the agent starts workers only
+    # from its main thread, which lives as long as the agent.
     if _prctl is not None:
         _prctl(_PR_SET_PDEATHSIG, int(signal.SIGKILL), 0, 0, 0)
     # The agent may have died between fork and prctl; then no signal will ever come.
