@@ -74,6 +74,24 @@ int Socket::local_port() const {
   return -1;
 }
 
+std::string Socket::local_ip() const {
+  sockaddr_storage addr{};
+  socklen_t len = sizeof(addr);
+  char buf[INET6_ADDRSTRLEN] = {0};
+  if (::getsockname(fd_, reinterpret_cast<sockaddr*>(&addr), &len) != 0) return "127.0.0.1";
+  if (addr.ss_family == AF_INET) {
+    ::inet_ntop(AF_INET, &reinterpret_cast<sockaddr_in*>(&addr)->sin_addr, buf, sizeof(buf));
+  } else if (addr.ss_family == AF_INET6) {
+    auto* a6 = reinterpret_cast<sockaddr_in6*>(&addr);
+    if (IN6_IS_ADDR_V4MAPPED(&a6->sin6_addr)) {
+      ::inet_ntop(AF_INET, reinterpret_cast<const char*>(&a6->sin6_addr) + 12, buf, sizeof(buf));
+    } else {
+      ::inet_ntop(AF_INET6, &a6->sin6_addr, buf, sizeof(buf));
+    }
+  }
+  return buf[0] ? buf : "127.0.0.1";
+}
+
 Socket Socket::connect_to(const std::string& host, int port, Deadline deadline, const std::string& what) {
   addrinfo hints{};
   hints.ai_family = AF_UNSPEC;

@@ -42,6 +42,8 @@ class Socket {
   // Waits for one incoming connection until the deadline.
   Socket accept_one(Deadline deadline, const std::string& what);
   int local_port() const;
+  // The local address of a connected socket: what peers that reach the same server can dial.
+  std::string local_ip() const;
 
   // Blocking-with-deadline full transfers; `what` names the operation in errors.
   void send_all(const void* data, size_t n, Deadline deadline, const std::string& what);

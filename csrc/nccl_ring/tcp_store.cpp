@@ -327,6 +327,12 @@ TCPStore::~TCPStore() {
   server_.reset();
 }
 
+std::string TCPStore::local_address() {
+  std::lock_guard<std::mutex> g(mu_);
+  if (!sock_.valid()) connect_locked(deadline_after(timeout_s_), describe("connect", ""));
+  return sock_.local_ip();
+}
+
 std::string TCPStore::describe(const std::string& op, const std::string& key) const {
   return "TCPStore " + op + (key.empty() ? "" : "('" + key + "')") + " on " + host_ + ":" + std::to_string(port_);
 }

@@ -49,6 +49,8 @@ class TCPStore {
   int64_t num_keys();
 
   int port() const { return port_; }
+  // The address this client reaches the server from (peers on other hosts can dial it).
+  std::string local_address();
   const std::string& host() const { return host_; }
   double timeout() const { return timeout_s_; }
   void set_timeout(double t) { timeout_s_ = t; }

@@ -63,6 +63,12 @@ def run_ranks(
             try:
                 rank, status, payload = q.get(timeout=min(left, 1.0))
             except _queue.Empty:
+                dead = [r for r, p in enumerate(procs)
+                        if p.exitcode is not None and results[r] is None and r not in errors
+                        and r not in (expect_exit or [])]
+                if dead and q.empty():
+                    raise AssertionError(f"rank(s) {dead} exited (codes {[procs[r].exitcode for r in dead]}) "
+                                         f"without reporting; errors so far: {errors}")
                 continue
             got += 1
             if status == "ok":

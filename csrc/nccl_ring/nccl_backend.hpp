@@ -1,4 +1,5 @@
+#pragma once
 #include <pybind11/pybind11.h>
 namespace tinytorch::dist {
-void bind_process_groups(pybind11::module_&) {}
+void bind_nccl(pybind11::module_& m);
 }

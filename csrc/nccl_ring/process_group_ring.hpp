@@ -1,0 +1,92 @@
+// ProcessGroupRing: the CPU backend. Connections to the ring neighbours (TCP, or shared memory
+// when every rank is on one host), one progress thread running queued collectives in issue order.
+#pragma once
+#include <atomic>
+#include <condition_variable>
+#include <deque>
+#include <functional>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "backend.hpp"
+#include "ring_algorithms.hpp"
+#include "tcp_store.hpp"
+#include "work.hpp"
+
+namespace tinytorch::dist {
+
+struct RingOptions {
+  double timeout_s = 1800.0;
+  std::string transport = "auto";  // auto | tcp | shm
+  size_t segment_bytes = 1 << 20;
+  size_t small_bytes = 256 << 10;
+  size_t shm_capacity = 8 << 20;
+};
+
+class ProcessGroupRing final : public Backend {
+ public:
+  using Keep = std::shared_ptr<void>;
+
+  // Rendezvous through the store at host:port under `prefix`; blocks until the neighbours are connected.
+  ProcessGroupRing(const std::string& store_host, int store_port, const std::string& prefix, int rank, int size,
+                   RingOptions opts);
+  ~ProcessGroupRing() override;
+
+  std::string name() const override { return "ring"; }
+  std::string transport() const { return transport_; }
+  void shutdown() override;
+
+  std::shared_ptr<Work> allreduce(void* buf, size_t count, DType t, ReduceOp op, Keep keep);
+  std::shared_ptr<Work> reduce_scatter(void* out, const void* in, size_t count, DType t, ReduceOp op, Keep keep);
+  std::shared_ptr<Work> allgather(void* out, const void* in, size_t count, DType t, Keep keep);
+  std::shared_ptr<Work> broadcast(void* buf, size_t count, DType t, int root, Keep keep);
+  std::shared_ptr<Work> reduce(void* buf, size_t count, DType t, ReduceOp op, int root, Keep keep);
+  std::shared_ptr<Work> barrier();
+  std::shared_ptr<Work> send(const void* buf, size_t count, DType t, int dst, int tag, Keep keep);
+  std::shared_ptr<Work> recv(void* buf, size_t count, DType t, int src, int tag, Keep keep);
+
+ private:
+  struct Job {
+    std::shared_ptr<Work> work;
+    std::string what;
+    std::function<void(const std::string& what, Deadline)> run;
+  };
+
+  CollectiveCtx ctx(Opcode opc, uint64_t seq, size_t count, DType t, ReduceOp op, int root, const std::string& what,
+                    Deadline d) const;
+  std::shared_ptr<Work> enqueue(const std::string& description, Keep keep,
+                                std::function<void(const std::string& what, Deadline)> run);
+  std::string describe(Opcode opc, uint64_t seq, size_t count, DType t, const std::string& extra) const;
+  void progress_loop();
+  void fail(const std::string& message);
+  std::string root_cause(const std::string& own);
+  Socket& peer(int p, Deadline deadline, const std::string& what);
+  std::string key(const std::string& k) const { return prefix_ + "/" + k; }
+  void setup_shm(Deadline deadline);
+  void check_rank(int r, const char* what) const;
+
+  std::string prefix_;
+  RingOptions opts_;
+  std::unique_ptr<TCPStore> store_;  // our own client: the progress thread must not queue behind Python's
+  Socket listener_;
+  std::map<int, Socket> peers_;
+  std::unique_ptr<RingLinks> links_;
+  std::string transport_ = "none";
+  std::vector<char> scratch_;
+  std::map<int, uint64_t> p2p_sent_, p2p_recvd_;
+
+  std::atomic<uint64_t> seq_{0};
+  std::mutex mu_;
+  std::condition_variable cv_;
+  std::deque<Job> queue_;
+  bool stop_ = false;
+  bool broken_ = false;  // set and read on the progress thread only
+  std::string broken_reason_;
+  std::thread thread_;
+};
+
+}  // namespace tinytorch::dist

@@ -1,0 +1,133 @@
+// Bindings of Work and the backends. Every call that can block releases the GIL; Python objects
+// that the progress thread keeps alive are released under the GIL (or leaked once the interpreter is gone).
+#include <pybind11/functional.h>
+#include <pybind11/pybind11.h>
+#include <pybind11/stl.h>
+
+#include "nccl_backend.hpp"
+#include "process_group_ring.hpp"
+
+namespace py = pybind11;
+
+namespace tinytorch::dist {
+namespace {
+
+bool interpreter_alive() {
+#if PY_VERSION_HEX >= 0x030D0000
+  return Py_IsInitialized() && !Py_IsFinalizing();
+#else
+  return Py_IsInitialized() && !_Py_IsFinalizing();
+#endif
+}
+
+std::shared_ptr<py::object> hold(py::object o) {
+  return std::shared_ptr<py::object>(std::make_unique<py::object>(std::move(o)).release(), [](py::object* p) {
+    std::unique_ptr<py::object> owned(p);
+    if (!interpreter_alive()) {
+      owned->release();  // decref without an interpreter would crash; the process is exiting anyway
+      return;
+    }
+    py::gil_scoped_acquire g;
+    owned.reset();
+  });
+}
+
+std::shared_ptr<void> keep(py::object o) {
+  if (o.is_none()) return nullptr;
+  return hold(std::move(o));
+}
+
+void* as_ptr(uintptr_t p) { return reinterpret_cast<void*>(p); }
+
+}  // namespace
+
+void bind_process_groups(py::module_& m) {
+  py::class_<Work, std::shared_ptr<Work>>(m, "Work")
+      .def("wait", &Work::wait, py::arg("timeout") = -1.0, py::call_guard<py::gil_scoped_release>())
+      .def("is_completed", &Work::is_completed)
+      .def("is_success", &Work::is_success)
+      .def("error_kind", [](Work& w) { return static_cast<int>(w.error_kind()); })
+      .def("error_message", &Work::error_message)
+      .def_property_readonly("description", &Work::description)
+      .def("add_done_callback", [](Work& w, py::function fn) {
+        auto f = hold(std::move(fn));
+        w.add_callback([f] {
+          if (!interpreter_alive()) return;
+          py::gil_scoped_acquire g;
+          try {
+            (*f)();
+          } catch (py::error_already_set& e) {
+            e.discard_as_unraisable("tinytorch.distributed Work callback");
+          }
+        });
+      });
+
+  py::class_<Backend, std::shared_ptr<Backend>>(m, "Backend")
+      .def_property_readonly("rank", &Backend::rank)
+      .def_property_readonly("size", &Backend::size)
+      .def_property_readonly("name", &Backend::name)
+      .def("shutdown", &Backend::shutdown, py::call_guard<py::gil_scoped_release>());
+
+  py::class_<ProcessGroupRing, Backend, std::shared_ptr<ProcessGroupRing>>(m, "ProcessGroupRing")
+      .def(py::init([](const std::string& host, int port, const std::string& prefix, int rank, int size, double timeout,
+                       const std::string& transport, size_t segment_bytes, size_t small_bytes, size_t shm_capacity) {
+             RingOptions o;
+             o.timeout_s = timeout;
+             o.transport = transport;
+             o.segment_bytes = segment_bytes;
+             o.small_bytes = small_bytes;
+             o.shm_capacity = shm_capacity;
+             return std::make_shared<ProcessGroupRing>(host, port, prefix, rank, size, o);
+           }),
+           py::arg("store_host"), py::arg("store_port"), py::arg("prefix"), py::arg("rank"), py::arg("size"),
+           py::arg("timeout"), py::arg("transport") = "auto", py::arg("segment_bytes") = 1 << 20,
+           py::arg("small_bytes") = 256 << 10, py::arg("shm_capacity") = 8 << 20,
+           py::call_guard<py::gil_scoped_release>())
+      .def_property_readonly("transport", &ProcessGroupRing::transport)
+      .def("allreduce",
+           [](ProcessGroupRing& pg, uintptr_t p, size_t n, int t, int op, py::object k) {
+             auto kk = keep(std::move(k));
+             py::gil_scoped_release r;
+             return pg.allreduce(as_ptr(p), n, dtype_from_int(t), reduce_op_from_int(op), kk);
+           })
+      .def("reduce_scatter",
+           [](ProcessGroupRing& pg, uintptr_t out, uintptr_t in, size_t n, int t, int op, py::object k) {
+             auto kk = keep(std::move(k));
+             py::gil_scoped_release r;
+             return pg.reduce_scatter(as_ptr(out), as_ptr(in), n, dtype_from_int(t), reduce_op_from_int(op), kk);
+           })
+      .def("allgather",
+           [](ProcessGroupRing& pg, uintptr_t out, uintptr_t in, size_t n, int t, py::object k) {
+             auto kk = keep(std::move(k));
+             py::gil_scoped_release r;
+             return pg.allgather(as_ptr(out), as_ptr(in), n, dtype_from_int(t), kk);
+           })
+      .def("broadcast",
+           [](ProcessGroupRing& pg, uintptr_t p, size_t n, int t, int root, py::object k) {
+             auto kk = keep(std::move(k));
+             py::gil_scoped_release r;
+             return pg.broadcast(as_ptr(p), n, dtype_from_int(t), root, kk);
+           })
+      .def("reduce",
+           [](ProcessGroupRing& pg, uintptr_t p, size_t n, int t, int op, int root, py::object k) {
+             auto kk = keep(std::move(k));
+             py::gil_scoped_release r;
+             return pg.reduce(as_ptr(p), n, dtype_from_int(t), reduce_op_from_int(op), root, kk);
+           })
+      .def("barrier", &ProcessGroupRing::barrier, py::call_guard<py::gil_scoped_release>())
+      .def("send",
+           [](ProcessGroupRing& pg, uintptr_t p, size_t n, int t, int dst, int tag, py::object k) {
+             auto kk = keep(std::move(k));
+             py::gil_scoped_release r;
+             return pg.send(as_ptr(p), n, dtype_from_int(t), dst, tag, kk);
+           })
+      .def("recv", [](ProcessGroupRing& pg, uintptr_t p, size_t n, int t, int src, int tag, py::object k) {
+        auto kk = keep(std::move(k));
+        py::gil_scoped_release r;
+        return pg.recv(as_ptr(p), n, dtype_from_int(t), src, tag, kk);
+      });
+
+  bind_nccl(m);
+}
+
+}  // namespace tinytorch::dist

@@ -1,0 +1,54 @@
+// Work: the handle every collective returns; completed by the backend's progress thread.
+#pragma once
+#include <condition_variable>
+#include <cstdint>
+#include <exception>
+#include <functional>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <vector>
+
+#include "errors.hpp"
+
+namespace tinytorch::dist {
+
+enum class ErrorKind : int { None = 0, Generic = 1, Timeout = 2, Network = 3 };
+
+class Work {
+ public:
+  Work(std::string description, int rank, double timeout_s)
+      : description_(std::move(description)), rank_(rank), timeout_s_(timeout_s) {}
+
+  const std::string& description() const { return description_; }
+  bool is_completed();
+  bool is_success();
+  // Blocks until done; throws the collective's error, or DistTimeoutError after timeout_s (<0: the group's).
+  void wait(double timeout_s);
+  ErrorKind error_kind();
+  std::string error_message();
+  // Runs `cb` once the work completes: immediately in this thread if it already has.
+  void add_callback(std::function<void()> cb);
+  // Objects (e.g. Python arrays) that must outlive the data movement; dropped at completion.
+  void keep_alive(std::shared_ptr<void> obj) { keepalive_.push_back(std::move(obj)); }
+
+  void finish(ErrorKind kind = ErrorKind::None, const std::string& message = "");
+
+ private:
+  std::string description_;
+  int rank_;
+  double timeout_s_;
+  std::mutex mu_;
+  std::condition_variable cv_;
+  bool done_ = false;
+  ErrorKind kind_ = ErrorKind::None;
+  std::string message_;
+  std::vector<std::function<void()>> callbacks_;
+  std::vector<std::shared_ptr<void>> keepalive_;
+};
+
+// Rethrows a DistError subclass matching `kind`.
+[[noreturn]] void throw_dist_error(ErrorKind kind, const std::string& message);
+ErrorKind classify(const std::exception& e);
+
+}  // namespace tinytorch::dist

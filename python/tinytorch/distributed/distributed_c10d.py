@@ -1,0 +1,651 @@
+"""Process groups and collectives with torch.distributed's API, on the ring (CPU) and NCCL (CUDA) backends."""
+from __future__ import annotations
+
+import atexit
+import datetime
+import os
+import threading
+from typing import Any, Callable, Dict, List, Optional, Sequence
+from urllib.parse import urlparse
+
+import numpy as np
+
+from tinytorch._C import _distributed as _cdist
+
+from . import _arrays
+from ._work import Work, completed_work
+from .store import DistError, DistTimeoutError, PrefixStore, Store, TCPStore, _seconds
+
+default_pg_timeout = datetime.timedelta(minutes=30)
+default_pg_nccl_timeout = datetime.timedelta(minutes=10)
+
+
+class ReduceOp:
+    """Reduction operators (the values are the C++ codes)."""
+
+    SUM = 0
+    AVG = 1
+    PRODUCT = 2
+    MIN = 3
+    MAX = 4
+    _NAMES = {0: "SUM", 1: "AVG", 2: "PRODUCT", 3: "MIN", 4: "MAX"}
+
+
+class Backend:
+    """Backend names."""
+
+    RING = "ring"
+    NCCL = "nccl"
+    GLOO = "gloo"  # accepted as an alias of ring, so torch.distributed scripts run unchanged
+
+    def __new__(cls, name: str) -> str:  # type: ignore[misc]
+        return _normalize_backend(name)
+
+
+def _normalize_backend(name: Optional[str]) -> str:
+    if name is None:
+        return _default_backend()
+    n = str(name).lower()
+    if n in ("ring", "gloo", "cpu"):
+        return "ring"
+    if n in ("nccl", "cuda"):
+        return "nccl"
+    raise ValueError(f"unknown backend '{name}': use 'ring' (CPU), 'nccl' (CUDA) or None to choose by device")
+
+
+def _cuda_available() -> bool:
+    import importlib.util
+
+    if importlib.util.find_spec("cupy") is None:
+        return False
+    try:
+        import cupy
+
+        return bool(cupy.cuda.is_available())
+    except Exception:  # noqa: BLE001 - any CuPy/driver failure means "no usable GPU"
+        return False
+
+
+def _default_backend() -> str:
+    return "nccl" if _cuda_available() else "ring"
+
+
+class ProcessGroup:
+    """A set of ranks that run collectives together; wraps one backend (ring or NCCL)."""
+
+    def __init__(self, backend: Any, backend_name: str, rank: int, ranks: List[int], store: Store, name: str,
+                 timeout: float) -> None:
+        self._backend = backend
+        self._backend_name = backend_name
+        self._rank = rank
+        self._ranks = ranks
+        self._store = store
+        self._name = name
+        self._timeout = timeout
+        self._debug = os.environ.get("TINYTORCH_DISTRIBUTED_DEBUG", os.environ.get("TORCH_DISTRIBUTED_DEBUG", "")).upper() == "DETAIL"
+        self._debug_seq = 0
+        self._lock = threading.Lock()
+
+    def rank(self) -> int:
+        """This process's rank within the group."""
+        return self._rank
+
+    def size(self) -> int:
+        """Number of ranks in the group."""
+        return len(self._ranks)
+
+    def name(self) -> str:
+        """The group's name."""
+        return self._name
+
+    @property
+    def transport(self) -> str:
+        """How the ring backend moves bytes between neighbours: 'shm', 'tcp', or 'none' (one rank); 'nccl' on GPUs."""
+        return getattr(self._backend, "transport", self._backend_name)
+
+    def _shutdown(self) -> None:
+        self._backend.shutdown()
+
+    def __repr__(self) -> str:
+        return f"ProcessGroup(name={self._name}, backend={self._backend_name}, rank={self._rank}, size={self.size()})"
+
+
+class _NonGroupMember:
+    def __repr__(self) -> str:
+        return "GroupMember.NON_GROUP_MEMBER"
+
+
+class GroupMember:
+    """Sentinels, as in torch.distributed."""
+
+    WORLD: Optional[ProcessGroup] = None
+    NON_GROUP_MEMBER = _NonGroupMember()
+
+
+_state_lock = threading.Lock()
+_default_pg: Optional[ProcessGroup] = None
+_groups: Dict[str, ProcessGroup] = {}
+_group_count = 0
+_generation = 0
+_pg_prefix = ""
+
+
+# ------------------------------------------------------------------ initialization
+
+
+def is_available() -> bool:
+    """The distributed package is always built into tinytorch."""
+    return True
+
+
+def is_initialized() -> bool:
+    """True between init_process_group and destroy_process_group."""
+    return _default_pg is not None
+
+
+def is_nccl_available() -> bool:
+    """True if libnccl.so.2 can be loaded."""
+    return bool(_cdist.nccl_available())
+
+
+def _env_int(name: str) -> Optional[int]:
+    v = os.environ.get(name)
+    if v is None or v == "":
+        return None
+    try:
+        return int(v)
+    except ValueError:
+        raise ValueError(f"environment variable {name}={v!r} is not an integer") from None
+
+
+def _store_from_init_method(init_method: str, rank: int, world_size: int, timeout: float) -> Store:
+    url = urlparse(init_method)
+    if url.scheme == "env":
+        addr = os.environ.get("MASTER_ADDR")
+        port = _env_int("MASTER_PORT")
+        missing = [n for n, v in (("MASTER_ADDR", addr), ("MASTER_PORT", port)) if v is None]
+        if missing:
+            raise ValueError(f"init_method='env://' needs the environment variable(s) {', '.join(missing)}")
+    elif url.scheme == "tcp":
+        if not url.hostname or not url.port:
+            raise ValueError(f"init_method {init_method!r} must look like tcp://host:port")
+        addr, port = url.hostname, url.port
+    else:
+        raise ValueError(f"unsupported init_method {init_method!r}: use 'env://' or 'tcp://host:port'")
+    # Under an agent that hosts the store itself (the launcher), every worker is a client.
+    agent_store = os.environ.get("TORCHELASTIC_USE_AGENT_STORE", "").lower() in ("1", "true")
+    return TCPStore(addr, port, world_size, is_master=(rank == 0 and not agent_store), timeout=timeout,
+                    wait_for_workers=not agent_store)
+
+
+def _unwrap_store(store: Store) -> tuple:
+    prefix = ""
+    s = store
+    while isinstance(s, PrefixStore):
+        prefix = f"{s.prefix}/{prefix}" if prefix else s.prefix
+        s = s.underlying_store
+    if not isinstance(s, TCPStore):
+        raise TypeError(f"process groups need a TCPStore (optionally wrapped in PrefixStore), got {type(s).__name__}")
+    return s, prefix
+
+
+def _make_backend(backend: str, store: Store, rank: int, size: int, timeout: float) -> Any:
+    tcp, prefix = _unwrap_store(store)
+    host = "127.0.0.1" if tcp.host in ("", "0.0.0.0") else tcp.host
+    if backend == "ring":
+        return _cdist.ProcessGroupRing(
+            host, tcp.port, prefix, rank, size, timeout,
+            transport=os.environ.get("TINYTORCH_RING_TRANSPORT", "auto"),
+            segment_bytes=int(os.environ.get("TINYTORCH_RING_SEGMENT_BYTES", 1 << 20)),
+            small_bytes=int(os.environ.get("TINYTORCH_RING_SMALL_BYTES", 256 << 10)),
+            shm_capacity=int(os.environ.get("TINYTORCH_RING_SHM_BYTES", 8 << 20)),
+        )
+    from . import _nccl
+
+    return _nccl.make_nccl_backend(store, rank, size, timeout)
+
+
+def init_process_group(
+    backend: Optional[str] = None,
+    init_method: Optional[str] = None,
+    timeout: Optional[Any] = None,
+    world_size: int = -1,
+    rank: int = -1,
+    store: Optional[Store] = None,
+    group_name: str = "",
+    pg_options: Any = None,
+    device_id: Any = None,
+) -> None:
+    """Create the default process group (env:// reads MASTER_ADDR, MASTER_PORT, RANK, WORLD_SIZE)."""
+    global _default_pg, _generation, _group_count, _pg_prefix
+    with _state_lock:
+        if _default_pg is not None:
+            raise RuntimeError("trying to initialize the default process group twice; call destroy_process_group() first")
+        backend = _normalize_backend(backend)
+        if timeout is None:
+            timeout = default_pg_nccl_timeout if backend == "nccl" else default_pg_timeout
+        timeout_s = _seconds(timeout, 1800.0)
+        if rank is None or rank < 0:
+            rank = _env_int("RANK") if _env_int("RANK") is not None else -1
+        if world_size is None or world_size < 0:
+            world_size = _env_int("WORLD_SIZE") if _env_int("WORLD_SIZE") is not None else -1
+        if rank < 0 or world_size < 1:
+            raise ValueError(f"init_process_group needs rank and world_size (arguments or RANK/WORLD_SIZE); got rank={rank}, "
+                             f"world_size={world_size}")
+        if rank >= world_size:
+            raise ValueError(f"rank {rank} is out of range for world_size {world_size}")
+        if store is None:
+            store = _store_from_init_method(init_method or "env://", rank, world_size, timeout_s)
+        elif init_method is not None:
+            raise ValueError("pass either init_method or store, not both")
+        _generation += 1
+        _group_count = 0
+        restart = os.environ.get("TORCHELASTIC_RESTART_COUNT", "0")
+        _pg_prefix = f"pg{_generation}r{restart}"
+        prefixed = PrefixStore(f"{_pg_prefix}/default_pg", store)
+        b = _make_backend(backend, prefixed, rank, world_size, timeout_s)
+        pg = ProcessGroup(b, backend, rank, list(range(world_size)), prefixed, group_name or "default_pg", timeout_s)
+        pg._root_store = store  # keeps a hosted server alive as long as the group
+        _default_pg = pg
+        GroupMember.WORLD = pg
+        _groups[pg._name] = pg
+
+
+def destroy_process_group(group: Optional[ProcessGroup] = None) -> None:
+    """Shut down a group (joining its threads); with no argument, every group and the default one."""
+    global _default_pg
+    with _state_lock:
+        if group is None or group is _default_pg:
+            victims = list(_groups.values())
+            _groups.clear()
+            _default_pg = None
+            GroupMember.WORLD = None
+        elif isinstance(group, ProcessGroup):
+            victims = [group]
+            _groups.pop(group._name, None)
+        else:
+            return
+    for g in victims:
+        g._shutdown()
+
+
+@atexit.register
+def _shutdown_at_exit() -> None:
+    # Progress threads must be joined while the interpreter can still run their callbacks.
+    try:
+        destroy_process_group()
+    except Exception:  # noqa: BLE001 - exiting anyway
+        pass
+
+
+def _resolve(group: Optional[Any]) -> Optional[ProcessGroup]:
+    if group is GroupMember.NON_GROUP_MEMBER:
+        return None
+    if group is None or group is GroupMember.WORLD:
+        if _default_pg is None:
+            raise RuntimeError("the default process group has not been initialized; call init_process_group() first")
+        return _default_pg
+    if not isinstance(group, ProcessGroup):
+        raise TypeError(f"group must be a ProcessGroup, got {type(group).__name__}")
+    return group
+
+
+def new_group(ranks: Optional[Sequence[int]] = None, timeout: Optional[Any] = None, backend: Optional[str] = None,
+              pg_options: Any = None, use_local_synchronization: bool = False, group_desc: Optional[str] = None) -> Any:
+    """Create a subgroup; every rank of the default group must call it (non-members get NON_GROUP_MEMBER)."""
+    global _group_count
+    world = _resolve(None)
+    assert world is not None
+    world_size = world.size()
+    ranks = sorted(set(range(world_size) if ranks is None else (int(r) for r in ranks)))
+    for r in ranks:
+        if r < 0 or r >= world_size:
+            raise ValueError(f"new_group: rank {r} is outside the world of size {world_size}")
+    if not ranks:
+        raise ValueError("new_group: ranks must not be empty")
+    with _state_lock:
+        _group_count += 1
+        name = f"group{_group_count}"
+    me = world.rank()
+    if me not in ranks:
+        return GroupMember.NON_GROUP_MEMBER
+    backend_name = _normalize_backend(backend) if backend is not None else world._backend_name
+    timeout_s = _seconds(timeout, world._timeout) if timeout is not None else world._timeout
+    root = getattr(world, "_root_store", world._store)
+    store = PrefixStore(f"{_pg_prefix}/{name}", root)
+    b = _make_backend(backend_name, store, ranks.index(me), len(ranks), timeout_s)
+    pg = ProcessGroup(b, backend_name, ranks.index(me), ranks, store, group_desc or name, timeout_s)
+    with _state_lock:
+        _groups[name] = pg
+    return pg
+
+
+def get_rank(group: Optional[Any] = None) -> int:
+    """This process's rank in the group (-1 if not a member)."""
+    g = _resolve(group)
+    return -1 if g is None else g.rank()
+
+
+def get_world_size(group: Optional[Any] = None) -> int:
+    """Number of ranks in the group (-1 if not a member)."""
+    g = _resolve(group)
+    return -1 if g is None else g.size()
+
+
+def get_backend(group: Optional[Any] = None) -> str:
+    """The group's backend name: 'ring' or 'nccl'."""
+    g = _resolve(group)
+    if g is None:
+        raise ValueError("get_backend: this rank is not a member of the group")
+    return g._backend_name
+
+
+def get_process_group_ranks(group: ProcessGroup) -> List[int]:
+    """Global ranks of the group's members, in group-rank order."""
+    return list(group._ranks)
+
+
+def get_global_rank(group: ProcessGroup, group_rank: int) -> int:
+    """Translate a group rank to a global rank."""
+    return group._ranks[group_rank]
+
+
+def get_group_rank(group: ProcessGroup, global_rank: int) -> int:
+    """Translate a global rank to a group rank."""
+    try:
+        return group._ranks.index(global_rank)
+    except ValueError:
+        raise ValueError(f"global rank {global_rank} is not in group {group._name} (ranks {group._ranks})") from None
+
+
+# ------------------------------------------------------------------ collectives
+
+
+def _debug_check(g: ProcessGroup, fingerprint: str) -> None:
+    """Under TINYTORCH_DISTRIBUTED_DEBUG=DETAIL, compare this collective with every other rank's via the store."""
+    with g._lock:
+        g._debug_seq += 1
+        seq = g._debug_seq
+    me = g.rank()
+    store = g._store
+    store.set(f"dbg/{seq}/{me}", fingerprint)
+    if seq > 2:
+        # Everyone has read call seq-2's fingerprints before writing seq-1's, which we have seen.
+        store.delete_key(f"dbg/{seq - 2}/{me}")
+    for r in range(g.size()):
+        if r == me:
+            continue
+        try:
+            store.wait([f"dbg/{seq}/{r}"], g._timeout)
+        except DistTimeoutError:
+            raise DistTimeoutError(
+                f"rank {me}: TINYTORCH_DISTRIBUTED_DEBUG=DETAIL: rank {r} of group {g._name} did not issue collective "
+                f"#{seq} ({fingerprint}) within {g._timeout}s") from None
+        other = store.get(f"dbg/{seq}/{r}").decode()
+        if other != fingerprint:
+            raise DistError(
+                f"rank {me}: collective mismatch in group {g._name} at call #{seq}: this rank called {fingerprint} "
+                f"but rank {r} called {other} (detected by TINYTORCH_DISTRIBUTED_DEBUG=DETAIL)")
+
+
+def _fingerprint(collective: str, arrays: Sequence[Any], **extra: Any) -> str:
+    parts = []
+    for a in arrays:
+        shape, dt, dev = _arrays.describe(a)
+        parts.append(f"{list(shape)}:{dt}:{dev}")
+    ex = "".join(f", {k}={v}" for k, v in extra.items())
+    return f"{collective}(tensors=[{', '.join(parts)}]{ex})"
+
+
+def _op_code(op: Any, name: str, dtype: Any) -> int:
+    code = int(getattr(op, "value", op))
+    if code not in ReduceOp._NAMES:
+        raise ValueError(f"{name}: unknown reduce op {op!r}")
+    if code == ReduceOp.AVG and np.dtype(dtype).kind in "iu":
+        raise TypeError(f"{name}: ReduceOp.AVG needs a floating-point tensor, got {np.dtype(dtype)}")
+    return code
+
+
+def _issue(
+    g: ProcessGroup,
+    name: str,
+    arrays: List[Any],
+    outputs: List[Any],
+    tensors: List[Any],
+    issue: Callable[[List[Any]], Any],
+    async_op: bool,
+    result: Any,
+    fingerprint: str,
+    finalizers: Optional[List[Callable[[], None]]] = None,
+) -> Optional[Work]:
+    """Run one collective: debug check, host staging for CUDA arrays on the ring backend, then issue."""
+    if g._debug:
+        _debug_check(g, fingerprint)
+    for t in tensors:
+        _arrays.bump_version(t)
+    if g._backend_name == "ring" and any(_arrays.is_cuda(a) for a in arrays):
+        # The ring backend works on host memory: stage through it and copy back, synchronously.
+        import cupy
+
+        host = [cupy.asnumpy(a) if _arrays.is_cuda(a) else a for a in arrays]
+        cwork = issue(host)
+        Work(cwork).wait()
+        for a, h in zip(arrays, host):
+            if _arrays.is_cuda(a) and any(a is o for o in outputs):
+                a.set(h)
+        w = completed_work(result)
+        for f in finalizers or []:
+            f()
+        return w if async_op else None
+    work = Work(issue(arrays), result, finalizers)
+    if async_op:
+        return work
+    work.wait()
+    return None
+
+
+def _same_device(name: str, *arrays: Any) -> None:
+    devs = {_arrays.is_cuda(a) for a in arrays}
+    if len(devs) > 1:
+        raise ValueError(f"{name}: all tensors must be on the same device (got a mix of cpu and cuda)")
+
+
+def all_reduce(tensor: Any, op: Any = ReduceOp.SUM, group: Optional[Any] = None, async_op: bool = False) -> Optional[Work]:
+    """Reduce `tensor` across the group in place; every rank gets the result."""
+    g = _resolve(group)
+    if g is None:
+        return None
+    a = _arrays.array_of(tensor)
+    _arrays.check_contiguous(a, "all_reduce", writable=True)
+    t = _arrays.dtype_code(a, "all_reduce")
+    code = _op_code(op, "all_reduce", a.dtype)
+    return _issue(g, "all_reduce", [a], [a], [tensor],
+                  lambda arr: g._backend.allreduce(_arrays.data_ptr(arr[0]), arr[0].size, t, code, arr[0]),
+                  async_op, [tensor], _fingerprint("all_reduce", [a], op=ReduceOp._NAMES[code]))
+
+
+def reduce_scatter_tensor(output: Any, input: Any, op: Any = ReduceOp.SUM, group: Optional[Any] = None,
+                          async_op: bool = False) -> Optional[Work]:
+    """Reduce `input` (world_size blocks) across the group; rank i gets block i in `output`."""
+    g = _resolve(group)
+    if g is None:
+        return None
+    o, i = _arrays.array_of(output), _arrays.array_of(input)
+    name = "reduce_scatter_tensor"
+    _arrays.check_contiguous(o, name, "output", writable=True)
+    _arrays.check_contiguous(i, name, "input")
+    _same_device(name, o, i)
+    if o.dtype != i.dtype:
+        raise TypeError(f"{name}: output dtype {o.dtype} differs from input dtype {i.dtype}")
+    if i.size != o.size * g.size():
+        raise ValueError(f"{name}: input has {i.size} elements but must have output.numel() * world_size = "
+                         f"{o.size} * {g.size()} = {o.size * g.size()}")
+    t = _arrays.dtype_code(o, name)
+    code = _op_code(op, name, o.dtype)
+    return _issue(g, name, [o, i], [o], [output],
+                  lambda arr: g._backend.reduce_scatter(_arrays.data_ptr(arr[0]), _arrays.data_ptr(arr[1]), arr[0].size,
+                                                        t, code, (arr[0], arr[1])),
+                  async_op, [output], _fingerprint(name, [o, i], op=ReduceOp._NAMES[code]))
+
+
+def all_gather_into_tensor(output_tensor: Any, input_tensor: Any, group: Optional[Any] = None,
+                           async_op: bool = False) -> Optional[Work]:
+    """Gather every rank's `input_tensor` into `output_tensor` (rank i's block at position i)."""
+    g = _resolve(group)
+    if g is None:
+        return None
+    o, i = _arrays.array_of(output_tensor), _arrays.array_of(input_tensor)
+    name = "all_gather_into_tensor"
+    _arrays.check_contiguous(o, name, "output", writable=True)
+    _arrays.check_contiguous(i, name, "input")
+    _same_device(name, o, i)
+    if o.dtype != i.dtype:
+        raise TypeError(f"{name}: output dtype {o.dtype} differs from input dtype {i.dtype}")
+    if o.size != i.size * g.size():
+        raise ValueError(f"{name}: output has {o.size} elements but must have input.numel() * world_size = "
+                         f"{i.size} * {g.size()} = {i.size * g.size()}")
+    t = _arrays.dtype_code(o, name)
+    return _issue(g, name, [o, i], [o], [output_tensor],
+                  lambda arr: g._backend.allgather(_arrays.data_ptr(arr[0]), _arrays.data_ptr(arr[1]), arr[1].size, t,
+                                                   (arr[0], arr[1])),
+                  async_op, [output_tensor], _fingerprint(name, [o, i]))
+
+
+def all_gather(tensor_list: List[Any], tensor: Any, group: Optional[Any] = None, async_op: bool = False) -> Optional[Work]:
+    """Gather every rank's `tensor` into `tensor_list` (one tensor per rank, same shape and dtype)."""
+    g = _resolve(group)
+    if g is None:
+        return None
+    name = "all_gather"
+    src = _arrays.array_of(tensor)
+    outs = [_arrays.array_of(t) for t in tensor_list]
+    if len(outs) != g.size():
+        raise ValueError(f"{name}: tensor_list has {len(outs)} tensors but the group has {g.size()} ranks")
+    for k, o in enumerate(outs):
+        if o.shape != src.shape or o.dtype != src.dtype:
+            raise ValueError(f"{name}: tensor_list[{k}] has shape {tuple(o.shape)} and dtype {o.dtype}, expected "
+                             f"{tuple(src.shape)} and {src.dtype}")
+    _same_device(name, src, *outs)
+    xp = np
+    if _arrays.is_cuda(src):
+        import cupy as xp  # type: ignore[no-redef]
+    flat = xp.empty((g.size(),) + tuple(src.shape), dtype=src.dtype)
+    contiguous_src = xp.ascontiguousarray(src)
+    t = _arrays.dtype_code(src, name)
+
+    def scatter_out() -> None:
+        for k, o in enumerate(outs):
+            o[...] = flat[k]
+
+    return _issue(g, name, [flat, contiguous_src], [flat], list(tensor_list),
+                  lambda arr: g._backend.allgather(_arrays.data_ptr(arr[0]), _arrays.data_ptr(arr[1]), arr[1].size, t,
+                                                   (arr[0], arr[1])),
+                  async_op, list(tensor_list), _fingerprint(name, [src]), finalizers=[scatter_out])
+
+
+def _group_rank_of(g: ProcessGroup, name: str, global_rank: Optional[int], group_rank: Optional[int], arg: str) -> int:
+    if group_rank is not None:
+        if not 0 <= group_rank < g.size():
+            raise ValueError(f"{name}: group_{arg}={group_rank} is outside the group of size {g.size()}")
+        return group_rank
+    if global_rank is None:
+        raise ValueError(f"{name}: pass {arg} (a global rank) or group_{arg}")
+    try:
+        return g._ranks.index(int(global_rank))
+    except ValueError:
+        raise ValueError(f"{name}: {arg}={global_rank} is not a member of group {g._name} (ranks {g._ranks})") from None
+
+
+def broadcast(tensor: Any, src: Optional[int] = None, group: Optional[Any] = None, async_op: bool = False,
+              group_src: Optional[int] = None) -> Optional[Work]:
+    """Copy rank `src`'s tensor into every rank's `tensor`."""
+    g = _resolve(group)
+    if g is None:
+        return None
+    root = _group_rank_of(g, "broadcast", src, group_src, "src")
+    a = _arrays.array_of(tensor)
+    _arrays.check_contiguous(a, "broadcast", writable=True)
+    t = _arrays.dtype_code(a, "broadcast")
+    return _issue(g, "broadcast", [a], [a], [tensor],
+                  lambda arr: g._backend.broadcast(_arrays.data_ptr(arr[0]), arr[0].size, t, root, arr[0]),
+                  async_op, [tensor], _fingerprint("broadcast", [a], src=root))
+
+
+def reduce(tensor: Any, dst: Optional[int] = None, op: Any = ReduceOp.SUM, group: Optional[Any] = None,
+           async_op: bool = False, group_dst: Optional[int] = None) -> Optional[Work]:
+    """Reduce `tensor` across the group into rank `dst`'s tensor (the others' are left unchanged)."""
+    g = _resolve(group)
+    if g is None:
+        return None
+    root = _group_rank_of(g, "reduce", dst, group_dst, "dst")
+    a = _arrays.array_of(tensor)
+    _arrays.check_contiguous(a, "reduce", writable=True)
+    t = _arrays.dtype_code(a, "reduce")
+    code = _op_code(op, "reduce", a.dtype)
+    return _issue(g, "reduce", [a], [a], [tensor],
+                  lambda arr: g._backend.reduce(_arrays.data_ptr(arr[0]), arr[0].size, t, code, root, arr[0]),
+                  async_op, [tensor], _fingerprint("reduce", [a], op=ReduceOp._NAMES[code], dst=root))
+
+
+def barrier(group: Optional[Any] = None, async_op: bool = False, device_ids: Optional[List[int]] = None) -> Optional[Work]:
+    """Block until every rank of the group has reached the barrier."""
+    g = _resolve(group)
+    if g is None:
+        return None
+    return _issue(g, "barrier", [], [], [], lambda arr: g._backend.barrier(), async_op, None, "barrier()")
+
+
+def _p2p(name: str, tensor: Any, peer: int, g: ProcessGroup, tag: int) -> Work:
+    a = _arrays.array_of(tensor)
+    writable = name == "recv"
+    _arrays.check_contiguous(a, name, writable=writable)
+    t = _arrays.dtype_code(a, name)
+    if _arrays.is_cuda(a) and g._backend_name == "ring":
+        import cupy
+
+        host = cupy.asnumpy(a)
+        w = Work(getattr(g._backend, name)(_arrays.data_ptr(host), host.size, t, peer, tag, host))
+        w.wait()
+        if writable:
+            a.set(host)
+        return completed_work([tensor])
+    if writable:
+        _arrays.bump_version(tensor)
+    return Work(getattr(g._backend, name)(_arrays.data_ptr(a), a.size, t, peer, tag, a), [tensor])
+
+
+def isend(tensor: Any, dst: Optional[int] = None, group: Optional[Any] = None, tag: int = 0,
+          group_dst: Optional[int] = None) -> Optional[Work]:
+    """Start sending `tensor` to rank `dst`; returns a Work."""
+    g = _resolve(group)
+    if g is None:
+        return None
+    return _p2p("send", tensor, _group_rank_of(g, "send", dst, group_dst, "dst"), g, tag)
+
+
+def irecv(tensor: Any, src: Optional[int] = None, group: Optional[Any] = None, tag: int = 0,
+          group_src: Optional[int] = None) -> Optional[Work]:
+    """Start receiving into `tensor` from rank `src`; returns a Work."""
+    g = _resolve(group)
+    if g is None:
+        return None
+    return _p2p("recv", tensor, _group_rank_of(g, "recv", src, group_src, "src"), g, tag)
+
+
+def send(tensor: Any, dst: Optional[int] = None, group: Optional[Any] = None, tag: int = 0,
+         group_dst: Optional[int] = None) -> None:
+    """Send `tensor` to rank `dst` and wait until it has been handed to the transport."""
+    w = isend(tensor, dst, group, tag, group_dst)
+    if w is not None:
+        w.wait()
+
+
+def recv(tensor: Any, src: Optional[int] = None, group: Optional[Any] = None, tag: int = 0,
+         group_src: Optional[int] = None) -> int:
+    """Receive into `tensor` from rank `src` (required: no wildcard receive); returns src."""
+    if src is None and group_src is None:
+        raise ValueError("recv: src is required (receiving from any source is not supported)")
+    w = irecv(tensor, src, group, tag, group_src)
+    if w is not None:
+        w.wait()
+    return int(src) if src is not None else get_global_rank(_resolve(group), int(group_src))  # type: ignore[arg-type]
