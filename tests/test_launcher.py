@@ -223,14 +223,15 @@ def test_failure_on_one_node_restarts_both_nodes(agents, tmp_path):
     out = tmp_path / "out"
     out.mkdir()
     common = ["--nnodes", "2", "--nproc-per-node", "2", "--max-restarts", "1"]
-    script = [str(WORKERS / "crash_worker.py"), "once", "3", str(out)]
+    # Ranks 0-2 block in init_process_group waiting for rank 3 on attempt 0: the restart must stop them.
+    script = [str(WORKERS / "crash_worker.py"), "once", "3", str(out), "allreduce"]
     n0 = agents(*common, "--node-rank", "0", "--rdzv-endpoint", "127.0.0.1:0", *script)
     n1 = agents(*common, "--node-rank", "1", "--rdzv-endpoint", f"127.0.0.1:{n0.store_port()}", *script)
     assert n1.finish() == 0, n1.err
     assert n0.finish() == 0, n0.err
-    done = {p.name for p in out.iterdir()}
-    assert {f"ok_rank_{r}_attempt_1" for r in range(4)} <= done  # the whole group ran attempt 1
-    assert "ok_rank_3_attempt_0" not in done
+    assert sorted(p.name for p in out.iterdir()) == [f"ok_rank_{r}_attempt_1" for r in range(4)]
+    # Attempt 1 reuses the agent store: the process group must not trip over attempt 0's keys.
+    assert {(out / f"ok_rank_{r}_attempt_1").read_text() for r in range(4)} == {"1 10"}
 
 
 def test_failure_on_one_node_fails_every_node(agents, tmp_path):

@@ -1,4 +1,8 @@
-"""Launcher test worker: dump the launcher environment to <out_dir>/rank_<RANK>.json; optionally all_reduce."""
+"""Launcher test worker: dump the launcher environment to <out_dir>/rank_<RANK>.json.
+
+With "allreduce" as an argument it also joins the job's process group through env:// (the agent's
+store) and records the all_reduce of (rank + 1) * [1, 2, 3].
+"""
 import json
 import os
 import sys
@@ -11,6 +15,16 @@ KEYS = ["RANK", "LOCAL_RANK", "GROUP_RANK", "ROLE_RANK", "ROLE_NAME", "LOCAL_WOR
 out_dir = sys.argv[1]
 record = {k: os.environ.get(k) for k in KEYS}
 record["argv"] = sys.argv[2:]
+if "allreduce" in sys.argv[2:]:
+    import numpy as np
+
+    import tinytorch.distributed as dist
+
+    dist.init_process_group("ring", init_method="env://", timeout=60)
+    x = np.array([1.0, 2.0, 3.0], dtype=np.float32) * (int(os.environ["RANK"]) + 1)
+    dist.all_reduce(x)
+    record["allreduce"] = x.tolist()
+    dist.destroy_process_group()
 print(f"hello from rank {os.environ['RANK']}")
 print(f"stderr of rank {os.environ['RANK']}", file=sys.stderr)
 with open(os.path.join(out_dir, f"rank_{os.environ['RANK']}.json"), "w") as f:
