@@ -34,6 +34,9 @@ ProcessGroupRing::ProcessGroupRing(const std::string& store_host, int store_port
     throw DistError("ProcessGroupRing: rank " + std::to_string(rank) + " is outside world size " + std::to_string(size));
   if (opts_.transport != "auto" && opts_.transport != "tcp" && opts_.transport != "shm")
     throw DistError("ProcessGroupRing: transport must be auto, tcp or shm, got '" + opts_.transport + "'");
+  if (opts_.segment_bytes < 64) throw DistError("ProcessGroupRing: segment_bytes must be at least 64");
+  if (opts_.shm_capacity < 4096 || opts_.shm_capacity % 64 != 0)
+    throw DistError("ProcessGroupRing: shm_capacity must be a multiple of 64 and at least 4096 bytes");
   const std::string what = "rank " + std::to_string(rank) + ": ring process group setup";
   Deadline deadline = deadline_after(opts_.timeout_s);
   store_ = std::make_unique<TCPStore>(store_host, store_port, -1, false, opts_.timeout_s, false, -1);
@@ -132,8 +135,8 @@ CollectiveCtx ProcessGroupRing::ctx(Opcode opc, uint64_t seq, size_t count, DTyp
   return CollectiveCtx{opc, seq, count, t, op, root, what, d, opts_.segment_bytes};
 }
 
-std::shared_ptr<Work> ProcessGroupRing::enqueue(const std::string& description, Keep keep,
-                                                std::function<void(const std::string&, Deadline)> run) {
+std::shared_ptr<Work> ProcessGroupRing::submit(bool async_op, const std::string& description, Keep keep,
+                                               std::function<void(const std::string&, Deadline)> run) {
   auto work = std::make_shared<Work>(description, rank_, opts_.timeout_s);
   if (keep) work->keep_alive(std::move(keep));
   {
@@ -143,7 +146,12 @@ std::shared_ptr<Work> ProcessGroupRing::enqueue(const std::string& description, 
                       ": the process group has been destroyed");
     queue_.push_back(Job{work, "rank " + std::to_string(rank_) + ": " + description, std::move(run)});
   }
-  cv_.notify_one();
+  if (async_op) {
+    cv_.notify_all();
+  } else {
+    // If something is ahead of us the progress thread is already on it and will reach our job.
+    run_inline_if_next(work);
+  }
   return work;
 }
 
@@ -152,7 +160,7 @@ void ProcessGroupRing::progress_loop() {
     Job job;
     {
       std::unique_lock<std::mutex> lk(mu_);
-      cv_.wait(lk, [&] { return stop_ || !queue_.empty(); });
+      cv_.wait(lk, [&] { return (stop_ && !busy_) || (!queue_.empty() && !busy_); });
       if (queue_.empty()) break;
       job = std::move(queue_.front());
       queue_.pop_front();
@@ -161,12 +169,29 @@ void ProcessGroupRing::progress_loop() {
         job.work->finish(ErrorKind::Generic, job.what + ": the process group was destroyed before it ran");
         continue;
       }
+      busy_ = true;
     }
-    if (broken_) {
-      job.work->finish(ErrorKind::Generic, job.what + ": not run, this process group is unusable after an earlier "
-                                                      "failure: " + broken_reason_);
-      continue;
-    }
+    execute(job);
+  }
+}
+
+void ProcessGroupRing::run_inline_if_next(const std::shared_ptr<Work>& work) {
+  Job job;
+  {
+    std::lock_guard<std::mutex> g(mu_);
+    if (busy_ || stop_ || queue_.empty() || queue_.front().work != work) return;
+    job = std::move(queue_.front());
+    queue_.pop_front();
+    busy_ = true;
+  }
+  execute(job);
+}
+
+void ProcessGroupRing::execute(Job& job) {
+  if (broken_) {
+    job.work->finish(ErrorKind::Generic, job.what + ": not run, this process group is unusable after an earlier "
+                                                    "failure: " + broken_reason_);
+  } else {
     try {
       job.run(job.what, deadline_after(opts_.timeout_s));
       job.work->finish();
@@ -177,6 +202,12 @@ void ProcessGroupRing::progress_loop() {
       job.work->finish(kind == ErrorKind::None ? ErrorKind::Generic : kind, msg);
     }
   }
+  {
+    std::lock_guard<std::mutex> g(mu_);
+    busy_ = false;
+  }
+  // Wakes the progress thread for jobs queued meanwhile (a synchronous caller does not notify).
+  cv_.notify_all();
 }
 
 std::string ProcessGroupRing::root_cause(const std::string& own) {
@@ -212,50 +243,50 @@ void ProcessGroupRing::check_rank(int r, const char* what) const {
                     std::to_string(size_));
 }
 
-std::shared_ptr<Work> ProcessGroupRing::allreduce(void* buf, size_t count, DType t, ReduceOp op, Keep keep) {
+std::shared_ptr<Work> ProcessGroupRing::allreduce(void* buf, size_t count, DType t, ReduceOp op, Keep keep, bool async_op) {
   uint64_t seq = ++seq_;
   auto desc = describe(Opcode::AllReduce, seq, count, t, std::string(", ") + reduce_op_name(op));
-  return enqueue(desc, std::move(keep), [=](const std::string& what, Deadline d) {
+  return submit(async_op, desc, std::move(keep), [=](const std::string& what, Deadline d) {
     ring_allreduce(links_.get(), ctx(Opcode::AllReduce, seq, count, t, op, 0, what, d), rank_, size_,
                    static_cast<char*>(buf), count, opts_.small_bytes, scratch_);
   });
 }
 
 std::shared_ptr<Work> ProcessGroupRing::reduce_scatter(void* out, const void* in, size_t count, DType t, ReduceOp op,
-                                                       Keep keep) {
+                                                       Keep keep, bool async_op) {
   uint64_t seq = ++seq_;
   auto desc = describe(Opcode::ReduceScatter, seq, count, t, std::string(", ") + reduce_op_name(op));
-  return enqueue(desc, std::move(keep), [=](const std::string& what, Deadline d) {
+  return submit(async_op, desc, std::move(keep), [=](const std::string& what, Deadline d) {
     ring_reduce_scatter(links_.get(), ctx(Opcode::ReduceScatter, seq, count, t, op, 0, what, d), rank_, size_,
                         static_cast<char*>(out), static_cast<const char*>(in), count, scratch_);
   });
 }
 
-std::shared_ptr<Work> ProcessGroupRing::allgather(void* out, const void* in, size_t count, DType t, Keep keep) {
+std::shared_ptr<Work> ProcessGroupRing::allgather(void* out, const void* in, size_t count, DType t, Keep keep, bool async_op) {
   uint64_t seq = ++seq_;
   auto desc = describe(Opcode::AllGather, seq, count, t, "");
-  return enqueue(desc, std::move(keep), [=](const std::string& what, Deadline d) {
+  return submit(async_op, desc, std::move(keep), [=](const std::string& what, Deadline d) {
     ring_allgather(links_.get(), ctx(Opcode::AllGather, seq, count, t, ReduceOp::SUM, 0, what, d), rank_, size_,
                    static_cast<char*>(out), static_cast<const char*>(in), count);
   });
 }
 
-std::shared_ptr<Work> ProcessGroupRing::broadcast(void* buf, size_t count, DType t, int root, Keep keep) {
+std::shared_ptr<Work> ProcessGroupRing::broadcast(void* buf, size_t count, DType t, int root, Keep keep, bool async_op) {
   check_rank(root, "broadcast");
   uint64_t seq = ++seq_;
   auto desc = describe(Opcode::Broadcast, seq, count, t, ", root " + std::to_string(root));
-  return enqueue(desc, std::move(keep), [=](const std::string& what, Deadline d) {
+  return submit(async_op, desc, std::move(keep), [=](const std::string& what, Deadline d) {
     ring_broadcast(links_.get(), ctx(Opcode::Broadcast, seq, count, t, ReduceOp::SUM, root, what, d), rank_, size_,
                    static_cast<char*>(buf), count, root);
   });
 }
 
-std::shared_ptr<Work> ProcessGroupRing::reduce(void* buf, size_t count, DType t, ReduceOp op, int root, Keep keep) {
+std::shared_ptr<Work> ProcessGroupRing::reduce(void* buf, size_t count, DType t, ReduceOp op, int root, Keep keep, bool async_op) {
   check_rank(root, "reduce");
   uint64_t seq = ++seq_;
   auto desc = describe(Opcode::Reduce, seq, count, t, std::string(", ") + reduce_op_name(op) + ", root " +
                                                           std::to_string(root));
-  return enqueue(desc, std::move(keep), [=](const std::string& what, Deadline d) {
+  return submit(async_op, desc, std::move(keep), [=](const std::string& what, Deadline d) {
     // An all-reduce of a copy: only the root's buffer changes, as the API promises.
     const size_t bytes = count * dtype_size(t);
     std::vector<char> tmp(static_cast<char*>(buf), static_cast<char*>(buf) + bytes);
@@ -265,10 +296,10 @@ std::shared_ptr<Work> ProcessGroupRing::reduce(void* buf, size_t count, DType t,
   });
 }
 
-std::shared_ptr<Work> ProcessGroupRing::barrier() {
+std::shared_ptr<Work> ProcessGroupRing::barrier(bool async_op) {
   uint64_t seq = ++seq_;
   auto desc = std::string("barrier #") + std::to_string(seq);
-  return enqueue(desc, nullptr, [=](const std::string& what, Deadline d) {
+  return submit(async_op, desc, nullptr, [=](const std::string& what, Deadline d) {
     int32_t token = 0;
     ring_allreduce(links_.get(), ctx(Opcode::Barrier, seq, 1, DType::Int32, ReduceOp::SUM, 0, what, d), rank_, size_,
                    reinterpret_cast<char*>(&token), 1, opts_.small_bytes, scratch_);

@@ -85,46 +85,46 @@ void bind_process_groups(py::module_& m) {
            py::call_guard<py::gil_scoped_release>())
       .def_property_readonly("transport", &ProcessGroupRing::transport)
       .def("allreduce",
-           [](ProcessGroupRing& pg, uintptr_t p, size_t n, int t, int op, py::object k) {
+           [](ProcessGroupRing& pg, uintptr_t p, size_t n, int t, int op, py::object k, bool a) {
              auto kk = keep(std::move(k));
              py::gil_scoped_release r;
-             return pg.allreduce(as_ptr(p), n, dtype_from_int(t), reduce_op_from_int(op), kk);
+             return pg.allreduce(as_ptr(p), n, dtype_from_int(t), reduce_op_from_int(op), kk, a);
            })
       .def("reduce_scatter",
-           [](ProcessGroupRing& pg, uintptr_t out, uintptr_t in, size_t n, int t, int op, py::object k) {
+           [](ProcessGroupRing& pg, uintptr_t out, uintptr_t in, size_t n, int t, int op, py::object k, bool a) {
              auto kk = keep(std::move(k));
              py::gil_scoped_release r;
-             return pg.reduce_scatter(as_ptr(out), as_ptr(in), n, dtype_from_int(t), reduce_op_from_int(op), kk);
+             return pg.reduce_scatter(as_ptr(out), as_ptr(in), n, dtype_from_int(t), reduce_op_from_int(op), kk, a);
            })
       .def("allgather",
-           [](ProcessGroupRing& pg, uintptr_t out, uintptr_t in, size_t n, int t, py::object k) {
+           [](ProcessGroupRing& pg, uintptr_t out, uintptr_t in, size_t n, int t, py::object k, bool a) {
              auto kk = keep(std::move(k));
              py::gil_scoped_release r;
-             return pg.allgather(as_ptr(out), as_ptr(in), n, dtype_from_int(t), kk);
+             return pg.allgather(as_ptr(out), as_ptr(in), n, dtype_from_int(t), kk, a);
            })
       .def("broadcast",
-           [](ProcessGroupRing& pg, uintptr_t p, size_t n, int t, int root, py::object k) {
+           [](ProcessGroupRing& pg, uintptr_t p, size_t n, int t, int root, py::object k, bool a) {
              auto kk = keep(std::move(k));
              py::gil_scoped_release r;
-             return pg.broadcast(as_ptr(p), n, dtype_from_int(t), root, kk);
+             return pg.broadcast(as_ptr(p), n, dtype_from_int(t), root, kk, a);
            })
       .def("reduce",
-           [](ProcessGroupRing& pg, uintptr_t p, size_t n, int t, int op, int root, py::object k) {
+           [](ProcessGroupRing& pg, uintptr_t p, size_t n, int t, int op, int root, py::object k, bool a) {
              auto kk = keep(std::move(k));
              py::gil_scoped_release r;
-             return pg.reduce(as_ptr(p), n, dtype_from_int(t), reduce_op_from_int(op), root, kk);
+             return pg.reduce(as_ptr(p), n, dtype_from_int(t), reduce_op_from_int(op), root, kk, a);
            })
-      .def("barrier", &ProcessGroupRing::barrier, py::call_guard<py::gil_scoped_release>())
+      .def("barrier", &ProcessGroupRing::barrier, py::arg("async_op") = true, py::call_guard<py::gil_scoped_release>())
       .def("send",
-           [](ProcessGroupRing& pg, uintptr_t p, size_t n, int t, int dst, int tag, py::object k) {
+           [](ProcessGroupRing& pg, uintptr_t p, size_t n, int t, int dst, int tag, py::object k, bool a) {
              auto kk = keep(std::move(k));
              py::gil_scoped_release r;
-             return pg.send(as_ptr(p), n, dtype_from_int(t), dst, tag, kk);
+             return pg.send(as_ptr(p), n, dtype_from_int(t), dst, tag, kk, a);
            })
-      .def("recv", [](ProcessGroupRing& pg, uintptr_t p, size_t n, int t, int src, int tag, py::object k) {
+      .def("recv", [](ProcessGroupRing& pg, uintptr_t p, size_t n, int t, int src, int tag, py::object k, bool a) {
         auto kk = keep(std::move(k));
         py::gil_scoped_release r;
-        return pg.recv(as_ptr(p), n, dtype_from_int(t), src, tag, kk);
+        return pg.recv(as_ptr(p), n, dtype_from_int(t), src, tag, kk, a);
       });
 
   bind_nccl(m);

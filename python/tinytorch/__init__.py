@@ -1,1 +1,39 @@
-from . import _C  # noqa: F401
+"""tinytorch: a small training runtime with PyTorch's API (`import tinytorch as torch`)."""
+from __future__ import annotations
+
+from . import _C  # noqa: F401  (the C++ engine; also registers the Tensor helpers it calls)
+from ._tensor import Size, Tensor
+from ._dtype import (bfloat16, dtype, float16, float32, float64, get_default_dtype, int8, int16, int32, int64,
+                     promote_types, result_type, set_default_dtype, uint8)
+from ._dtype import bool_ as bool  # noqa: A001  (PyTorch's name)
+from ._device import device
+from . import _ops  # noqa: F401  (attaches the ops to Tensor)
+from ._creation import *  # noqa: F401,F403
+from ._creation import __all__ as _creation_all
+from ._ops.pointwise import *  # noqa: F401,F403
+from ._ops.pointwise import __all__ as _pointwise_all
+from ._ops.reduction import (all, amax, amin, any, argmax, argmin, count_nonzero, cumsum, logsumexp, max, mean,
+                             min, norm, prod, std, std_mean, sum, var, var_mean)
+from ._ops.shape import (broadcast_tensors, broadcast_to, cat, chunk, clone, concat, concatenate, diagonal,
+                         flatten, flip, hstack, movedim, narrow, permute, repeat_interleave, reshape, split, squeeze,
+                         stack, t, tensor_split, tile, transpose, tril, triu, unbind, unflatten, unsqueeze, vstack)
+from ._ops.linalg import addmm, baddbmm, bmm, dot, einsum, matmul, mm, mv, outer
+from ._ops.indexing import (argwhere, gather, index_add, index_copy, index_fill, index_put, index_select,
+                              masked_scatter, masked_select, nonzero, scatter, scatter_add, take_along_dim)
+from ._ops.nn import log_softmax, softmax
+from .autograd.grad_mode import (enable_grad, inference_mode, is_grad_enabled, is_inference_mode_enabled, no_grad,
+                                 set_grad_enabled)
+from . import autograd, cuda, utils  # noqa: E402
+
+float = float32  # noqa: A001
+double = float64
+half = float16
+long = int64
+int = int32  # noqa: A001
+short = int16
+
+__version__ = "0.1.0"
+
+
+
+from ._misc import allclose, compile, equal, get_num_threads, is_tensor, isclose, numel, set_num_threads  # noqa: E402,A004

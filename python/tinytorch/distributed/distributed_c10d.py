@@ -54,16 +54,9 @@ def _normalize_backend(name: Optional[str]) -> str:
 
 
 def _cuda_available() -> bool:
-    import importlib.util
+    from tinytorch import cuda
 
-    if importlib.util.find_spec("cupy") is None:
-        return False
-    try:
-        import cupy
-
-        return bool(cupy.cuda.is_available())
-    except Exception:  # noqa: BLE001 - any CuPy/driver failure means "no usable GPU"
-        return False
+    return bool(cuda.is_available())
 
 
 def _default_backend() -> str:
@@ -412,15 +405,15 @@ def _issue(
     arrays: List[Any],
     outputs: List[Any],
     tensors: List[Any],
-    issue: Callable[[List[Any]], Any],
+    issue: Callable[[List[Any], bool], Any],
     async_op: bool,
     result: Any,
-    fingerprint: str,
+    fingerprint: Callable[[], str],
     finalizers: Optional[List[Callable[[], None]]] = None,
 ) -> Optional[Work]:
     """Run one collective: debug check, host staging for CUDA arrays on the ring backend, then issue."""
     if g._debug:
-        _debug_check(g, fingerprint)
+        _debug_check(g, fingerprint())
     for t in tensors:
         _arrays.bump_version(t)
     if g._backend_name == "ring" and any(_arrays.is_cuda(a) for a in arrays):
@@ -428,7 +421,7 @@ def _issue(
         import cupy
 
         host = [cupy.asnumpy(a) if _arrays.is_cuda(a) else a for a in arrays]
-        cwork = issue(host)
+        cwork = issue(host, False)
         Work(cwork).wait()
         for a, h in zip(arrays, host):
             if _arrays.is_cuda(a) and any(a is o for o in outputs):
@@ -437,7 +430,7 @@ def _issue(
         for f in finalizers or []:
             f()
         return w if async_op else None
-    work = Work(issue(arrays), result, finalizers)
+    work = Work(issue(arrays, async_op), result, finalizers)
     if async_op:
         return work
     work.wait()
@@ -460,8 +453,8 @@ def all_reduce(tensor: Any, op: Any = ReduceOp.SUM, group: Optional[Any] = None,
     t = _arrays.dtype_code(a, "all_reduce")
     code = _op_code(op, "all_reduce", a.dtype)
     return _issue(g, "all_reduce", [a], [a], [tensor],
-                  lambda arr: g._backend.allreduce(_arrays.data_ptr(arr[0]), arr[0].size, t, code, arr[0]),
-                  async_op, [tensor], _fingerprint("all_reduce", [a], op=ReduceOp._NAMES[code]))
+                  lambda arr, a_: g._backend.allreduce(_arrays.data_ptr(arr[0]), arr[0].size, t, code, arr[0], a_),
+                  async_op, [tensor], lambda: _fingerprint("all_reduce", [a], op=ReduceOp._NAMES[code]))
 
 
 def reduce_scatter_tensor(output: Any, input: Any, op: Any = ReduceOp.SUM, group: Optional[Any] = None,
@@ -483,9 +476,9 @@ def reduce_scatter_tensor(output: Any, input: Any, op: Any = ReduceOp.SUM, group
     t = _arrays.dtype_code(o, name)
     code = _op_code(op, name, o.dtype)
     return _issue(g, name, [o, i], [o], [output],
-                  lambda arr: g._backend.reduce_scatter(_arrays.data_ptr(arr[0]), _arrays.data_ptr(arr[1]), arr[0].size,
-                                                        t, code, (arr[0], arr[1])),
-                  async_op, [output], _fingerprint(name, [o, i], op=ReduceOp._NAMES[code]))
+                  lambda arr, a_: g._backend.reduce_scatter(_arrays.data_ptr(arr[0]), _arrays.data_ptr(arr[1]), arr[0].size,
+                                                        t, code, (arr[0], arr[1]), a_),
+                  async_op, [output], lambda: _fingerprint(name, [o, i], op=ReduceOp._NAMES[code]))
 
 
 def all_gather_into_tensor(output_tensor: Any, input_tensor: Any, group: Optional[Any] = None,
@@ -506,9 +499,9 @@ def all_gather_into_tensor(output_tensor: Any, input_tensor: Any, group: Optiona
                          f"{i.size} * {g.size()} = {i.size * g.size()}")
     t = _arrays.dtype_code(o, name)
     return _issue(g, name, [o, i], [o], [output_tensor],
-                  lambda arr: g._backend.allgather(_arrays.data_ptr(arr[0]), _arrays.data_ptr(arr[1]), arr[1].size, t,
-                                                   (arr[0], arr[1])),
-                  async_op, [output_tensor], _fingerprint(name, [o, i]))
+                  lambda arr, a_: g._backend.allgather(_arrays.data_ptr(arr[0]), _arrays.data_ptr(arr[1]), arr[1].size, t,
+                                                   (arr[0], arr[1]), a_),
+                  async_op, [output_tensor], lambda: _fingerprint(name, [o, i]))
 
 
 def all_gather(tensor_list: List[Any], tensor: Any, group: Optional[Any] = None, async_op: bool = False) -> Optional[Work]:
@@ -538,9 +531,9 @@ def all_gather(tensor_list: List[Any], tensor: Any, group: Optional[Any] = None,
             o[...] = flat[k]
 
     return _issue(g, name, [flat, contiguous_src], [flat], list(tensor_list),
-                  lambda arr: g._backend.allgather(_arrays.data_ptr(arr[0]), _arrays.data_ptr(arr[1]), arr[1].size, t,
-                                                   (arr[0], arr[1])),
-                  async_op, list(tensor_list), _fingerprint(name, [src]), finalizers=[scatter_out])
+                  lambda arr, a_: g._backend.allgather(_arrays.data_ptr(arr[0]), _arrays.data_ptr(arr[1]), arr[1].size, t,
+                                                   (arr[0], arr[1]), a_),
+                  async_op, list(tensor_list), lambda: _fingerprint(name, [src]), finalizers=[scatter_out])
 
 
 def _group_rank_of(g: ProcessGroup, name: str, global_rank: Optional[int], group_rank: Optional[int], arg: str) -> int:
@@ -567,8 +560,8 @@ def broadcast(tensor: Any, src: Optional[int] = None, group: Optional[Any] = Non
     _arrays.check_contiguous(a, "broadcast", writable=True)
     t = _arrays.dtype_code(a, "broadcast")
     return _issue(g, "broadcast", [a], [a], [tensor],
-                  lambda arr: g._backend.broadcast(_arrays.data_ptr(arr[0]), arr[0].size, t, root, arr[0]),
-                  async_op, [tensor], _fingerprint("broadcast", [a], src=root))
+                  lambda arr, a_: g._backend.broadcast(_arrays.data_ptr(arr[0]), arr[0].size, t, root, arr[0], a_),
+                  async_op, [tensor], lambda: _fingerprint("broadcast", [a], src=root))
 
 
 def reduce(tensor: Any, dst: Optional[int] = None, op: Any = ReduceOp.SUM, group: Optional[Any] = None,
@@ -583,8 +576,8 @@ def reduce(tensor: Any, dst: Optional[int] = None, op: Any = ReduceOp.SUM, group
     t = _arrays.dtype_code(a, "reduce")
     code = _op_code(op, "reduce", a.dtype)
     return _issue(g, "reduce", [a], [a], [tensor],
-                  lambda arr: g._backend.reduce(_arrays.data_ptr(arr[0]), arr[0].size, t, code, root, arr[0]),
-                  async_op, [tensor], _fingerprint("reduce", [a], op=ReduceOp._NAMES[code], dst=root))
+                  lambda arr, a_: g._backend.reduce(_arrays.data_ptr(arr[0]), arr[0].size, t, code, root, arr[0], a_),
+                  async_op, [tensor], lambda: _fingerprint("reduce", [a], op=ReduceOp._NAMES[code], dst=root))
 
 
 def barrier(group: Optional[Any] = None, async_op: bool = False, device_ids: Optional[List[int]] = None) -> Optional[Work]:
@@ -592,10 +585,10 @@ def barrier(group: Optional[Any] = None, async_op: bool = False, device_ids: Opt
     g = _resolve(group)
     if g is None:
         return None
-    return _issue(g, "barrier", [], [], [], lambda arr: g._backend.barrier(), async_op, None, "barrier()")
+    return _issue(g, "barrier", [], [], [], lambda arr, a_: g._backend.barrier(a_), async_op, None, lambda: "barrier()")
 
 
-def _p2p(name: str, tensor: Any, peer: int, g: ProcessGroup, tag: int) -> Work:
+def _p2p(name: str, tensor: Any, peer: int, g: ProcessGroup, tag: int, async_op: bool) -> Work:
     a = _arrays.array_of(tensor)
     writable = name == "recv"
     _arrays.check_contiguous(a, name, writable=writable)
@@ -604,14 +597,14 @@ def _p2p(name: str, tensor: Any, peer: int, g: ProcessGroup, tag: int) -> Work:
         import cupy
 
         host = cupy.asnumpy(a)
-        w = Work(getattr(g._backend, name)(_arrays.data_ptr(host), host.size, t, peer, tag, host))
+        w = Work(getattr(g._backend, name)(_arrays.data_ptr(host), host.size, t, peer, tag, host, False))
         w.wait()
         if writable:
             a.set(host)
         return completed_work([tensor])
     if writable:
         _arrays.bump_version(tensor)
-    return Work(getattr(g._backend, name)(_arrays.data_ptr(a), a.size, t, peer, tag, a), [tensor])
+    return Work(getattr(g._backend, name)(_arrays.data_ptr(a), a.size, t, peer, tag, a, async_op), [tensor])
 
 
 def isend(tensor: Any, dst: Optional[int] = None, group: Optional[Any] = None, tag: int = 0,
@@ -620,7 +613,7 @@ def isend(tensor: Any, dst: Optional[int] = None, group: Optional[Any] = None, t
     g = _resolve(group)
     if g is None:
         return None
-    return _p2p("send", tensor, _group_rank_of(g, "send", dst, group_dst, "dst"), g, tag)
+    return _p2p("send", tensor, _group_rank_of(g, "send", dst, group_dst, "dst"), g, tag, True)
 
 
 def irecv(tensor: Any, src: Optional[int] = None, group: Optional[Any] = None, tag: int = 0,
@@ -629,15 +622,15 @@ def irecv(tensor: Any, src: Optional[int] = None, group: Optional[Any] = None, t
     g = _resolve(group)
     if g is None:
         return None
-    return _p2p("recv", tensor, _group_rank_of(g, "recv", src, group_src, "src"), g, tag)
+    return _p2p("recv", tensor, _group_rank_of(g, "recv", src, group_src, "src"), g, tag, True)
 
 
 def send(tensor: Any, dst: Optional[int] = None, group: Optional[Any] = None, tag: int = 0,
          group_dst: Optional[int] = None) -> None:
     """Send `tensor` to rank `dst` and wait until it has been handed to the transport."""
-    w = isend(tensor, dst, group, tag, group_dst)
-    if w is not None:
-        w.wait()
+    g = _resolve(group)
+    if g is not None:
+        _p2p("send", tensor, _group_rank_of(g, "send", dst, group_dst, "dst"), g, tag, False).wait()
 
 
 def recv(tensor: Any, src: Optional[int] = None, group: Optional[Any] = None, tag: int = 0,
@@ -645,7 +638,7 @@ def recv(tensor: Any, src: Optional[int] = None, group: Optional[Any] = None, ta
     """Receive into `tensor` from rank `src` (required: no wildcard receive); returns src."""
     if src is None and group_src is None:
         raise ValueError("recv: src is required (receiving from any source is not supported)")
-    w = irecv(tensor, src, group, tag, group_src)
-    if w is not None:
-        w.wait()
+    g = _resolve(group)
+    if g is not None:
+        _p2p("recv", tensor, _group_rank_of(g, "recv", src, group_src, "src"), g, tag, False).wait()
     return int(src) if src is not None else get_global_rank(_resolve(group), int(group_src))  # type: ignore[arg-type]

@@ -1,0 +1,115 @@
+"""Devices and the array module behind each: NumPy for "cpu", CuPy (imported on first use) for "cuda"."""
+from __future__ import annotations
+
+import numpy as np
+
+
+class device:
+    """A device like PyTorch's: device("cpu"), device("cuda"), device("cuda:1"), device("cuda", 1)."""
+
+    __slots__ = ("type", "index")
+
+    def __init__(self, type_or_spec, index: int | None = None) -> None:
+        if isinstance(type_or_spec, device):
+            self.type, self.index = type_or_spec.type, type_or_spec.index
+            return
+        if isinstance(type_or_spec, int):
+            self.type, self.index = "cuda", type_or_spec
+            return
+        spec = str(type_or_spec)
+        if ":" in spec:
+            kind, _, idx = spec.partition(":")
+            if index is not None:
+                raise RuntimeError(f"type (string) must not include an index because index was passed explicitly: {spec}")
+            try:
+                index = int(idx)
+            except ValueError:
+                raise RuntimeError(f"Invalid device string: '{spec}'") from None
+        else:
+            kind = spec
+        if kind not in ("cpu", "cuda"):
+            raise RuntimeError(f"Expected one of cpu, cuda device type at start of device string: {spec}")
+        if kind == "cpu" and index not in (None, 0, -1):
+            raise RuntimeError(f"CPU device index must be -1 or zero, got {index}")
+        self.type = kind
+        self.index = None if kind == "cpu" else index
+
+    def __eq__(self, other) -> bool:
+        if isinstance(other, str):
+            other = device(other)
+        return isinstance(other, device) and self.type == other.type and self.index == other.index
+
+    def __hash__(self) -> int:
+        return hash((self.type, self.index))
+
+    def __repr__(self) -> str:
+        return f"device(type='{self.type}')" if self.index is None else f"device(type='{self.type}', index={self.index})"
+
+    def __str__(self) -> str:
+        return self.type if self.index is None else f"{self.type}:{self.index}"
+
+
+CPU = device("cpu")
+_cupy = None
+
+
+def cupy():
+    """Import CuPy on first use, with an error that says what to install when it can't be used."""
+    global _cupy
+    if _cupy is None:
+        try:
+            import cupy as cp
+        except ImportError as e:
+            raise RuntimeError(
+                "CUDA tensors need CuPy, which is not installed. Install the build matching your CUDA "
+                "toolkit: pip install cupy-cuda12x (CUDA 12) or pip install cupy-cuda13x (CUDA 13)."
+            ) from e
+        try:
+            n = cp.cuda.runtime.getDeviceCount()
+        except Exception as e:  # CuPy raises its own CUDARuntimeError when no driver/GPU is present
+            raise RuntimeError(f"CuPy is installed but no CUDA GPU is usable here: {e}") from e
+        if n == 0:
+            raise RuntimeError("CuPy is installed but no CUDA GPU is present.")
+        _cupy = cp
+    return _cupy
+
+
+def to_device(d) -> device:
+    """Normalise a device argument (device, str, int or None -> cpu)."""
+    if d is None:
+        return CPU
+    if isinstance(d, device):
+        return d
+    return device(d)
+
+
+def xp_for(dev: device):
+    """The array module (numpy or cupy) that holds tensors on `dev`."""
+    return np if dev.type == "cpu" else cupy()
+
+
+def device_of(array) -> device:
+    """The device an array lives on."""
+    if type(array) is np.ndarray:
+        return CPU
+    return device("cuda", int(array.device.id))
+
+
+def cuda_context(dev: device):
+    """A context manager making `dev` current for CuPy (a no-op context for CPU)."""
+    if dev.type == "cpu":
+        import contextlib
+        return contextlib.nullcontext()
+    return cupy().cuda.Device(dev.index or 0)
+
+
+def move(array, dev: device):
+    """Copy `array` to `dev` (no copy when it already lives there)."""
+    src = device_of(array)
+    if src == dev:
+        return array
+    if dev.type == "cpu":
+        return array.get()
+    cp = cupy()
+    with cp.cuda.Device(dev.index or 0):
+        return cp.asarray(array)

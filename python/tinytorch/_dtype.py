@@ -1,0 +1,166 @@
+"""dtypes with PyTorch's names and type-promotion rules, backed by NumPy dtypes (bfloat16 by ml_dtypes)."""
+from __future__ import annotations
+
+import numpy as np
+
+try:
+    import ml_dtypes as _ml_dtypes
+except ImportError:  # pragma: no cover - ml_dtypes is a declared dependency
+    _ml_dtypes = None
+
+
+class dtype:
+    """A tensor element type: PyTorch's name, its NumPy dtype and its promotion category."""
+
+    __slots__ = ("name", "np", "itemsize", "is_floating_point", "is_signed", "_category")
+
+    def __init__(self, name: str, np_dtype, category: int) -> None:
+        self.name = name
+        self.np = np.dtype(np_dtype) if np_dtype is not None else None
+        self.itemsize = self.np.itemsize if self.np is not None else 2
+        self.is_floating_point = category == 2
+        self.is_signed = name not in ("uint8", "bool")
+        self._category = category  # 0 bool, 1 integer, 2 floating
+
+    @property
+    def is_complex(self) -> bool:
+        return False
+
+    def to_real(self) -> "dtype":
+        return self
+
+    def __repr__(self) -> str:
+        return f"tinytorch.{self.name}"
+
+    def __reduce__(self):
+        return (_dtype_by_name, (self.name,))
+
+
+bool_ = dtype("bool", np.bool_, 0)
+uint8 = dtype("uint8", np.uint8, 1)
+int8 = dtype("int8", np.int8, 1)
+int16 = dtype("int16", np.int16, 1)
+int32 = dtype("int32", np.int32, 1)
+int64 = dtype("int64", np.int64, 1)
+float16 = dtype("float16", np.float16, 2)
+bfloat16 = dtype("bfloat16", _ml_dtypes.bfloat16 if _ml_dtypes else None, 2)
+float32 = dtype("float32", np.float32, 2)
+float64 = dtype("float64", np.float64, 2)
+
+ALL = (bool_, uint8, int8, int16, int32, int64, float16, bfloat16, float32, float64)
+_BY_NAME = {d.name: d for d in ALL}
+_BY_NP = {d.np: d for d in ALL if d.np is not None}
+_INT_ORDER = {uint8: 0, int8: 0, int16: 1, int32: 2, int64: 3}
+
+
+def _dtype_by_name(name: str) -> dtype:
+    return _BY_NAME[name]
+
+
+def from_numpy_dtype(np_dtype) -> dtype:
+    """The tinytorch dtype of a NumPy (or CuPy) dtype; a clear error for types tinytorch lacks."""
+    try:
+        return _BY_NP[np_dtype]
+    except (KeyError, TypeError):
+        pass
+    d = np.dtype(np_dtype)
+    if d in _BY_NP:
+        return _BY_NP[d]
+    if d.kind == "U" or d.kind == "S" or d.kind == "O":
+        raise TypeError(f"can't convert np.ndarray of type {d}. The only supported types are: "
+                        "float64, float32, float16, bfloat16, int64, int32, int16, int8, uint8, and bool.")
+    if d.kind == "u":  # uint16/32/64: widen like a careful user would
+        return int64
+    if d.kind == "c":
+        raise TypeError(f"tinytorch has no complex dtypes (got {d})")
+    raise TypeError(f"unsupported NumPy dtype {d}")
+
+
+def to_dtype(x) -> dtype:
+    """Accept a tinytorch dtype, a NumPy dtype, a Python type (float, int, bool) or a name."""
+    if isinstance(x, dtype):
+        return x
+    if x is float:
+        return get_default_dtype()
+    if x is int:
+        return int64
+    if x is bool:
+        return bool_
+    if isinstance(x, str):
+        name = {"float": "float32", "double": "float64", "half": "float16", "long": "int64", "int": "int32"}.get(x, x)
+        if name in _BY_NAME:
+            return _BY_NAME[name]
+    return from_numpy_dtype(x)
+
+
+_default = [float32]
+
+
+def get_default_dtype() -> dtype:
+    """The dtype of Python floats turned into tensors (float32 unless changed)."""
+    return _default[0]
+
+
+def set_default_dtype(d: dtype) -> None:
+    """Change the default floating dtype (float32 or float64, as PyTorch allows)."""
+    d = to_dtype(d)
+    if not d.is_floating_point:
+        raise TypeError(f"only floating-point types are supported as the default type (got {d})")
+    _default[0] = d
+
+
+def promote_types(a: dtype, b: dtype) -> dtype:
+    """PyTorch's promote_types: the smallest dtype both fit in, by category then size."""
+    if a is b:
+        return a
+    if a._category != b._category:
+        return a if a._category > b._category else b
+    if a._category == 2:
+        if {a, b} == {float16, bfloat16}:
+            return float32
+        return a if a.itemsize >= b.itemsize else b
+    if a._category == 1:
+        if {a, b} == {uint8, int8}:
+            return int16
+        return a if _INT_ORDER[a] >= _INT_ORDER[b] else b
+    return a
+
+
+def scalar_dtype(x) -> dtype:
+    """The dtype a Python scalar takes in promotion: bool, int64 or the default float."""
+    if isinstance(x, bool):
+        return bool_
+    if isinstance(x, int):
+        return int64
+    return get_default_dtype()
+
+
+def result_type(*args) -> dtype:
+    """PyTorch's result_type: dimensioned tensors outrank zero-dim tensors, which outrank Python
+    scalars, unless a lower-ranked participant is of a higher category (bool < int < float)."""
+    from ._tensor import Tensor
+
+    dim = zero = scal = None
+    for x in args:
+        if isinstance(x, Tensor):
+            d = x.dtype
+            if x._data.ndim:
+                dim = d if dim is None else promote_types(dim, d)
+            else:
+                zero = d if zero is None else promote_types(zero, d)
+        elif x is not None:
+            d = scalar_dtype(x)
+            scal = d if scal is None else promote_types(scal, d)
+    return _combine(dim, _combine(zero, scal)) or get_default_dtype()
+
+
+def _combine(higher, lower):
+    # PyTorch's combine_categories: a higher-priority float wins outright; a lower-priority operand
+    # only matters when it brings a higher category (or the higher one is bool).
+    if higher is None:
+        return lower
+    if lower is None or higher.is_floating_point:
+        return higher
+    if higher is bool_ or lower.is_floating_point:
+        return promote_types(higher, lower)
+    return higher

@@ -1,0 +1,45 @@
+"""Small top-level helpers of the tinytorch namespace (kept apart: __init__ rebinds builtin names
+such as `bool` and `float` to dtypes, as PyTorch does)."""
+from __future__ import annotations
+
+import numpy as np
+
+from ._tensor import Tensor
+
+
+def is_tensor(obj) -> bool:
+    """Whether obj is a tinytorch Tensor."""
+    return isinstance(obj, Tensor)
+
+
+def numel(t: Tensor) -> int:
+    return t.numel()
+
+
+def allclose(a: Tensor, b: Tensor, rtol: float = 1e-05, atol: float = 1e-08, equal_nan: bool = False) -> bool:
+    """Whether |a - b| <= atol + rtol * |b| everywhere."""
+    return bool(np.allclose(np.asarray(a), np.asarray(b), rtol=rtol, atol=atol, equal_nan=equal_nan))
+
+
+def isclose(a: Tensor, b: Tensor, rtol: float = 1e-05, atol: float = 1e-08, equal_nan: bool = False) -> Tensor:
+    from ._creation import tensor
+    return tensor(np.isclose(np.asarray(a), np.asarray(b), rtol=rtol, atol=atol, equal_nan=equal_nan))
+
+
+def equal(a: Tensor, b: Tensor) -> bool:
+    """Same shape and same values."""
+    return a.shape == b.shape and bool((a == b).all())
+
+
+def get_num_threads() -> int:
+    import os as _os
+    return _os.cpu_count() or 1
+
+
+def set_num_threads(n: int) -> None:
+    """Accepted for compatibility: NumPy's BLAS threads are set by its own environment variables."""
+
+
+def compile(model=None, **kwargs):  # noqa: A001
+    """PyTorch 2's compiler has no counterpart here: the model is returned unchanged."""
+    return model if model is not None else (lambda m: m)

@@ -1,0 +1,67 @@
+"""Moving and casting tensors: to(device/dtype), cpu(), cuda(), float(), half(), long(), ..."""
+from __future__ import annotations
+
+from .._device import device as _device, move, to_device
+from .._dtype import dtype as _dtype, to_dtype
+from .._tensor import Tensor, _wrap
+from ._common import attach, needs_grad, record
+
+
+def _parse_to(args, kwargs):
+    dev = kwargs.pop("device", None)
+    dt = kwargs.pop("dtype", None)
+    kwargs.pop("non_blocking", None)
+    kwargs.pop("copy", None)
+    kwargs.pop("memory_format", None)
+    for a in args:
+        if isinstance(a, Tensor):
+            dev, dt = a.device, a.dtype
+        elif isinstance(a, _dtype) or a in (float, int, bool):
+            dt = a
+        elif isinstance(a, (str, _device, int)) and not isinstance(a, bool):
+            dev = a
+        elif a is not None and not isinstance(a, bool):
+            dt = a
+    if kwargs:
+        raise TypeError(f"to() got unexpected keyword arguments {list(kwargs)}")
+    return (to_device(dev) if dev is not None else None), (to_dtype(dt) if dt is not None else None)
+
+
+def to(a: Tensor, *args, **kwargs) -> Tensor:
+    """Cast and/or move: to(dtype), to(device), to(device, dtype), to(other). Returns a itself when nothing changes."""
+    copy = kwargs.get("copy", False)
+    dev, dt = _parse_to(args, kwargs)
+    x = a._data
+    src_dev = a.device
+    same_dev = dev is None or dev == src_dev or (dev.type == "cuda" and dev.index is None and src_dev.type == "cuda")
+    same_dt = dt is None or x.dtype == dt.np
+    if same_dev and same_dt and not copy:
+        return a
+    y = x
+    if not same_dt:
+        y = y.astype(dt.np)
+    if not same_dev:
+        target = dev if not (dev.type == "cuda" and dev.index is None) else _device("cuda", 0)
+        y = move(y, target)
+    if y is x:
+        y = x.copy()
+    out = _wrap(y)
+    if needs_grad(a) and out.dtype.is_floating_point:
+        src_dt = a.dtype
+        record("ToCopyBackward0", lambda g: g.to(src_dev, src_dt), out, (a,))
+    return out
+
+
+def _cast(name):
+    def cast(a: Tensor, memory_format=None) -> Tensor:
+        return to(a, to_dtype(name))
+    cast.__name__ = name
+    return cast
+
+
+attach(to=to, cpu=lambda a, memory_format=None: to(a, "cpu"),
+       cuda=lambda a, device=None, non_blocking=False, memory_format=None: to(a, to_device(
+           device if device is not None else "cuda") if not isinstance(device, int) else _device("cuda", device)),
+       float=_cast("float32"), double=_cast("float64"), half=_cast("float16"), bfloat16=_cast("bfloat16"),
+       long=_cast("int64"), int=_cast("int32"), short=_cast("int16"), char=_cast("int8"), byte=_cast("uint8"),
+       bool=_cast("bool"), type_as=lambda a, other: to(a, other.dtype))

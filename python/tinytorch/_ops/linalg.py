@@ -1,0 +1,155 @@
+"""Matrix products: matmul (1-D to batched N-D, with broadcasting), mm, bmm, outer, dot, einsum."""
+from __future__ import annotations
+
+import numpy as np
+
+from .._tensor import Tensor
+from ._common import attach, needs_grad, operands, record, sum_to
+from .pointwise import _result, broadcast_error_shapes
+
+
+def matmul(a: Tensor, b: Tensor) -> Tensor:
+    """Matrix product with NumPy's matmul semantics (PyTorch's): vectors are promoted and
+    squeezed back, batch dimensions broadcast."""
+    if not isinstance(b, Tensor):
+        raise TypeError(f"matmul(): argument 'other' must be Tensor, not {type(b).__name__}")
+    x, y = operands(a, b)
+    if x.ndim == 0 or y.ndim == 0:
+        raise RuntimeError(f"both arguments to matmul need to be at least 1D, but they are {x.ndim}D and {y.ndim}D")
+    if x.shape[-1] != (y.shape[-2] if y.ndim > 1 else y.shape[0]):
+        if x.ndim == 1 and y.ndim == 1:
+            raise RuntimeError(f"inconsistent tensor size, expected tensor [{x.shape[0]}] and src [{y.shape[0]}] to have "
+                               f"the same number of elements, but got {x.shape[0]} and {y.shape[0]} elements respectively")
+        if x.ndim == 2 and y.ndim == 1:
+            raise RuntimeError(f"size mismatch, got input ({x.shape[0]}), mat ({x.shape[0]}x{x.shape[1]}), "
+                               f"vec ({y.shape[0]})")
+        raise RuntimeError(f"mat1 and mat2 shapes cannot be multiplied ({_rows(x)}x{x.shape[-1]} and "
+                           f"{y.shape[-2] if y.ndim > 1 else y.shape[0]}x{y.shape[-1] if y.ndim > 1 else 1})")
+    try:
+        out = _result(np.matmul(x, y))
+    except ValueError:  # batch dimensions that don't broadcast
+        raise broadcast_error_shapes(x.shape[:-2], y.shape[:-2]) from None
+    if needs_grad(a, b):
+        ra, rb = a._requires_grad, b._requires_grad
+        sa, sb = x.shape, y.shape
+        da, db = a.dtype, b.dtype
+
+        def matmul_backward(g):
+            # Lift vectors to matrices so one formula covers every case, then undo it.
+            A = a if a.ndim > 1 else a.unsqueeze(0)
+            B = b if b.ndim > 1 else b.unsqueeze(-1)
+            G = g
+            if b.ndim == 1:  # first: for vector @ vector, g is 0-d and only unsqueeze(-1) is valid on it
+                G = G.unsqueeze(-1)
+            if a.ndim == 1:
+                G = G.unsqueeze(-2)
+            ga = gb = None
+            if ra:
+                ga = G.matmul(B.transpose(-1, -2))
+                ga = sum_to(ga, sa) if a.ndim > 1 else sum_to(ga, (1, sa[0])).reshape(sa)
+                if ga.dtype is not da:
+                    ga = ga.to(da)
+            if rb:
+                gb = A.transpose(-1, -2).matmul(G)
+                gb = sum_to(gb, sb) if b.ndim > 1 else sum_to(gb, (sb[0], 1)).reshape(sb)
+                if gb.dtype is not db:
+                    gb = gb.to(db)
+            return ga, gb
+        record("MmBackward0" if x.ndim == 2 and y.ndim == 2 else "MatmulBackward0", matmul_backward, out, (a, b), (a, b))
+    return out
+
+
+def _rows(x):
+    return int(np.prod(x.shape[:-1])) if x.ndim > 1 else 1
+
+
+def mm(a: Tensor, b: Tensor) -> Tensor:
+    if a.ndim != 2:
+        raise RuntimeError("self must be a matrix")
+    if b.ndim != 2:
+        raise RuntimeError("mat2 must be a matrix")
+    return matmul(a, b)
+
+
+def bmm(a: Tensor, b: Tensor) -> Tensor:
+    if a.ndim != 3:
+        raise RuntimeError("batch1 must be a 3D tensor")
+    if b.ndim != 3:
+        raise RuntimeError("batch2 must be a 3D tensor")
+    return matmul(a, b)
+
+
+def mv(a: Tensor, v: Tensor) -> Tensor:
+    return matmul(a, v)
+
+
+def dot(a: Tensor, b: Tensor) -> Tensor:
+    if a.ndim != 1 or b.ndim != 1:
+        raise RuntimeError(f"1D tensors expected, but got {a.ndim}D and {b.ndim}D tensors")
+    return matmul(a, b)
+
+
+def outer(a: Tensor, b: Tensor) -> Tensor:
+    return a.unsqueeze(1) * b.unsqueeze(0)
+
+
+def addmm(bias: Tensor, a: Tensor, b: Tensor, *, beta=1, alpha=1) -> Tensor:
+    out = matmul(a, b)
+    if alpha != 1:
+        out = out * alpha
+    return out + (bias if beta == 1 else bias * beta)
+
+
+def baddbmm(bias: Tensor, a: Tensor, b: Tensor, *, beta=1, alpha=1) -> Tensor:
+    return addmm(bias, a, b, beta=beta, alpha=alpha)
+
+
+def einsum(equation: str, *operands_) -> Tensor:
+    """Einstein summation, differentiated through NumPy's einsum with rearranged subscripts."""
+    if len(operands_) == 1 and isinstance(operands_[0], (list, tuple)):
+        operands_ = tuple(operands_[0])
+    eq = equation.replace(" ", "")
+    if "->" in eq:
+        lhs, rhs = eq.split("->")
+    else:
+        lhs = eq
+        letters = "".join(c for c in lhs if c.isalpha())
+        rhs = "".join(sorted(c for c in set(letters) if letters.count(c) == 1))
+    subs = lhs.split(",")
+    if "." in eq:
+        raise RuntimeError("tinytorch.einsum does not support ellipsis ('...') yet; use explicit subscripts")
+    arrays = [t._data for t in operands_]
+    out = _result(np.einsum(f"{lhs}->{rhs}", *arrays))
+    if needs_grad(*operands_):
+        sizes = {}
+        for s, arr in zip(subs, arrays):
+            for c, n in zip(s, arr.shape):
+                sizes[c] = n
+
+        def einsum_backward(g):
+            grads = []
+            for i, t in enumerate(operands_):
+                if not t._requires_grad:
+                    grads.append(None)
+                    continue
+                others = [operands_[j] for j in range(len(operands_)) if j != i]
+                other_subs = [subs[j] for j in range(len(operands_)) if j != i]
+                target = subs[i]
+                # letters of the input missing from every other operand and the output are broadcast back
+                present = set(rhs).union(*[set(s) for s in other_subs])
+                missing = [c for c in dict.fromkeys(target) if c not in present]
+                tgt = "".join(c for c in dict.fromkeys(target) if c in present)
+                res = einsum(",".join([rhs] + other_subs) + "->" + tgt, g, *others)
+                if missing or len(set(target)) != len(target):
+                    full = [sizes[c] for c in dict.fromkeys(target)]
+                    res = res.reshape([sizes[c] if c in present else 1 for c in dict.fromkeys(target)]).expand(full)
+                    if len(set(target)) != len(target):
+                        raise RuntimeError("einsum backward with repeated subscripts in one operand is not supported")
+                grads.append(res)
+            return tuple(grads) if len(grads) > 1 else grads[0]
+        record("EinsumBackward0", einsum_backward, out, tuple(operands_), tuple(operands_))
+    return out
+
+
+attach(matmul=matmul, mm=mm, bmm=bmm, mv=mv, dot=dot, outer=outer, addmm=addmm, __matmul__=matmul,
+       __rmatmul__=lambda a, b: matmul(b if isinstance(b, Tensor) else _result(np.asarray(b)), a))

@@ -1,0 +1,864 @@
+"""Elementwise ops with broadcasting: each forward beside its derivative (PyTorch's derivatives.yaml).
+
+Backward formulas are written with tensor ops, so under create_graph they record a graph of their
+own (higher-order gradients) and otherwise run as plain NumPy/CuPy work under no_grad.
+"""
+from __future__ import annotations
+
+import math
+import operator
+
+import numpy as np
+
+from .._tensor import Tensor
+from ._common import (alias, attach, check_inplace, commit_inplace, float_data, inplace_binary, inplace_unary,
+                      is_scalar, needs_grad, operands, record, saved_output, sum_to, _grad_enabled)
+
+_new = object.__new__
+_ND = np.ndarray
+_GENERIC = np.generic
+
+
+def _result(r) -> Tensor:
+    """Wrap an op's result array. NumPy returns a scalar (np.float32, not a 0-d array) when every
+    operand is 0-d; a tensor must hold an array, or it would pass for a CUDA tensor."""
+    t = _new(Tensor)
+    t._data = r if type(r) is _ND or not isinstance(r, _GENERIC) else np.asarray(r)
+    return t
+
+
+def _shape_of(v) -> tuple:
+    return v._data.shape if isinstance(v, Tensor) else np.shape(v)
+
+
+def broadcast_error(a, b) -> RuntimeError:
+    """PyTorch's error for operands whose shapes don't broadcast (built only on the failure path)."""
+    return broadcast_error_shapes(_shape_of(a), _shape_of(b))
+
+
+def broadcast_error_shapes(sa: tuple, sb: tuple) -> RuntimeError:
+    """broadcast_error for two shapes."""
+    n = len(sa) if len(sa) > len(sb) else len(sb)
+    for i in range(n - 1, -1, -1):
+        off = n - 1 - i
+        da = sa[len(sa) - 1 - off] if off < len(sa) else 1
+        db = sb[len(sb) - 1 - off] if off < len(sb) else 1
+        if da != db and da != 1 and db != 1:
+            return RuntimeError(f"The size of tensor a ({da}) must match the size of tensor b ({db}) at "
+                                f"non-singleton dimension {i}")
+    return RuntimeError(f"shapes {list(sa)} and {list(sb)} cannot be broadcast together")
+
+
+def _fit(g: Tensor, shape: tuple, dtype) -> Tensor:
+    """A gradient for an input of `shape` and `dtype` (undo broadcasting and type promotion)."""
+    g = sum_to(g, shape)
+    if g._data.dtype != dtype:
+        g = g.to(_dt(dtype))
+    return g
+
+
+def _dt(np_dtype):
+    from .._dtype import from_numpy_dtype
+    return from_numpy_dtype(np_dtype)
+
+
+def _lhs(a, b):
+    """Functional forms accept a scalar first (tinytorch.mul(2, t)): make the left side a tensor."""
+    if isinstance(a, Tensor):
+        return a
+    from .._creation import tensor
+    ref = b if isinstance(b, Tensor) else None
+    return tensor(a, device=ref.device if ref is not None else None,
+                  dtype=None if ref is None or not isinstance(a, (int, float, bool)) else None)
+
+
+# ------------------------------------------------------------------ arithmetic
+
+def add(a, b, *, alpha=1) -> Tensor:
+    """a + alpha * b."""
+    if not isinstance(a, Tensor):
+        a = _lhs(a, b)
+    x, y = operands(a, b)
+    try:
+        out = _result(x + y if alpha == 1 else x + alpha * y)
+    except ValueError:
+        raise broadcast_error(a, b) from None
+    if a._requires_grad or (isinstance(b, Tensor) and b._requires_grad):
+        if _grad_enabled():
+            if isinstance(b, Tensor):
+                sa, da, sb, db = a._data.shape, a._data.dtype, b._data.shape, b._data.dtype
+                ra, rb = a._requires_grad, b._requires_grad
+
+                def add_backward(g):
+                    return (_fit(g, sa, da) if ra else None,
+                            _fit(g if alpha == 1 else g * alpha, sb, db) if rb else None)
+                record("AddBackward0", add_backward, out, (a, b))
+            else:
+                da = a._data.dtype
+                record("AddBackward0", (lambda g: g) if da == out._data.dtype else (lambda g: g.to(_dt(da))),
+                       out, (a,))
+    return out
+
+
+def sub(a, b, *, alpha=1) -> Tensor:
+    """a - alpha * b."""
+    a = _lhs(a, b)
+    if a.dtype.name == "bool" and isinstance(b, Tensor) and b.dtype.name == "bool":
+        raise RuntimeError("Subtraction, the `-` operator, with two bool tensors is not supported. "
+                           "Use the `^` or `logical_xor()` operator instead.")
+    x, y = operands(a, b)
+    try:
+        out = _result(x - y if alpha == 1 else x - alpha * y)
+    except ValueError:
+        raise broadcast_error(a, b) from None
+    if needs_grad(a, b):
+        if isinstance(b, Tensor):
+            sa, da, sb, db = a._data.shape, a._data.dtype, b._data.shape, b._data.dtype
+            ra, rb = a._requires_grad, b._requires_grad
+
+            def sub_backward(g):
+                return (_fit(g, sa, da) if ra else None, _fit(-g if alpha == 1 else g * -alpha, sb, db) if rb else None)
+            record("SubBackward0", sub_backward, out, (a, b))
+        else:
+            record("SubBackward0", lambda g: g, out, (a,))
+    return out
+
+
+def rsub(a: Tensor, b, *, alpha=1) -> Tensor:
+    """b - alpha * a (Python's `2 - t`)."""
+    return add(neg(a) if alpha == 1 else mul(a, -alpha), b)
+
+
+def mul(a, b) -> Tensor:
+    """a * b."""
+    if not isinstance(a, Tensor):
+        a = _lhs(a, b)
+    x, y = operands(a, b)
+    try:
+        out = _result(x * y)
+    except ValueError:
+        raise broadcast_error(a, b) from None
+    if a._requires_grad or (isinstance(b, Tensor) and b._requires_grad):
+        if _grad_enabled():
+            if isinstance(b, Tensor):
+                sa, da, sb, db = a._data.shape, a._data.dtype, b._data.shape, b._data.dtype
+                ra, rb = a._requires_grad, b._requires_grad
+
+                def mul_backward(g):
+                    return (_fit(g * b, sa, da) if ra else None, _fit(g * a, sb, db) if rb else None)
+                record("MulBackward0", mul_backward, out, (a, b), (a, b))
+            else:
+                record("MulBackward0", lambda g: g * y, out, (a,))
+    return out
+
+
+def div(a, b, *, rounding_mode=None) -> Tensor:
+    """a / b (true division; 'floor' and 'trunc' rounding modes have no gradient)."""
+    a = _lhs(a, b)
+    if rounding_mode is not None:
+        x, y = operands(a, b)
+        if rounding_mode == "floor":
+            return _result(np.floor_divide(x, y) if x.dtype.kind in "iub" else np.floor(x / y).astype(np.result_type(x, y)))
+        if rounding_mode == "trunc":
+            q = np.trunc(np.true_divide(x, y))
+            return _result(q.astype(np.result_type(x, y)) if x.dtype.kind in "iub" else q.astype(np.result_type(x, y)))
+        raise RuntimeError(f"div expected rounding_mode to be one of None, 'trunc', or 'floor' but found '{rounding_mode}'")
+    x, y = operands(a, b)
+    if x.dtype.kind in "biu":  # integer division is true division, as in PyTorch
+        from .._dtype import get_default_dtype
+        x = x.astype(get_default_dtype().np)
+        if type(y) is not float and type(y) is not int and type(y) is not bool:
+            y = y.astype(x.dtype)
+    try:
+        out = _result(x / y)
+    except ValueError:
+        raise broadcast_error(a, b) from None
+    if needs_grad(a, b):
+        if isinstance(b, Tensor):
+            sa, da, sb, db = a._data.shape, a._data.dtype, b._data.shape, b._data.dtype
+            ra, rb = a._requires_grad, b._requires_grad
+
+            def div_backward(g):
+                return (_fit(g / b, sa, da) if ra else None, _fit(-g * a / (b * b), sb, db) if rb else None)
+            record("DivBackward0", div_backward, out, (a, b), (a, b))
+        else:
+            record("DivBackward0", lambda g: g / y, out, (a,))
+    return out
+
+
+def rdiv(a: Tensor, b) -> Tensor:
+    """b / a (Python's `2 / t`)."""
+    return mul(reciprocal(a), b)
+
+
+def neg(a: Tensor) -> Tensor:
+    """-a."""
+    if a.dtype.name == "bool":
+        raise RuntimeError("Negation, the `-` operator, on a bool tensor is not supported. If you are trying to "
+                           "invert a mask, use the `~` or `logical_not()` operator instead.")
+    out = _result(-a._data)
+    if needs_grad(a):
+        record("NegBackward0", lambda g: -g, out, (a,))
+    return out
+
+
+def pow(a, b) -> Tensor:
+    """a ** b, for a tensor or scalar exponent."""
+    if not isinstance(a, Tensor):
+        return _rpow(b, a)
+    if isinstance(b, Tensor):
+        x, y = operands(a, b)
+        try:
+            out = _result(np.power(x, y))
+        except ValueError:
+            raise broadcast_error(a, b) from None
+        if needs_grad(a, b):
+            sa, da, sb, db = a._data.shape, a._data.dtype, b._data.shape, b._data.dtype
+            ra, rb = a._requires_grad, b._requires_grad
+            out_alias = alias(out)
+
+            def pow_backward(g):
+                ga = gb = None
+                if ra:
+                    ga = _fit(g * b * a.pow(b - 1), sa, da)
+                if rb:
+                    res = saved_output(out_alias, lambda: a.pow(b))
+                    # d/db a^b = a^b log a; PyTorch defines it as 0 where a == 0 and b >= 0
+                    mask = (a == 0) & (b >= 0)
+                    gb = _fit((g * res * a.log()).masked_fill(mask, 0.0), sb, db)
+                return ga, gb
+            record("PowBackward1", pow_backward, out, (a, b), (a, b, out_alias))
+        return out
+    x, e = operands(a, b)
+    if isinstance(e, int) and x.dtype.kind in "iu" and e < 0:
+        raise RuntimeError("Integers to negative integer powers are not allowed.")
+    if e == 2:
+        out = _result(x * x)
+    elif e == 0.5:
+        out = _result(np.sqrt(x))
+    else:
+        out = _result(np.power(x, e))
+    if needs_grad(a):
+        def pow_scalar_backward(g):
+            if e == 0:
+                return g * 0
+            return g * (e * a.pow(e - 1)) if e != 2 else g * (a * 2)
+        record("PowBackward0", pow_scalar_backward, out, (a,), (a,))
+    return out
+
+
+def _rpow(b: Tensor, base) -> Tensor:
+    """base ** b for a scalar base (Python's `2 ** t`)."""
+    x, s = operands(b, base)
+    out = _result(np.power(s, float_data(b) if isinstance(s, float) or x.dtype.kind == "f" else x))
+    if needs_grad(b):
+        out_alias = alias(out)
+        log_base = math.log(base) if base > 0 else float("nan")
+
+        def rpow_backward(g):
+            res = saved_output(out_alias, lambda: _rpow(b, base))
+            return g * res * log_base if base != 0 else g * 0
+        record("PowBackward2", rpow_backward, out, (b,), (out_alias,))
+    return out
+
+
+def rpow(a: Tensor, base) -> Tensor:
+    return _rpow(a, base)
+
+
+def _extremum(a, b, pick, name: str) -> Tensor:
+    a = _lhs(a, b)
+    if not isinstance(b, Tensor):
+        from .._creation import tensor
+        b = tensor(b, dtype=a.dtype, device=a.device)
+    x, y = operands(a, b)
+    try:
+        out = _result(pick(x, y))
+    except ValueError:
+        raise broadcast_error(a, b) from None
+    if needs_grad(a, b):
+        sa, da, sb, db = a._data.shape, a._data.dtype, b._data.shape, b._data.dtype
+        ra, rb = a._requires_grad, b._requires_grad
+        greater = pick is np.maximum
+
+        def extremum_backward(g):
+            a_wins = (a > b) if greater else (a < b)
+            tie = a == b
+            half = g * 0.5
+            ga = _fit(where(a_wins, g, where(tie, half, 0.0)), sa, da) if ra else None
+            gb = _fit(where(a_wins, 0.0, where(tie, half, g)), sb, db) if rb else None
+            return ga, gb
+        record(name, extremum_backward, out, (a, b), (a, b))
+    return out
+
+
+def maximum(a, b) -> Tensor:
+    """Elementwise max (ties split the gradient evenly, as in PyTorch)."""
+    return _extremum(a, b, np.maximum, "MaximumBackward0")
+
+
+def minimum(a, b) -> Tensor:
+    """Elementwise min."""
+    return _extremum(a, b, np.minimum, "MinimumBackward0")
+
+
+def remainder(a, b) -> Tensor:
+    """Python-style modulus (sign of the divisor); gradient 1 w.r.t. a."""
+    a = _lhs(a, b)
+    x, y = operands(a, b)
+    try:
+        out = _result(np.mod(x, y))
+    except ValueError:
+        raise broadcast_error(a, b) from None
+    if needs_grad(a, b):
+        if isinstance(b, Tensor) and b._requires_grad:
+            sb, db = b._data.shape, b._data.dtype
+            ra = a._requires_grad
+
+            def rem_backward(g):
+                return (_fit(g, a._data.shape, a._data.dtype) if ra else None,
+                        _fit(-g * (a / b).floor(), sb, db))
+            record("RemainderBackward0", rem_backward, out, (a, b), (a, b))
+        else:
+            record("RemainderBackward0", lambda g: _fit(g, a._data.shape, a._data.dtype), out, (a,))
+    return out
+
+
+def fmod(a, b) -> Tensor:
+    """C-style modulus (sign of the dividend)."""
+    a = _lhs(a, b)
+    x, y = operands(a, b)
+    try:
+        out = _result(np.fmod(x, y))
+    except ValueError:
+        raise broadcast_error(a, b) from None
+    if needs_grad(a):
+        record("FmodBackward0", lambda g: g, out, (a,))
+    return out
+
+
+def floor_divide(a, b) -> Tensor:
+    return div(a, b, rounding_mode="floor")
+
+
+# ------------------------------------------------------------------ unary math
+
+def _unary(name: str, kernel, derivative=None, uses="x", floating=True, integer_ok=False):
+    """Build a unary op: out = kernel(x); derivative(g, x, y) -> grad, with y the op's output.
+
+    `uses` names what the derivative reads: "x" (the input), "y" (the output) or "xy".
+    Under create_graph a saved output is recomputed from x so that its own graph is known.
+    """
+    node_name = name.capitalize() + "Backward0"
+
+    def op(a: Tensor) -> Tensor:
+        x = float_data(a) if floating else a._data
+        out = _result(kernel(x))
+        if derivative is not None and a._requires_grad and _grad_enabled():
+            if uses == "x":
+                record(node_name, lambda g: derivative(g, a, None), out, (a,), (a,))
+            else:
+                y_alias = alias(out)
+                keep_x = "x" in uses
+
+                def backward(g):
+                    y = saved_output(y_alias, lambda: op(a))
+                    return derivative(g, a if keep_x else None, y)
+                record(node_name, backward, out, (a,), (a, y_alias) if keep_x else (y_alias,))
+        return out
+    op.__name__ = name
+    op.__doc__ = f"Elementwise {name}."
+    return op
+
+
+abs = _unary("abs", np.abs, lambda g, x, y: g * x.sign(), floating=False)
+exp = _unary("exp", np.exp, lambda g, x, y: g * y, uses="y")
+exp2 = _unary("exp2", np.exp2, lambda g, x, y: g * y * math.log(2.0), uses="y")
+expm1 = _unary("expm1", np.expm1, lambda g, x, y: g * (y + 1), uses="y")
+log = _unary("log", np.log, lambda g, x, y: g / x)
+log2 = _unary("log2", np.log2, lambda g, x, y: g / (x * math.log(2.0)))
+log10 = _unary("log10", np.log10, lambda g, x, y: g / (x * math.log(10.0)))
+log1p = _unary("log1p", np.log1p, lambda g, x, y: g / (x + 1))
+sqrt = _unary("sqrt", np.sqrt, lambda g, x, y: g / (y * 2), uses="y")
+rsqrt = _unary("rsqrt", lambda x: 1 / np.sqrt(x), lambda g, x, y: g * y.pow(3) * -0.5, uses="y")
+reciprocal = _unary("reciprocal", lambda x: 1 / x, lambda g, x, y: -g * y * y, uses="y")
+square = _unary("square", lambda x: x * x, lambda g, x, y: g * x * 2, floating=False)
+sin = _unary("sin", np.sin, lambda g, x, y: g * x.cos())
+cos = _unary("cos", np.cos, lambda g, x, y: -g * x.sin())
+tan = _unary("tan", np.tan, lambda g, x, y: g * (y * y + 1), uses="y")
+asin = _unary("asin", np.arcsin, lambda g, x, y: g * (1 - x * x).rsqrt())
+acos = _unary("acos", np.arccos, lambda g, x, y: -g * (1 - x * x).rsqrt())
+atan = _unary("atan", np.arctan, lambda g, x, y: g / (x * x + 1))
+sinh = _unary("sinh", np.sinh, lambda g, x, y: g * x.cosh())
+cosh = _unary("cosh", np.cosh, lambda g, x, y: g * x.sinh())
+tanh = _unary("tanh", np.tanh, lambda g, x, y: g * (1 - y * y), uses="y")
+
+
+def _sigmoid_kernel(x):
+    # exp of a non-positive argument only: no overflow warnings for large |x|.
+    e = np.exp(-np.abs(x))
+    return np.where(x >= 0, 1 / (1 + e), e / (1 + e)).astype(x.dtype, copy=False)
+
+
+sigmoid = _unary("sigmoid", _sigmoid_kernel, lambda g, x, y: g * y * (1 - y), uses="y")
+
+
+def _relu_kernel(x):
+    return np.maximum(x, 0)
+
+
+relu = _unary("relu", _relu_kernel, lambda g, x, y: g * (y > 0), uses="y", floating=False)
+
+
+def sign(a: Tensor) -> Tensor:
+    """Elementwise sign (zero gradient)."""
+    out = _result(np.sign(a._data))
+    if needs_grad(a):
+        record("SignBackward0", lambda g: g * 0, out, (a,))
+    return out
+
+
+def _rounding(name, kernel):
+    def op(a: Tensor) -> Tensor:
+        out = _result(kernel(a._data))
+        if needs_grad(a):
+            record(name.capitalize() + "Backward0", lambda g: g * 0, out, (a,))
+        return out
+    op.__name__ = name
+    op.__doc__ = f"Elementwise {name} (zero gradient almost everywhere)."
+    return op
+
+
+floor = _rounding("floor", np.floor)
+ceil = _rounding("ceil", np.ceil)
+trunc = _rounding("trunc", np.trunc)
+frac = _unary("frac", lambda x: x - np.trunc(x), lambda g, x, y: g)
+
+
+def round(a: Tensor, decimals: int = 0) -> Tensor:
+    """Round half to even, as PyTorch does."""
+    return _rounding("round", lambda x: np.round(x, decimals))(a)
+
+
+def clamp(a: Tensor, min=None, max=None) -> Tensor:
+    """Limit values to [min, max]; min and max may be scalars or tensors."""
+    if min is None and max is None:
+        raise RuntimeError("torch.clamp: At least one of 'min' or 'max' must not be None")
+    x = a._data
+    lo = min._data if isinstance(min, Tensor) else min
+    hi = max._data if isinstance(max, Tensor) else max
+    from .._dtype import result_type
+    dt = result_type(a, min, max).np  # PyTorch promotes: an int tensor clamped to 0.5 becomes float32
+    if x.dtype != dt:
+        x = x.astype(dt)
+    if lo is not None and type(lo) is not float and type(lo) is not int and lo.dtype != dt:
+        lo = lo.astype(dt)
+    if hi is not None and type(hi) is not float and type(hi) is not int and hi.dtype != dt:
+        hi = hi.astype(dt)
+    y = x
+    try:
+        if lo is not None:
+            y = np.maximum(y, lo)
+        if hi is not None:
+            y = np.minimum(y, hi)
+    except ValueError:
+        raise broadcast_error(a, min if lo is not None and np.ndim(lo) else max) from None
+    out = _result(y)
+    if needs_grad(a, min, max):
+        ra = a._requires_grad
+        rmin = isinstance(min, Tensor) and min._requires_grad
+        rmax = isinstance(max, Tensor) and max._requires_grad
+
+        def clamp_backward(g):
+            inside = None
+            if min is not None:
+                inside = a >= min
+            if max is not None:
+                upper = a <= max
+                inside = upper if inside is None else inside & upper
+            grads = [_fit(g * inside, a._data.shape, a._data.dtype) if ra else None]
+            if isinstance(min, Tensor):
+                grads.append(_fit(g * (a < min), min._data.shape, min._data.dtype) if rmin else None)
+            if isinstance(max, Tensor):
+                grads.append(_fit(g * (a > max), max._data.shape, max._data.dtype) if rmax else None)
+            return tuple(grads) if len(grads) > 1 else grads[0]
+        inputs = (a,) + tuple(t for t in (min, max) if isinstance(t, Tensor))
+        record("ClampBackward1", clamp_backward, out, inputs, inputs)
+    return out
+
+
+clip = clamp
+
+
+def clamp_min(a: Tensor, min) -> Tensor:
+    return clamp(a, min=min)
+
+
+def clamp_max(a: Tensor, max) -> Tensor:
+    return clamp(a, max=max)
+
+
+def where(condition, a, b) -> Tensor:
+    """Pick a where condition holds, else b (a and b may be scalars)."""
+    if not isinstance(condition, Tensor):
+        raise TypeError("where(): argument 'condition' must be a Tensor")
+    if not isinstance(a, Tensor) and not isinstance(b, Tensor):
+        from .._creation import tensor
+        a = tensor(a, device=condition.device)
+    ref = a if isinstance(a, Tensor) else b
+    cond = condition._data
+    if cond.dtype != np.bool_:
+        cond = cond.astype(bool)
+    if isinstance(a, Tensor) and isinstance(b, Tensor):
+        x, y = operands(a, b)
+    elif isinstance(a, Tensor):
+        x, y = operands(a, b)
+    else:
+        y, x = operands(b, a)
+    out = _result(np.where(cond, x, y))
+    if needs_grad(a, b):
+        ra = isinstance(a, Tensor) and a._requires_grad
+        rb = isinstance(b, Tensor) and b._requires_grad
+        mask = condition
+
+        def where_backward(g):
+            grads = []
+            if isinstance(a, Tensor):
+                grads.append(_fit(g.masked_fill(mask.logical_not(), 0.0), a._data.shape, a._data.dtype) if ra else None)
+            if isinstance(b, Tensor):
+                grads.append(_fit(g.masked_fill(mask, 0.0), b._data.shape, b._data.dtype) if rb else None)
+            return tuple(grads) if len(grads) > 1 else grads[0]
+        inputs = tuple(t for t in (a, b) if isinstance(t, Tensor))
+        record("WhereBackward0", where_backward, out, inputs)
+    del ref
+    return out
+
+
+def masked_fill(a: Tensor, mask: Tensor, value) -> Tensor:
+    """a with `value` where mask is True (mask broadcasts to a)."""
+    if not isinstance(mask, Tensor) or mask.dtype.name != "bool":
+        raise RuntimeError(f"masked_fill_ only supports boolean masks, but got mask with dtype "
+                           f"{mask.dtype if isinstance(mask, Tensor) else type(mask).__name__}")
+    if isinstance(value, Tensor):
+        if value._data.ndim != 0:
+            raise RuntimeError(f"masked_fill_ only supports a 0-dimensional value tensor, but got tensor with "
+                               f"{value._data.ndim} dimension(s).")
+        v = value._data.astype(a._data.dtype)
+    else:
+        v = np.asarray(value).astype(a._data.dtype) if type(a._data) is np.ndarray else value
+    m = mask._data
+    try:
+        out = _result(np.where(m, v, a._data))  # a mask with more dims broadcasts the result, as in PyTorch
+    except ValueError:
+        raise broadcast_error(mask, a) from None
+    if needs_grad(a, value):
+        ra, sa, da = a._requires_grad, a._data.shape, a._data.dtype
+        if isinstance(value, Tensor) and value._requires_grad:
+            def masked_fill_backward(g):
+                return (_fit(g.masked_fill(mask, 0.0), sa, da) if ra else None, (g * mask).sum())
+            record("MaskedFillBackward1", masked_fill_backward, out, (a, value))
+        else:
+            record("MaskedFillBackward0", lambda g: _fit(g.masked_fill(mask, 0.0), sa, da), out, (a,))
+    return out
+
+
+def lerp(a: Tensor, end, weight) -> Tensor:
+    """a + weight * (end - a)."""
+    return a + (end - a) * weight
+
+
+def addcmul(a: Tensor, t1: Tensor, t2: Tensor, *, value=1) -> Tensor:
+    return a + t1 * t2 * value if value != 1 else a + t1 * t2
+
+
+def addcdiv(a: Tensor, t1: Tensor, t2: Tensor, *, value=1) -> Tensor:
+    return a + t1 / t2 * value if value != 1 else a + t1 / t2
+
+
+def nan_to_num(a: Tensor, nan: float = 0.0, posinf=None, neginf=None) -> Tensor:
+    out = _result(np.nan_to_num(a._data, nan=nan, posinf=posinf, neginf=neginf))
+    if needs_grad(a):
+        record("NanToNumBackward0", lambda g: g * a.isfinite(), out, (a,), (a,))
+    return out
+
+
+# ------------------------------------------------------------------ comparisons and logic (no gradient)
+
+def _compare(kernel):
+    def op(a, b) -> Tensor:
+        if not isinstance(a, Tensor):
+            a = _lhs(a, b)
+        x, y = operands(a, b)
+        try:
+            return _result(kernel(x, y))
+        except ValueError:
+            raise broadcast_error(a, b) from None
+    return op
+
+
+eq = _compare(np.equal)
+ne = _compare(np.not_equal)
+lt = _compare(np.less)
+le = _compare(np.less_equal)
+gt = _compare(np.greater)
+ge = _compare(np.greater_equal)
+
+
+def _logical(kernel):
+    def op(a, b=None) -> Tensor:
+        if b is None:
+            return _result(kernel(a._data.astype(bool, copy=False)))
+        x = a._data.astype(bool, copy=False)
+        y = b._data.astype(bool, copy=False) if isinstance(b, Tensor) else bool(b)
+        try:
+            return _result(kernel(x, y))
+        except ValueError:
+            raise broadcast_error(a, b) from None
+    return op
+
+
+logical_and = _logical(np.logical_and)
+logical_or = _logical(np.logical_or)
+logical_xor = _logical(np.logical_xor)
+logical_not = _logical(np.logical_not)
+
+
+def _bitwise(kernel, name):
+    def op(a, b) -> Tensor:
+        if isinstance(a, Tensor) and a.dtype.is_floating_point:
+            raise RuntimeError(f'"{name}_cpu" not implemented for \'{_short_name(a)}\'')
+        x, y = operands(a, b)
+        try:
+            return _result(kernel(x, y))
+        except ValueError:
+            raise broadcast_error(a, b) from None
+    return op
+
+
+def _short_name(a: Tensor) -> str:
+    return {"float32": "Float", "float64": "Double", "float16": "Half", "bfloat16": "BFloat16"}.get(a.dtype.name, a.dtype.name)
+
+
+bitwise_and = _bitwise(np.bitwise_and, "bitwise_and")
+bitwise_or = _bitwise(np.bitwise_or, "bitwise_or")
+bitwise_xor = _bitwise(np.bitwise_xor, "bitwise_xor")
+
+
+def bitwise_not(a: Tensor) -> Tensor:
+    if a.dtype.is_floating_point:
+        raise RuntimeError(f"\"bitwise_not_cpu\" not implemented for '{_short_name(a)}'")
+    return _result(np.invert(a._data))
+
+
+def isnan(a: Tensor) -> Tensor:
+    return _result(np.isnan(a._data))
+
+
+def isinf(a: Tensor) -> Tensor:
+    return _result(np.isinf(a._data))
+
+
+def isfinite(a: Tensor) -> Tensor:
+    return _result(np.isfinite(a._data))
+
+
+def _is_equal(a: Tensor, b) -> Tensor:
+    # `==` between a tensor and something that is not a number (None, a string) is False, like PyTorch.
+    if b is None or isinstance(b, str):
+        return False
+    return eq(a, b)
+
+
+def _is_not_equal(a: Tensor, b) -> Tensor:
+    if b is None or isinstance(b, str):
+        return True
+    return ne(a, b)
+
+
+# ------------------------------------------------------------------ methods and operators
+
+def _swap(fn):
+    return lambda a, b: fn(b, a) if isinstance(b, Tensor) else fn(_lhs(b, a), a)
+
+
+attach(
+    add=add, sub=sub, subtract=sub, mul=mul, multiply=mul, div=div, divide=div, true_divide=div, pow=pow,
+    neg=neg, negative=neg, maximum=maximum, minimum=minimum, remainder=remainder, fmod=fmod,
+    floor_divide=floor_divide, abs=abs, absolute=abs, exp=exp, exp2=exp2, expm1=expm1, log=log, log2=log2,
+    log10=log10, log1p=log1p, sqrt=sqrt, rsqrt=rsqrt, reciprocal=reciprocal, square=square, sin=sin, cos=cos,
+    tan=tan, asin=asin, acos=acos, atan=atan, arcsin=asin, arccos=acos, arctan=atan, sinh=sinh, cosh=cosh,
+    tanh=tanh, sigmoid=sigmoid, relu=relu, sign=sign, floor=floor, ceil=ceil, trunc=trunc, frac=frac,
+    round=round, clamp=clamp, clip=clamp, clamp_min=clamp_min, clamp_max=clamp_max, masked_fill=masked_fill,
+    lerp=lerp, addcmul=addcmul, addcdiv=addcdiv, nan_to_num=nan_to_num,
+    eq=eq, ne=ne, lt=lt, le=le, gt=gt, ge=ge, greater=gt, less=lt, greater_equal=ge, less_equal=le,
+    not_equal=ne, logical_and=logical_and, logical_or=logical_or, logical_xor=logical_xor,
+    logical_not=logical_not, bitwise_and=bitwise_and, bitwise_or=bitwise_or, bitwise_xor=bitwise_xor,
+    bitwise_not=bitwise_not, isnan=isnan, isinf=isinf, isfinite=isfinite,
+    where=lambda cond_self, condition, other: where(condition, cond_self, other),
+    __add__=add, __radd__=add, __sub__=sub, __rsub__=lambda a, b: rsub(a, b), __mul__=mul, __rmul__=mul,
+    __truediv__=div, __rtruediv__=lambda a, b: rdiv(a, b), __floordiv__=floor_divide,
+    __rfloordiv__=_swap(floor_divide), __mod__=remainder, __rmod__=_swap(remainder), __pow__=pow,
+    __rpow__=rpow, __neg__=neg, __pos__=lambda a: a, __abs__=abs,
+    __eq__=_is_equal, __ne__=_is_not_equal, __lt__=lt, __le__=le, __gt__=gt, __ge__=ge,
+    __and__=lambda a, b: bitwise_and(a, b) if a.dtype.name != "bool" else logical_and(a, b),
+    __or__=lambda a, b: bitwise_or(a, b) if a.dtype.name != "bool" else logical_or(a, b),
+    __xor__=lambda a, b: bitwise_xor(a, b) if a.dtype.name != "bool" else logical_xor(a, b),
+    __rand__=lambda a, b: bitwise_and(a, b) if a.dtype.name != "bool" else logical_and(a, b),
+    __ror__=lambda a, b: bitwise_or(a, b) if a.dtype.name != "bool" else logical_or(a, b),
+    __invert__=lambda a: logical_not(a) if a.dtype.name == "bool" else bitwise_not(a),
+)
+
+
+# In-place variants: a NumPy in-place kernel when nothing is recorded, else out of place + rebase.
+def _inplace(a: Tensor, b, kernel, out_of_place) -> Tensor:
+    try:
+        return inplace_binary(a, b, kernel, out_of_place)
+    except ValueError:  # shapes: PyTorch's messages instead of NumPy's
+        sa, sb = a._data.shape, _shape_of(b)
+        try:
+            target = np.broadcast_shapes(sa, sb)
+        except ValueError:
+            raise broadcast_error(a, b) from None
+        raise RuntimeError(f"output with shape {list(sa)} doesn't match the broadcast shape {list(target)}") from None
+
+
+def add_(a: Tensor, b, *, alpha=1) -> Tensor:
+    """a += alpha * b, in place."""
+    if alpha == 1:
+        return _inplace(a, b, operator.iadd, add)
+    return _inplace(a, b, lambda x, y: x.__iadd__(y * alpha), lambda s, o: add(s, o, alpha=alpha))
+
+
+def sub_(a: Tensor, b, *, alpha=1) -> Tensor:
+    """a -= alpha * b, in place."""
+    if alpha == 1:
+        return _inplace(a, b, operator.isub, sub)
+    return _inplace(a, b, lambda x, y: x.__isub__(y * alpha), lambda s, o: sub(s, o, alpha=alpha))
+
+
+def mul_(a: Tensor, b) -> Tensor:
+    """a *= b, in place."""
+    return _inplace(a, b, operator.imul, mul)
+
+
+def div_(a: Tensor, b, *, rounding_mode=None) -> Tensor:
+    """a /= b, in place (true division needs a floating-point a, as in PyTorch)."""
+    if rounding_mode is not None:
+        return inplace_unary(a, lambda s: div(s, b, rounding_mode=rounding_mode))
+    if a._data.dtype.kind in "biu":
+        from ._common import _short
+        raise RuntimeError(f"result type Float can't be cast to the desired output type {_short(a.dtype)}")
+    return _inplace(a, b, operator.itruediv, div)
+
+
+def pow_(a: Tensor, b) -> Tensor:
+    """a **= b, in place."""
+    return _inplace(a, b, operator.ipow, pow)
+
+
+def fill_(a: Tensor, value) -> Tensor:
+    """Set every element to `value` (a number or a 0-d tensor), in place."""
+    if isinstance(value, Tensor) and value._data.ndim != 0:
+        raise RuntimeError(f"fill_ only supports 0-dimension value tensor but got tensor with "
+                           f"{value._data.ndim} dimensions.")
+    if needs_grad(a, value):
+        check_inplace(a)
+        return commit_inplace(a, _filled(a, value))
+    x = a._data
+    if isinstance(value, Tensor):
+        v = value._data
+        x[...] = v if type(v) is type(x) else v.item()  # a CPU 0-d value may fill a CUDA tensor
+    else:
+        x[...] = value
+    a._bump_version()
+    return a
+
+
+def _filled(a: Tensor, value) -> Tensor:
+    """Out-of-place fill for the recorded path: zero gradient to a's history, the sum to a value tensor."""
+    x = a._data
+    xp = np if type(x) is np.ndarray else x.__array_namespace__()
+    v = value.item() if isinstance(value, Tensor) else value
+    out = _result(xp.full(x.shape, v, dtype=x.dtype))
+    if isinstance(value, Tensor) and value._requires_grad:
+        ra, vdt = a._requires_grad, value.dtype
+        record("FillBackward3", lambda g: (g * 0 if ra else None, g.sum().to(vdt)), out, (a, value))
+    else:
+        record("FillBackward2", lambda g: g * 0, out, (a,))
+    return out
+
+
+def zero_(a: Tensor) -> Tensor:
+    """Set every element to zero, in place."""
+    return fill_(a, 0)
+
+
+def copy_(a: Tensor, src: Tensor, non_blocking: bool = False) -> Tensor:
+    """Copy src into a, in place: src broadcasts to a's shape and is cast to a's dtype and device."""
+    if not isinstance(src, Tensor):
+        raise TypeError(f"copy_(): argument 'other' (position 1) must be Tensor, not {type(src).__name__}")
+    x, y = a._data, src._data
+    if y.shape != x.shape:
+        try:
+            target = np.broadcast_shapes(x.shape, y.shape)
+        except ValueError:
+            raise broadcast_error(a, src) from None
+        if target != x.shape:
+            raise RuntimeError(f"output with shape {list(x.shape)} doesn't match the broadcast shape {list(target)}")
+    if needs_grad(a, src):
+        check_inplace(a)
+        return commit_inplace(a, _copied(a, src))
+    if type(y) is not type(x):
+        from .._device import move
+        y = move(y, a.device)
+    x[...] = y  # NumPy/CuPy cast and broadcast on assignment; overlapping memory is handled by the library
+    a._bump_version()
+    return a
+
+
+def _copied(a: Tensor, src: Tensor) -> Tensor:
+    """Out-of-place copy_ for the recorded path: a's old history gets zeros, src gets g summed to its shape."""
+    prev = _grad_enabled()
+    from .. import _C
+    _C._set_grad_enabled(False)
+    try:
+        moved = src.to(a.device, a.dtype)
+    finally:
+        _C._set_grad_enabled(prev)
+    xp = np if type(a._data) is np.ndarray else a._data.__array_namespace__()
+    out = _result(xp.array(xp.broadcast_to(moved._data, a._data.shape), copy=True))
+    ra, rs = a._requires_grad, src._requires_grad
+    s_shape, s_dt, s_dev = src._data.shape, src.dtype, src.device
+
+    def copy_backward(g):
+        gs = sum_to(g, s_shape).to(s_dev, s_dt) if rs else None
+        return (g * 0 if ra else None), gs
+    record("CopyBackwards", copy_backward, out, (a, src))
+    return out
+
+
+def _inplace_of(fn):
+    return lambda a, *args, **kwargs: inplace_unary(a, lambda s, *r: fn(s, *r, **kwargs), *args)
+
+
+attach(
+    fill_=fill_, zero_=zero_, copy_=copy_,
+    add_=add_, sub_=sub_, subtract_=sub_, mul_=mul_, multiply_=mul_, div_=div_, divide_=div_, pow_=pow_,
+    __iadd__=add_, __isub__=sub_, __imul__=mul_, __itruediv__=div_, __ipow__=pow_,
+    neg_=_inplace_of(neg), abs_=_inplace_of(abs), exp_=_inplace_of(exp), log_=_inplace_of(log),
+    sqrt_=_inplace_of(sqrt), rsqrt_=_inplace_of(rsqrt), sin_=_inplace_of(sin), cos_=_inplace_of(cos),
+    tanh_=_inplace_of(tanh), sigmoid_=_inplace_of(sigmoid), relu_=_inplace_of(relu), floor_=_inplace_of(floor),
+    ceil_=_inplace_of(ceil), round_=_inplace_of(round), trunc_=_inplace_of(trunc), sign_=_inplace_of(sign),
+    reciprocal_=_inplace_of(reciprocal), square_=_inplace_of(square), clamp_=_inplace_of(clamp),
+    clip_=_inplace_of(clamp), clamp_min_=_inplace_of(clamp_min), clamp_max_=_inplace_of(clamp_max),
+    masked_fill_=lambda a, mask, value: inplace_unary(a, lambda s: masked_fill(s, mask, value)),
+    lerp_=lambda a, end, weight: inplace_unary(a, lambda s: lerp(s, end, weight)),
+    addcmul_=lambda a, t1, t2, value=1: inplace_unary(a, lambda s: addcmul(s, t1, t2, value=value)),
+    addcdiv_=lambda a, t1, t2, value=1: inplace_unary(a, lambda s: addcdiv(s, t1, t2, value=value)),
+    nan_to_num_=lambda a, nan=0.0, posinf=None, neginf=None: inplace_unary(
+        a, lambda s: nan_to_num(s, nan, posinf, neginf)),
+)
+
+__all__ = [n for n in dir() if not n.startswith("_") and callable(globals()[n]) and n not in (
+    "attach", "alias", "check_inplace", "commit_inplace", "broadcast_error", "broadcast_error_shapes", "copy_", "float_data", "inplace_binary", "inplace_unary", "is_scalar", "needs_grad", "operands",
+    "record", "saved_output", "sum_to", "Tensor", "math", "np", "operator")]

@@ -1,0 +1,369 @@
+"""Reductions: sum, mean, var/std, max/min (values and indices), amax/amin, argmax/argmin,
+logsumexp, norm, prod, cumsum; each beside its derivative."""
+from __future__ import annotations
+
+import builtins
+from collections import namedtuple
+
+import numpy as np
+
+from .._dtype import get_default_dtype, int64, to_dtype
+from .._tensor import Tensor, _wrap_dim
+from ._common import alias, attach, float_data, needs_grad, record, saved_output, sum_to, _grad_enabled
+from .pointwise import _result
+
+def _return_type(name: str):
+    """PyTorch's torch.return_types.<name>: a (values, indices) namedtuple that prints like it."""
+    base = namedtuple(name, ["values", "indices"])
+
+    class ReturnType(base):
+        __slots__ = ()
+
+        def __repr__(self) -> str:
+            return f"tinytorch.return_types.{name}(\nvalues={self.values!r},\nindices={self.indices!r})"
+    ReturnType.__name__ = ReturnType.__qualname__ = name
+    ReturnType.__module__ = "tinytorch.return_types"
+    return ReturnType
+
+
+_max_type, _min_type = _return_type("max"), _return_type("min")
+values_indices = _max_type  # kept for callers that build a (values, indices) pair
+
+
+def _dims(dim, ndim: int):
+    """Normalise dim (None, int, tuple/list) into a sorted tuple of axes, or None for all."""
+    if dim is None:
+        return None
+    if isinstance(dim, (tuple, list)):
+        if len(dim) == 0:
+            return None
+        axes = tuple(sorted(_wrap_dim(d, ndim) for d in dim))
+        if len(set(axes)) != len(axes):
+            raise RuntimeError(f"dim {axes[0]} appears multiple times in the list of dims")
+        return axes
+    return (_wrap_dim(dim, ndim),)
+
+
+def _expand_back(g: Tensor, in_shape: tuple, axes, keepdim: bool) -> Tensor:
+    """Broadcast a reduced gradient back over the reduced axes."""
+    if axes is not None and not keepdim and len(in_shape):
+        shape = list(in_shape)
+        for a in axes:
+            shape[a] = 1
+        g = g.reshape(tuple(shape))
+    elif axes is None and not keepdim:
+        g = g.reshape((1,) * len(in_shape))
+    return g.expand(in_shape)
+
+
+def sum(a: Tensor, dim=None, keepdim: bool = False, *, dtype=None) -> Tensor:
+    """Sum over dim (all elements when None)."""
+    x = a._data
+    axes = _dims(dim, x.ndim)
+    if dtype is not None:
+        x = x.astype(to_dtype(dtype).np)
+    elif x.dtype.kind in "bui" and x.dtype != np.int64:
+        x = x.astype(np.int64)  # PyTorch sums integers and bools as int64
+    out = _result(np.asarray(x.sum(axis=axes, keepdims=keepdim)) if type(x) is np.ndarray
+                else x.sum(axis=axes, keepdims=keepdim))
+    if a._requires_grad and _grad_enabled():
+        shape = x.shape
+        record("SumBackward0" if axes is None else "SumBackward1",
+               lambda g: _expand_back(g, shape, axes, keepdim), out, (a,))
+    return out
+
+
+def sum_to_size(a: Tensor, *size) -> Tensor:
+    """Sum broadcast dimensions away so that the result has `size`."""
+    shape = tuple(size[0]) if len(size) == 1 and isinstance(size[0], (tuple, list)) else tuple(size)
+    x = a._data
+    if x.shape == shape:
+        return a
+    lead = x.ndim - len(shape)
+    axes = tuple(range(lead)) + tuple(i + lead for i, s in enumerate(shape) if s == 1 and x.shape[i + lead] != 1)
+    out = _result((x.sum(axis=axes, keepdims=True) if axes else x).reshape(shape))
+    if needs_grad(a):
+        in_shape = x.shape
+        record("SumToSizeBackward0", lambda g: g.expand(in_shape), out, (a,))
+    return out
+
+
+def mean(a: Tensor, dim=None, keepdim: bool = False, *, dtype=None) -> Tensor:
+    """Mean over dim (floating point only, as in PyTorch)."""
+    if dtype is None and not a.dtype.is_floating_point:
+        raise RuntimeError(f"mean(): could not infer output dtype. Input dtype must be either a floating point or "
+                           f"complex dtype. Got: {_pretty(a.dtype)}")
+    x = a._data if dtype is None else a._data.astype(to_dtype(dtype).np)
+    axes = _dims(dim, x.ndim)
+    n = x.size if axes is None else int(np.prod([x.shape[i] for i in axes]))
+    out = _result(np.asarray(x.mean(axis=axes, keepdims=keepdim)).astype(x.dtype, copy=False) if type(x) is np.ndarray
+                else x.mean(axis=axes, keepdims=keepdim))
+    if needs_grad(a):
+        shape = x.shape
+        record("MeanBackward0" if axes is None else "MeanBackward1",
+               lambda g: _expand_back(g / n, shape, axes, keepdim), out, (a,))
+    return out
+
+
+def _pretty(dt) -> str:
+    return {"int64": "Long", "int32": "Int", "bool": "Bool", "int16": "Short", "int8": "Char", "uint8": "Byte"}.get(
+        dt.name, dt.name)
+
+
+def var(a: Tensor, dim=None, unbiased=None, keepdim: bool = False, *, correction=None) -> Tensor:
+    """Variance with Bessel's correction by default (correction=1); var(x, dim, unbiased, keepdim) also works."""
+    if isinstance(dim, bool):  # var(x, unbiased): PyTorch's legacy overload
+        dim, unbiased = None, dim
+    if unbiased is not None and correction is not None:
+        raise RuntimeError("var: can't specify both unbiased and correction")
+    if correction is None:
+        correction = 1 if unbiased is None or unbiased else 0
+    x = float_data(a)
+    axes = _dims(dim, x.ndim)
+    n = x.size if axes is None else int(np.prod([x.shape[i] for i in axes]))
+    mu = x.mean(axis=axes, keepdims=True)
+    d = x - mu
+    denom = builtins.max(n - correction, 0)
+    out = _result(((d * d).sum(axis=axes, keepdims=keepdim) / denom).astype(x.dtype, copy=False)
+                if denom > 0 else np.full((d * d).sum(axis=axes, keepdims=keepdim).shape, np.nan, x.dtype))
+    if needs_grad(a):
+        shape = x.shape
+
+        def var_backward(g):
+            centered = a - a.mean(dim=axes, keepdim=True)
+            return _expand_back(g, shape, axes, keepdim) * centered * (2.0 / denom)
+        record("VarBackward0", var_backward, out, (a,), (a,))
+    return out
+
+
+def std(a: Tensor, dim=None, unbiased=None, keepdim: bool = False, *, correction=None) -> Tensor:
+    """Standard deviation: sqrt(var)."""
+    return var(a, dim, unbiased, keepdim, correction=correction).sqrt()
+
+
+def var_mean(a: Tensor, dim=None, unbiased=None, keepdim: bool = False, *, correction=None):
+    """(var, mean) over dim."""
+    if isinstance(dim, bool):
+        dim, unbiased = None, dim
+    return var(a, dim, unbiased, keepdim, correction=correction), a.mean(dim, keepdim)
+
+
+def std_mean(a: Tensor, dim=None, unbiased=None, keepdim: bool = False, *, correction=None):
+    """(std, mean) over dim."""
+    if isinstance(dim, bool):
+        dim, unbiased = None, dim
+    return std(a, dim, unbiased, keepdim, correction=correction), a.mean(dim, keepdim)
+
+
+def _reduce_extremum(a: Tensor, axes, keepdim: bool, kernel, name: str) -> Tensor:
+    """amax/amin: the gradient is shared evenly among the elements that attain the extremum."""
+    x = a._data
+    if x.size == 0:
+        raise RuntimeError(f"{name.lower()}(): Expected reduction dim to be specified for input.numel() == 0. "
+                           "Specify the reduction dim with the 'dim' argument.")
+    out = _result(np.asarray(kernel(x, axis=axes, keepdims=keepdim)) if type(x) is np.ndarray
+                else kernel(x, axis=axes, keepdims=keepdim))
+    if needs_grad(a):
+        shape = x.shape
+        out_alias = alias(out)
+
+        def extremum_backward(g):
+            res = saved_output(out_alias, lambda: _reduce_extremum(a, axes, keepdim, kernel, name))
+            mask = a == _expand_back(res, shape, axes, keepdim)
+            count = mask.sum(dim=axes, keepdim=True)
+            return _expand_back(g, shape, axes, keepdim) * mask / count
+        record(name + "Backward0", extremum_backward, out, (a,), (a, out_alias))
+    return out
+
+
+def amax(a: Tensor, dim=(), keepdim: bool = False) -> Tensor:
+    """Maximum over dims (all when dim is empty)."""
+    return _reduce_extremum(a, _dims(dim, a._data.ndim), keepdim, np.max, "Amax")
+
+
+def amin(a: Tensor, dim=(), keepdim: bool = False) -> Tensor:
+    """Minimum over dims."""
+    return _reduce_extremum(a, _dims(dim, a._data.ndim), keepdim, np.min, "Amin")
+
+
+def _extremum_with_indices(a: Tensor, dim, keepdim: bool, arg_kernel, name: str):
+    result_type = _max_type if name == "Max" else _min_type
+    x = a._data
+    axis = _wrap_dim(dim, x.ndim)
+    if x.ndim == 0:
+        return result_type(a.clone() if needs_grad(a) else _result(x.copy()), _result(np.zeros((), np.int64)))
+    if x.shape[axis] == 0:
+        raise IndexError(f"{name.lower()}(): Expected reduction dim {axis} to have non-zero size.")
+    idx = arg_kernel(x, axis=axis, keepdims=True)
+    values = np.take_along_axis(x, idx, axis=axis)
+    if not keepdim:
+        values = values.squeeze(axis)
+        idx = idx.squeeze(axis)
+    out = _result(values)
+    indices = _result(idx.astype(np.int64, copy=False))
+    if needs_grad(a):
+        shape = x.shape
+
+        def extremum_backward(g):
+            gi = indices if keepdim else indices.unsqueeze(axis)
+            gg = g if keepdim else g.unsqueeze(axis)
+            from .._creation import zeros
+            return zeros(*shape, dtype=g.dtype, device=g.device).scatter(axis, gi, gg)
+        record(name + "Backward0", extremum_backward, out, (a,))
+    return result_type(out, indices)
+
+
+def max(a: Tensor, dim=None, keepdim: bool = False):
+    """max(): the largest element; max(dim): (values, indices); max(other): elementwise maximum."""
+    if isinstance(dim, Tensor):
+        return a.maximum(dim)
+    if dim is None:
+        return _reduce_extremum(a, None, False, np.max, "Max")
+    return _extremum_with_indices(a, dim, keepdim, _argmax, "Max")
+
+
+def min(a: Tensor, dim=None, keepdim: bool = False):
+    """min(): the smallest element; min(dim): (values, indices); min(other): elementwise minimum."""
+    if isinstance(dim, Tensor):
+        return a.minimum(dim)
+    if dim is None:
+        return _reduce_extremum(a, None, False, np.min, "Min")
+    return _extremum_with_indices(a, dim, keepdim, _argmin, "Min")
+
+
+def _argmax(x, axis, keepdims):
+    return np.argmax(x, axis=axis, keepdims=keepdims)
+
+
+def _argmin(x, axis, keepdims):
+    return np.argmin(x, axis=axis, keepdims=keepdims)
+
+
+def argmax(a: Tensor, dim=None, keepdim: bool = False) -> Tensor:
+    """Index of the largest element (of the flattened tensor when dim is None)."""
+    x = a._data
+    if dim is None:
+        return _result(np.asarray(np.argmax(x.reshape(-1))).astype(np.int64))
+    return _result(np.argmax(x, axis=_wrap_dim(dim, x.ndim), keepdims=keepdim).astype(np.int64, copy=False))
+
+
+def argmin(a: Tensor, dim=None, keepdim: bool = False) -> Tensor:
+    x = a._data
+    if dim is None:
+        return _result(np.asarray(np.argmin(x.reshape(-1))).astype(np.int64))
+    return _result(np.argmin(x, axis=_wrap_dim(dim, x.ndim), keepdims=keepdim).astype(np.int64, copy=False))
+
+
+def logsumexp(a: Tensor, dim, keepdim: bool = False) -> Tensor:
+    """log(sum(exp(a))) over dim, computed stably."""
+    x = float_data(a)
+    axes = _dims(dim, x.ndim)
+    m = x.max(axis=axes, keepdims=True) if x.size else np.zeros((1,) * x.ndim, x.dtype)
+    m = np.where(np.isfinite(m), m, 0)
+    s = np.log(np.exp(x - m).sum(axis=axes, keepdims=True)) + m
+    out = _result((s if keepdim else s.squeeze(axis=axes) if axes is not None else s.reshape(())).astype(x.dtype, copy=False))
+    if needs_grad(a):
+        shape = x.shape
+        out_alias = alias(out)
+
+        def logsumexp_backward(g):
+            res = saved_output(out_alias, lambda: logsumexp(a, dim, keepdim))
+            return _expand_back(g, shape, axes, keepdim) * (a - _expand_back(res, shape, axes, keepdim)).exp()
+        record("LogsumexpBackward0", logsumexp_backward, out, (a,), (a, out_alias))
+    return out
+
+
+def norm(a: Tensor, p="fro", dim=None, keepdim: bool = False, dtype=None) -> Tensor:
+    """Vector p-norm over dim (2-norm and Frobenius by default; inf, -inf, 0, 1 and any p > 0)."""
+    if p == "fro" or p is None:
+        p = 2
+    if isinstance(p, str):
+        raise RuntimeError(f"norm: unsupported norm type {p}")
+    axes = _dims(dim, a._data.ndim)
+    x = a if dtype is None else a.to(dtype)
+    if p == float("inf"):
+        return x.abs().amax(axes if axes is not None else (), keepdim)
+    if p == float("-inf"):
+        return x.abs().amin(axes if axes is not None else (), keepdim)
+    if p == 0:
+        return (x != 0).to(x.dtype).sum(axes, keepdim)
+    if p == 1:
+        return x.abs().sum(axes, keepdim)
+    if p == 2:
+        return _norm2(x, axes, keepdim)
+    return x.abs().pow(p).sum(axes, keepdim).pow(1.0 / p)
+
+
+def _norm2(a: Tensor, axes, keepdim: bool) -> Tensor:
+    x = float_data(a)
+    out = _result(np.sqrt((x * x).sum(axis=axes, keepdims=keepdim)).astype(x.dtype, copy=False))
+    if needs_grad(a):
+        shape = x.shape
+        out_alias = alias(out)
+
+        def norm_backward(g):
+            res = saved_output(out_alias, lambda: _norm2(a, axes, keepdim))
+            zero = res == 0  # subgradient 0 at the origin, as in PyTorch (and no 0/0 on the way)
+            scale = (g / res.masked_fill(zero, 1.0)).masked_fill(zero, 0.0)
+            return a * _expand_back(scale, shape, axes, keepdim)
+        record("NormBackward1", norm_backward, out, (a,), (a, out_alias))
+    return out
+
+
+def prod(a: Tensor, dim=None, keepdim: bool = False, *, dtype=None) -> Tensor:
+    """Product over dim (gradient via the product of the others; exact when there are zeros)."""
+    x = a._data if dtype is None else a._data.astype(to_dtype(dtype).np)
+    if x.dtype.kind in "bui":
+        x = x.astype(np.int64)
+    axis = None if dim is None else _wrap_dim(dim, x.ndim)
+    out = _result(np.asarray(x.prod(axis=axis, keepdims=keepdim)))
+    if needs_grad(a):
+        shape = x.shape
+        axes = None if axis is None else (axis,)
+
+        def prod_backward(g):
+            flat = a if axis is not None else a.reshape(-1)
+            ax = 0 if axis is None else axis
+            n = flat.shape[ax]
+            parts = []
+            for i in range(n):  # product of all the others; safe when some elements are zero
+                others = [flat.narrow(ax, j, 1) for j in range(n) if j != i]
+                p = others[0]
+                for o in others[1:]:
+                    p = p * o
+                parts.append(p if others else flat.narrow(ax, i, 1) * 0 + 1)
+            from .shape import cat
+            d = cat(parts, ax).reshape(shape)
+            return _expand_back(g, shape, axes, keepdim) * d
+        record("ProdBackward0", prod_backward, out, (a,), (a,))
+    return out
+
+
+def cumsum(a: Tensor, dim: int, *, dtype=None) -> Tensor:
+    """Running sum along dim."""
+    x = a._data if dtype is None else a._data.astype(to_dtype(dtype).np)
+    if x.dtype.kind in "bui":
+        x = x.astype(np.int64)
+    axis = _wrap_dim(dim, x.ndim)
+    out = _result(np.cumsum(x, axis=axis) if x.ndim else x.copy())
+    if needs_grad(a):
+        record("CumsumBackward0", lambda g: g.flip(axis).cumsum(axis).flip(axis) if g.ndim else g, out, (a,))
+    return out
+
+
+def all(a: Tensor, dim=None, keepdim: bool = False) -> Tensor:
+    return _result(np.asarray(a._data.astype(bool).all(axis=_dims(dim, a._data.ndim), keepdims=keepdim)))
+
+
+def any(a: Tensor, dim=None, keepdim: bool = False) -> Tensor:
+    return _result(np.asarray(a._data.astype(bool).any(axis=_dims(dim, a._data.ndim), keepdims=keepdim)))
+
+
+def count_nonzero(a: Tensor, dim=None) -> Tensor:
+    return _result(np.asarray(np.count_nonzero(a._data, axis=_dims(dim, a._data.ndim))).astype(np.int64))
+
+
+attach(sum=sum, sum_to_size=sum_to_size, mean=mean, var=var, std=std, amax=amax, amin=amin, max=max, min=min,
+       argmax=argmax, argmin=argmin, logsumexp=logsumexp, norm=norm, prod=prod, cumsum=cumsum, all=all, any=any,
+       count_nonzero=count_nonzero)
+

@@ -1,0 +1,502 @@
+"""Shape ops: views (view, reshape, permute, transpose, expand, squeeze, narrow, ...) that share
+memory with their input, and copies (cat, stack, repeat, flip, tril/triu); each beside its derivative."""
+from __future__ import annotations
+
+import numpy as np
+
+from .._tensor import Size, Tensor, _view_of, _wrap, _wrap_dim
+from ._common import attach, needs_grad, record, _grad_enabled
+
+
+def _shape_arg(shape) -> tuple:
+    if len(shape) == 1 and isinstance(shape[0], (tuple, list, Size)):
+        shape = tuple(shape[0])
+    return tuple(int(s) for s in shape)
+
+
+def _infer(shape: tuple, numel: int, old: tuple) -> tuple:
+    if shape.count(-1) > 1:
+        raise RuntimeError("only one dimension can be inferred")
+    if -1 in shape:
+        rest = 1
+        for s in shape:
+            if s != -1:
+                rest *= s
+        if rest == 0 or numel % rest:
+            raise RuntimeError(f"shape '{list(shape)}' is invalid for input of size {numel}")
+        shape = tuple(numel // rest if s == -1 else s for s in shape)
+    n = 1
+    for s in shape:
+        n *= s
+    if n != numel:
+        raise RuntimeError(f"shape '{list(shape)}' is invalid for input of size {numel}")
+    return shape
+
+
+def _aliases(data, x) -> bool:
+    # reshape returns a view when it can: the result then shares the input's version counter.
+    return data.base is x or (data.base is not None and data.base is x.base)
+
+
+def _view_result(a: Tensor, data) -> Tensor:
+    return _view_of(a, data)
+
+
+def view(a: Tensor, *shape) -> Tensor:
+    """Same memory, new shape; fails (as in PyTorch) when the strides don't allow it."""
+    if len(shape) == 1 and not isinstance(shape[0], (tuple, list, Size, int)):
+        from .._dtype import to_dtype
+        return a.view_dtype(to_dtype(shape[0]))
+    x = a._data
+    new = _infer(_shape_arg(shape), x.size, x.shape)
+    try:
+        data = x.view()
+        data.shape = new  # raises instead of copying when the strides are incompatible
+    except AttributeError:
+        raise RuntimeError("view size is not compatible with input tensor's size and stride (at least one dimension "
+                           "spans across two contiguous subspaces). Use .reshape(...) instead.") from None
+    out = _view_result(a, data)
+    if a._requires_grad and _grad_enabled():
+        old = x.shape
+        record("ViewBackward0", lambda g: g.reshape(old), out, (a,))
+    return out
+
+
+def reshape(a: Tensor, *shape) -> Tensor:
+    """New shape; a view when possible, else a copy."""
+    x = a._data
+    new = _infer(_shape_arg(shape), x.size, x.shape)
+    data = x.reshape(new)
+    out = _view_result(a, data) if _aliases(data, x) else _wrap(data)
+    if a._requires_grad and _grad_enabled():
+        old = x.shape
+        record("ViewBackward0" if out._base is not None else "UnsafeViewBackward0", lambda g: g.reshape(old), out, (a,))
+    return out
+
+
+def view_as(a: Tensor, other: Tensor) -> Tensor:
+    return view(a, other.shape)
+
+
+def reshape_as(a: Tensor, other: Tensor) -> Tensor:
+    return reshape(a, other.shape)
+
+
+def flatten(a: Tensor, start_dim: int = 0, end_dim: int = -1) -> Tensor:
+    """Merge dims start_dim..end_dim into one."""
+    nd = a._data.ndim
+    if nd == 0:
+        return reshape(a, 1)
+    s, e = _wrap_dim(start_dim, nd), _wrap_dim(end_dim, nd)
+    if s > e:
+        raise RuntimeError("flatten() has invalid args: start_dim cannot come after end_dim")
+    shape = a._data.shape
+    return reshape(a, shape[:s] + (-1,) + shape[e + 1:]) if shape[s:e + 1] else a
+
+
+def unflatten(a: Tensor, dim: int, sizes) -> Tensor:
+    d = _wrap_dim(dim, a._data.ndim)
+    shape = a._data.shape
+    return reshape(a, shape[:d] + tuple(sizes) + shape[d + 1:])
+
+
+def permute(a: Tensor, *dims) -> Tensor:
+    """Reorder dimensions (a view)."""
+    dims = _shape_arg(dims)
+    nd = a._data.ndim
+    if len(dims) != nd:
+        raise RuntimeError(f"permute(sparse_coo): number of dimensions in the tensor input does not match the length "
+                           f"of the desired ordering of dimensions i.e. input.dim() = {nd} is not equal to "
+                           f"len(dims) = {len(dims)}")
+    axes = tuple(_wrap_dim(d, nd) for d in dims)
+    if len(set(axes)) != nd:
+        raise RuntimeError("permute(): duplicate dims are not allowed.")
+    out = _view_result(a, a._data.transpose(axes))
+    if needs_grad(a):
+        inverse = tuple(np.argsort(axes))
+        record("PermuteBackward0", lambda g: g.permute(inverse), out, (a,))
+    return out
+
+
+def transpose(a: Tensor, dim0: int, dim1: int) -> Tensor:
+    """Swap two dimensions (a view)."""
+    nd = a._data.ndim
+    if nd == 0:
+        return _view_result(a, a._data.view())
+    d0, d1 = _wrap_dim(dim0, nd), _wrap_dim(dim1, nd)
+    out = _view_result(a, a._data.swapaxes(d0, d1))
+    if needs_grad(a):
+        record("TransposeBackward0", lambda g: g.transpose(d0, d1), out, (a,))
+    return out
+
+
+def t(a: Tensor) -> Tensor:
+    """Transpose of a matrix (1-D and 0-D tensors are returned as they are)."""
+    if a._data.ndim > 2:
+        raise RuntimeError(f"t() expects a tensor with <= 2 dimensions, but self is {a._data.ndim}D")
+    return transpose(a, 0, 1) if a._data.ndim == 2 else _view_result(a, a._data.view()) if not needs_grad(a) else a * 1
+
+
+def _T(a: Tensor) -> Tensor:
+    return permute(a, tuple(reversed(range(a._data.ndim))))
+
+
+def _mT(a: Tensor) -> Tensor:
+    if a._data.ndim < 2:
+        raise RuntimeError("tensor.mT is only supported on matrices or batches of matrices. Got 1-D tensor.")
+    return transpose(a, -2, -1)
+
+
+def movedim(a: Tensor, source, destination) -> Tensor:
+    nd = a._data.ndim
+    src = [source] if isinstance(source, int) else list(source)
+    dst = [destination] if isinstance(destination, int) else list(destination)
+    src = [_wrap_dim(s, nd) for s in src]
+    dst = [_wrap_dim(d, nd) for d in dst]
+    order = [i for i in range(nd) if i not in src]
+    for d, s in sorted(zip(dst, src)):
+        order.insert(d, s)
+    return permute(a, order)
+
+
+def unsqueeze(a: Tensor, dim: int) -> Tensor:
+    """Insert a dimension of size 1 (a view)."""
+    d = _wrap_dim(dim, a._data.ndim + 1)
+    out = _view_result(a, np.expand_dims(a._data, d))
+    if needs_grad(a):
+        record("UnsqueezeBackward0", lambda g: g.squeeze(d), out, (a,))
+    return out
+
+
+def squeeze(a: Tensor, dim=None) -> Tensor:
+    """Remove dimensions of size 1 (only those in dim, when given)."""
+    x = a._data
+    if dim is None:
+        axes = tuple(i for i, s in enumerate(x.shape) if s == 1)
+    else:
+        dims = (dim,) if isinstance(dim, int) else tuple(dim)
+        axes = tuple(sorted({_wrap_dim(d, x.ndim) for d in dims if x.ndim and x.shape[_wrap_dim(d, x.ndim)] == 1}))
+    out = _view_result(a, x.squeeze(axis=axes) if axes else x.view())
+    if needs_grad(a):
+        old = x.shape
+        record("SqueezeBackward0", lambda g: g.reshape(old), out, (a,))
+    return out
+
+
+def expand(a: Tensor, *sizes) -> Tensor:
+    """Broadcast to a larger shape without copying (-1 keeps a dimension)."""
+    sizes = _shape_arg(sizes)
+    x = a._data
+    if len(sizes) < x.ndim:
+        raise RuntimeError(f"expand(torch.FloatTensor{{{list(x.shape)}}}, size={list(sizes)}): the number of sizes "
+                           f"provided ({len(sizes)}) must be greater or equal to the number of dimensions in the "
+                           f"tensor ({x.ndim})")
+    lead = len(sizes) - x.ndim
+    target = tuple(x.shape[i - lead] if s == -1 else s for i, s in enumerate(sizes))
+    for i in range(x.ndim):
+        if x.shape[i] != 1 and x.shape[i] != target[i + lead]:
+            raise RuntimeError(f"The expanded size of the tensor ({target[i + lead]}) must match the existing size "
+                               f"({x.shape[i]}) at non-singleton dimension {i + lead}.  Target sizes: {list(sizes)}.  "
+                               f"Tensor sizes: {list(x.shape)}")
+    if target == x.shape:
+        data = x.view()
+    else:
+        data = np.broadcast_to(x, target) if type(x) is np.ndarray else x.__array_namespace__().broadcast_to(x, target)
+    out = _view_result(a, data)
+    if needs_grad(a):
+        old = x.shape
+        record("ExpandBackward0", lambda g: g.sum_to_size(old), out, (a,))
+    return out
+
+
+def expand_as(a: Tensor, other: Tensor) -> Tensor:
+    return expand(a, other.shape)
+
+
+def broadcast_to(a: Tensor, shape) -> Tensor:
+    return expand(a, tuple(shape))
+
+
+def broadcast_tensors(*tensors):
+    shape = np.broadcast_shapes(*(t._data.shape for t in tensors))
+    return tuple(expand(t, shape) for t in tensors)
+
+
+def contiguous(a: Tensor, memory_format=None) -> Tensor:
+    """The tensor itself when already contiguous, else a contiguous copy."""
+    if a._data.flags.c_contiguous:
+        return a
+    return clone(a)
+
+
+def clone(a: Tensor, *, memory_format=None) -> Tensor:
+    """A copy with its own memory (differentiable)."""
+    xp = np if type(a._data) is np.ndarray else a._data.__array_namespace__()
+    out = _wrap(xp.array(a._data, copy=True, order="C"))
+    if needs_grad(a):
+        record("CloneBackward0", lambda g: g, out, (a,))
+    return out
+
+
+def narrow(a: Tensor, dim: int, start: int, length: int) -> Tensor:
+    """A view of `length` elements from `start` along dim."""
+    d = _wrap_dim(dim, a._data.ndim)
+    if isinstance(start, Tensor):
+        start = int(start.item())
+    size = a._data.shape[d]
+    if start < 0:
+        start += size
+    if not (0 <= start and start + length <= size):
+        raise RuntimeError(f"start ({start}) + length ({length}) exceeds dimension size ({size}).")
+    idx = (slice(None),) * d + (slice(start, start + length),)
+    out = _view_result(a, a._data[idx])
+    if needs_grad(a):
+        shape, dt = a._data.shape, a.dtype
+
+        def narrow_backward(g):
+            from .._creation import zeros
+            pad = zeros(*shape, dtype=dt, device=g.device)
+            return pad.index_put_slice(idx, g)
+        record("NarrowBackward0", narrow_backward, out, (a,))
+    return out
+
+
+def _index_put_slice(base: Tensor, idx, value: Tensor) -> Tensor:
+    """A copy of `base` with base[idx] = value, differentiable in both (the backward of slicing)."""
+    data = base._data.copy()
+    data[idx] = value._data
+    out = _wrap(data)
+    if needs_grad(base, value):
+        rb, rv = base._requires_grad, value._requires_grad
+
+        def put_backward(g):
+            gb = None
+            if rb:
+                gb = g.clone() if not _grad_enabled() else g * 1
+                gb._data[idx] = 0
+            return gb, (g[idx] if rv else None)
+        record("SliceScatterBackward0", put_backward, out, (base, value))
+    return out
+
+
+def cat(tensors, dim: int = 0) -> Tensor:
+    """Join tensors along an existing dimension."""
+    tensors = [t for t in tensors]
+    if not tensors:
+        raise RuntimeError("torch.cat(): expected a non-empty list of Tensors")
+    # PyTorch skips 1-D empty tensors (legacy behaviour users rely on).
+    parts = [t for t in tensors if not (t._data.ndim == 1 and t._data.shape[0] == 0)] or tensors[:1]
+    nd = parts[0]._data.ndim
+    if nd == 0:
+        raise RuntimeError("zero-dimensional tensor (at position 0) cannot be concatenated")
+    d = _wrap_dim(dim, nd)
+    ref = parts[0]._data.shape
+    for i, t in enumerate(parts):
+        s = t._data.shape
+        if len(s) != nd:
+            raise RuntimeError(f"Tensors must have same number of dimensions: got {nd} and {len(s)}")
+        for k in range(nd):
+            if k != d and s[k] != ref[k]:
+                raise RuntimeError(f"Sizes of tensors must match except in dimension {d}. Expected size {ref[k]} but "
+                                   f"got size {s[k]} for tensor number {i} in the list.")
+    from .._dtype import result_type
+    dt = result_type(*parts).np
+    xp = np if type(parts[0]._data) is np.ndarray else parts[0]._data.__array_namespace__()
+    out = _wrap(xp.concatenate([t._data.astype(dt, copy=False) for t in parts], axis=d))
+    if needs_grad(*parts):
+        sizes = [t._data.shape[d] for t in parts]
+        dtypes = [t.dtype for t in parts]
+        needs = [t._requires_grad for t in parts]
+
+        def cat_backward(g):
+            grads, offset = [], 0
+            for size, dtp, need in zip(sizes, dtypes, needs):
+                piece = g.narrow(d, offset, size) if need else None
+                if piece is not None and piece.dtype is not dtp:
+                    piece = piece.to(dtp)
+                grads.append(piece)
+                offset += size
+            return tuple(grads) if len(grads) > 1 else grads[0]
+        record("CatBackward0", cat_backward, out, tuple(parts))
+    return out
+
+
+concat = cat
+concatenate = cat
+
+
+def stack(tensors, dim: int = 0) -> Tensor:
+    """Join tensors along a new dimension."""
+    tensors = list(tensors)
+    if not tensors:
+        raise RuntimeError("stack expects a non-empty TensorList")
+    shape = tensors[0]._data.shape
+    for i, t in enumerate(tensors):
+        if t._data.shape != shape:
+            raise RuntimeError(f"stack expects each tensor to be equal size, but got {list(shape)} at entry 0 and "
+                               f"{list(t._data.shape)} at entry {i}")
+    d = _wrap_dim(dim, len(shape) + 1)
+    return cat([unsqueeze(t, d) for t in tensors], d)
+
+
+def hstack(tensors) -> Tensor:
+    tensors = list(tensors)
+    return cat(tensors, 0 if tensors[0]._data.ndim == 1 else 1)
+
+
+def vstack(tensors) -> Tensor:
+    return cat([t if t._data.ndim > 1 else t.reshape(1, -1) for t in tensors], 0)
+
+
+def split(a: Tensor, split_size_or_sections, dim: int = 0) -> tuple:
+    """Views of consecutive pieces: equal pieces of a given size, or pieces of the listed sizes."""
+    d = _wrap_dim(dim, a._data.ndim)
+    n = a._data.shape[d]
+    if isinstance(split_size_or_sections, int):
+        size = split_size_or_sections
+        if size <= 0 and n > 0:
+            raise RuntimeError(f"split_size can only be 0 if dimension size is 0, but got dimension size of {n}")
+        sizes = [size] * (n // size) + ([n % size] if n % size else []) if size else [0]
+    else:
+        sizes = list(split_size_or_sections)
+        if sum(sizes) != n:
+            raise RuntimeError(f"split_with_sizes expects split_sizes to sum exactly to {n} (input tensor's size at "
+                               f"dimension {d}), but got split_sizes={sizes}")
+    out, offset = [], 0
+    for s in sizes:
+        out.append(narrow(a, d, offset, s))
+        offset += s
+    return tuple(out)
+
+
+def chunk(a: Tensor, chunks: int, dim: int = 0) -> tuple:
+    """Split into `chunks` pieces of equal size (the last may be smaller)."""
+    if chunks <= 0:
+        raise RuntimeError("chunk expects `chunks` to be greater than 0, got: " + str(chunks))
+    n = a._data.shape[_wrap_dim(dim, a._data.ndim)]
+    size = -(-n // chunks) if n else 1
+    return split(a, size, dim)
+
+
+def tensor_split(a: Tensor, sections, dim: int = 0) -> tuple:
+    d = _wrap_dim(dim, a._data.ndim)
+    n = a._data.shape[d]
+    if isinstance(sections, int):
+        q, r = divmod(n, sections)
+        sizes = [q + 1] * r + [q] * (sections - r)
+    else:
+        bounds = [0] + list(sections) + [n]
+        sizes = [max(0, b - a_) for a_, b in zip(bounds[:-1], bounds[1:])]
+    return split(a, sizes, d)
+
+
+def unbind(a: Tensor, dim: int = 0) -> tuple:
+    """The slices along dim, with that dim removed."""
+    d = _wrap_dim(dim, a._data.ndim)
+    return tuple(squeeze(p, d) for p in split(a, 1, d))
+
+
+def _triangle(a: Tensor, diagonal: int, upper: bool) -> Tensor:
+    x = a._data
+    if x.ndim < 2:
+        raise RuntimeError(f"{'triu' if upper else 'tril'}: input tensor must have at least 2 dimensions")
+    xp = np if type(x) is np.ndarray else x.__array_namespace__()
+    out = _wrap(xp.triu(x, diagonal) if upper else xp.tril(x, diagonal))
+    if needs_grad(a):
+        record("TriuBackward0" if upper else "TrilBackward0", lambda g: _triangle(g, diagonal, upper), out, (a,))
+    return out
+
+
+def tril(a: Tensor, diagonal: int = 0) -> Tensor:
+    """Lower triangle (elements on and below the diagonal-th diagonal)."""
+    return _triangle(a, diagonal, False)
+
+
+def triu(a: Tensor, diagonal: int = 0) -> Tensor:
+    """Upper triangle."""
+    return _triangle(a, diagonal, True)
+
+
+def flip(a: Tensor, *dims) -> Tensor:
+    """Reverse the order of elements along dims (a copy, as in PyTorch); flip(0, 2) or flip((0, 2))."""
+    dims = _shape_arg(dims)
+    axes = tuple(_wrap_dim(d, a._data.ndim) for d in dims)
+    xp = np if type(a._data) is np.ndarray else a._data.__array_namespace__()
+    out = _wrap(xp.flip(a._data, axis=axes).copy())
+    if needs_grad(a):
+        record("FlipBackward0", lambda g: g.flip(axes), out, (a,))
+    return out
+
+
+def repeat(a: Tensor, *sizes) -> Tensor:
+    """Tile the tensor `sizes` times along each dimension."""
+    sizes = _shape_arg(sizes)
+    x = a._data
+    if len(sizes) < x.ndim:
+        raise RuntimeError("Number of dimensions of repeat dims can not be smaller than number of dimensions of tensor")
+    shape = (1,) * (len(sizes) - x.ndim) + x.shape
+    xp = np if type(x) is np.ndarray else x.__array_namespace__()
+    out = _wrap(xp.tile(x.reshape(shape), sizes))
+    if needs_grad(a):
+        old = x.shape
+
+        def repeat_backward(g):
+            # Each output block is a copy: sum the blocks back into the input's shape.
+            inter = []
+            for r, s in zip(sizes, shape):
+                inter += [r, s]
+            return g.reshape(tuple(inter)).sum(dim=tuple(range(0, 2 * len(sizes), 2))).reshape(old)
+        record("RepeatBackward0", repeat_backward, out, (a,))
+    return out
+
+
+def tile(a: Tensor, dims) -> Tensor:
+    dims = tuple(dims)
+    if len(dims) < a._data.ndim:
+        dims = (1,) * (a._data.ndim - len(dims)) + dims
+    return repeat(a, dims)
+
+
+def repeat_interleave(a: Tensor, repeats, dim=None) -> Tensor:
+    if dim is None:
+        a, dim = a.reshape(-1), 0
+    d = _wrap_dim(dim, a._data.ndim)
+    if isinstance(repeats, Tensor):
+        repeats = repeats.tolist()
+    n = a._data.shape[d]
+    reps = [repeats] * n if isinstance(repeats, int) else list(repeats)
+    from .._creation import tensor
+    idx = tensor(np.repeat(np.arange(n), reps), device=a.device)
+    return a.index_select(d, idx)
+
+
+def diagonal(a: Tensor, offset: int = 0, dim1: int = 0, dim2: int = 1) -> Tensor:
+    x = a._data
+    d1, d2 = _wrap_dim(dim1, x.ndim), _wrap_dim(dim2, x.ndim)
+    out = _view_result(a, x.diagonal(offset, d1, d2))
+    if needs_grad(a):
+        shape, dt = x.shape, a.dtype
+
+        def diagonal_backward(g):
+            from .._creation import zeros
+            z = zeros(*shape, dtype=dt, device=g.device)
+            z._data.diagonal(offset, d1, d2)[...] = g._data
+            if _grad_enabled():
+                raise RuntimeError("double backward through diagonal is not supported in tinytorch")
+            return z
+        record("DiagonalBackward0", diagonal_backward, out, (a,))
+    return out
+
+
+def _swapaxes(a: Tensor, a0: int, a1: int) -> Tensor:
+    return transpose(a, a0, a1)
+
+
+attach(view=view, reshape=reshape, view_as=view_as, reshape_as=reshape_as, flatten=flatten, unflatten=unflatten,
+       permute=permute, transpose=transpose, swapaxes=_swapaxes, swapdims=_swapaxes, t=t, movedim=movedim,
+       moveaxis=movedim, unsqueeze=unsqueeze, squeeze=squeeze, expand=expand, expand_as=expand_as,
+       broadcast_to=broadcast_to, contiguous=contiguous, clone=clone, narrow=narrow, split=split, chunk=chunk,
+       tensor_split=tensor_split, unbind=unbind, tril=tril, triu=triu, flip=flip, repeat=repeat, tile=tile,
+       repeat_interleave=repeat_interleave, diagonal=diagonal, index_put_slice=_index_put_slice)
+Tensor.T = property(_T)
+Tensor.mT = property(_mT)

@@ -1,0 +1,476 @@
+"""The Tensor: an array (NumPy on CPU, CuPy on CUDA) plus its place in the autograd graph.
+
+Ops live in tinytorch/_ops/, each with its derivative beside it; every op module attaches its
+methods and operators to Tensor when it is imported, so this file holds only what a tensor *is*.
+"""
+from __future__ import annotations
+
+import atexit
+import sys
+import warnings
+
+import numpy as np
+
+from . import _C
+from ._device import device, device_of
+from ._dtype import dtype, from_numpy_dtype
+
+_new = object.__new__
+
+
+class Size(tuple):
+    """A tensor's shape: a tuple that prints like PyTorch's torch.Size."""
+
+    def numel(self) -> int:
+        n = 1
+        for d in self:
+            n *= d
+        return n
+
+    def __repr__(self) -> str:
+        return f"tinytorch.Size({list(self)})"
+
+    def __getitem__(self, item):
+        r = tuple.__getitem__(self, item)
+        return Size(r) if isinstance(item, slice) else r
+
+
+class Tensor:
+    """A multi-dimensional array that records the ops applied to it when it requires grad.
+
+    Internals (read by the C++ engine and the op modules):
+      _data            numpy.ndarray or cupy.ndarray
+      _grad_fn         the Node that produced this tensor (None for leaves)
+      _output_nr       which output of _grad_fn this is
+      _requires_grad   True for leaves that require grad and for every tensor with a _grad_fn
+      _vc              version counter shared with views: None (never modified in place) or [n]
+      _base            the tensor this one is a view of, or None
+      _grad_acc        the AccumulateGrad node of a leaf (created on first use)
+    """
+
+    _grad_fn = None
+    _output_nr = 0
+    _requires_grad = False
+    _vc = None
+    _base = None
+    _grad = None
+    _grad_acc = None
+    _backward_hooks = None  # leaf tensor hooks {id: hook}; non-leaf hooks live on the grad_fn
+    _post_acc_hooks = None
+    _retains_grad = False
+    _is_param = False
+    __array_priority__ = 1000  # numpy scalars/arrays on the left defer to Tensor's operators
+
+    def __init__(self, *args, **kwargs) -> None:
+        # Legacy constructor, as PyTorch's: Tensor([1, 2]) copies data as float, Tensor(2, 3) is uninitialized.
+        from ._creation import _legacy_tensor_init
+        _legacy_tensor_init(self, *args, **kwargs)
+
+    # ---------------------------------------------------------------- metadata
+    @property
+    def shape(self) -> Size:
+        return Size(self._data.shape)
+
+    def size(self, dim: int | None = None):
+        """The shape, or the length of one dimension."""
+        if dim is None:
+            return Size(self._data.shape)
+        return self._data.shape[_wrap_dim(dim, self._data.ndim)]
+
+    @property
+    def dtype(self) -> dtype:
+        return from_numpy_dtype(self._data.dtype)
+
+    @property
+    def device(self) -> device:
+        return device_of(self._data)
+
+    @property
+    def is_cuda(self) -> bool:
+        return type(self._data) is not np.ndarray
+
+    @property
+    def is_cpu(self) -> bool:
+        return type(self._data) is np.ndarray
+
+    @property
+    def ndim(self) -> int:
+        return self._data.ndim
+
+    def dim(self) -> int:
+        return self._data.ndim
+
+    ndimension = dim
+
+    def numel(self) -> int:
+        return int(self._data.size)
+
+    nelement = numel
+
+    def element_size(self) -> int:
+        return self._data.dtype.itemsize
+
+    def stride(self, dim: int | None = None):
+        """Strides in elements, like PyTorch (NumPy counts bytes)."""
+        item = self._data.dtype.itemsize
+        st = tuple(s // item for s in self._data.strides)
+        return st if dim is None else st[_wrap_dim(dim, self._data.ndim)]
+
+    def is_contiguous(self, memory_format=None) -> bool:
+        return bool(self._data.flags.c_contiguous)
+
+    def is_floating_point(self) -> bool:
+        return self.dtype.is_floating_point
+
+    def is_complex(self) -> bool:
+        return False
+
+    def is_inference(self) -> bool:
+        return False
+
+    def data_ptr(self) -> int:
+        d = self._data
+        return d.ctypes.data if type(d) is np.ndarray else d.data.ptr
+
+    def get_device(self) -> int:
+        return -1 if self.is_cpu else self.device.index
+
+    def type(self, dtype=None):
+        """With no argument, PyTorch's type string ('tinytorch.FloatTensor'); else a cast."""
+        if dtype is None:
+            name = _LEGACY_TYPE_NAMES.get(self.dtype.name, self.dtype.name)
+            return f"tinytorch.{'cuda.' if self.is_cuda else ''}{name}"
+        if isinstance(dtype, str):
+            for k, v in _LEGACY_TYPE_NAMES.items():
+                if dtype.endswith(v):
+                    return self.to(k)
+        return self.to(dtype)
+
+    # ---------------------------------------------------------------- autograd state
+    @property
+    def requires_grad(self) -> bool:
+        return self._requires_grad
+
+    @requires_grad.setter
+    def requires_grad(self, flag: bool) -> None:
+        self.requires_grad_(flag)
+
+    def requires_grad_(self, requires_grad: bool = True) -> "Tensor":
+        """Make a leaf start (or stop) recording its ops."""
+        if self._grad_fn is not None:
+            if not requires_grad:
+                raise RuntimeError(
+                    "you can only change requires_grad flags of leaf variables. If you want to use a computed "
+                    "variable in a subgraph that doesn't require differentiation use var_no_grad = var.detach().")
+            return self
+        if requires_grad and not self.dtype.is_floating_point:
+            raise RuntimeError("only Tensors of floating point dtype can require gradients")
+        self._requires_grad = bool(requires_grad)
+        return self
+
+    @property
+    def is_leaf(self) -> bool:
+        return self._grad_fn is None
+
+    @property
+    def grad_fn(self):
+        return self._grad_fn
+
+    @property
+    def grad(self):
+        if self._grad_fn is not None and not self._retains_grad:
+            warnings.warn(
+                "The .grad attribute of a Tensor that is not a leaf Tensor is being accessed. Its .grad attribute "
+                "won't be populated during autograd.backward(). If you indeed want the .grad field to be populated "
+                "for a non-leaf Tensor, use .retain_grad() on the non-leaf Tensor. If you access the non-leaf Tensor "
+                "by mistake, make sure you access the leaf Tensor instead.", UserWarning, stacklevel=2)
+        return self._grad
+
+    @grad.setter
+    def grad(self, value) -> None:
+        if value is not None:
+            if not isinstance(value, Tensor):
+                raise TypeError(f"assigned grad expected to be a Tensor or None but got grad of {type(value).__name__}")
+            if value._data.shape != self._data.shape:
+                raise RuntimeError("assigned grad has data of a different size")
+            if value._data.dtype != self._data.dtype:
+                raise RuntimeError("assigned grad has data of a different type")
+            if value.device != self.device:
+                raise RuntimeError("assigned grad has data located on a different device")
+        self._grad = value
+
+    @grad.deleter
+    def grad(self) -> None:
+        self._grad = None
+
+    @property
+    def retains_grad(self) -> bool:
+        return self._retains_grad
+
+    @property
+    def data(self) -> "Tensor":
+        """A tensor sharing this one's memory, outside the graph (and outside its version counter)."""
+        return _wrap(self._data)
+
+    @data.setter
+    def data(self, value: "Tensor") -> None:
+        self._data = value._data
+
+    @property
+    def output_nr(self) -> int:
+        return self._output_nr
+
+    @property
+    def _version(self) -> int:
+        vc = self._vc
+        return 0 if vc is None else vc[0]
+
+    def _bump_version(self) -> None:
+        """Record an in-place write (saved tensors check this before backward reads them)."""
+        vc = self._vc
+        if vc is None:
+            self._vc = [1]
+        else:
+            vc[0] += 1
+
+    def detach(self) -> "Tensor":
+        """A new leaf sharing memory (and the version counter) with this tensor, outside the graph."""
+        t = _new(Tensor)
+        t._data = self._data
+        t._vc = self._shared_vc()
+        return t
+
+    def detach_(self) -> "Tensor":
+        if self._base is not None and self._base._requires_grad:
+            raise RuntimeError("Can't detach views in-place. Use detach() instead.")
+        self._grad_fn = None
+        self._output_nr = 0
+        self._requires_grad = False
+        return self
+
+    def _shared_vc(self) -> list:
+        vc = self._vc
+        if vc is None:
+            vc = self._vc = [0]
+        return vc
+
+    def retain_grad(self) -> None:
+        """Make backward() fill .grad of this non-leaf tensor too."""
+        if not self._requires_grad:
+            raise RuntimeError("can't retain_grad on Tensor that has requires_grad=False")
+        if self._grad_fn is None or self._retains_grad:
+            return
+        import weakref
+        ref = weakref.ref(self)  # weak: the node must not keep its own output alive
+
+        def retain(grad):
+            t = ref()
+            if t is None:
+                return
+            if t._grad is None:
+                t._grad = grad.detach() if not _C._grad_enabled() else grad
+                if t._grad is grad or t._grad._data is grad._data:
+                    t._grad = _wrap(grad._data.copy()) if not _C._grad_enabled() else grad
+            else:
+                t._grad = t._grad + grad
+
+        self._grad_fn._hook_dict("retains_grad", 0)[self._output_nr] = retain
+        self._retains_grad = True
+
+    def register_hook(self, hook):
+        """Call hook(grad) whenever the gradient of this tensor is computed; a returned tensor replaces it."""
+        if not self._requires_grad:
+            raise RuntimeError("cannot register a hook on a tensor that doesn't require gradient")
+        from .utils.hooks import RemovableHandle
+        if self._grad_fn is not None:
+            hooks = self._grad_fn._hook_dict("tensor", self._output_nr)
+        else:
+            if self._backward_hooks is None:
+                self._backward_hooks = {}
+            hooks = self._backward_hooks
+        handle = RemovableHandle(hooks)
+        hooks[handle.id] = hook
+        return handle
+
+    def register_post_accumulate_grad_hook(self, hook):
+        """Call hook(tensor) after backward has accumulated into this leaf's .grad."""
+        if self._grad_fn is not None:
+            raise RuntimeError("post accumulate grad hooks cannot be registered on non-leaf tensors")
+        if not self._requires_grad:
+            raise RuntimeError("cannot register a hook on a tensor that doesn't require gradient")
+        from .utils.hooks import RemovableHandle
+        if self._post_acc_hooks is None:
+            self._post_acc_hooks = {}
+        handle = RemovableHandle(self._post_acc_hooks)
+        self._post_acc_hooks[handle.id] = hook
+        return handle
+
+    def backward(self, gradient=None, retain_graph=None, create_graph: bool = False, inputs=None) -> None:
+        """Accumulate d(self)/d(leaf) into the .grad of every leaf that requires grad."""
+        from .autograd import backward
+        backward(self, gradient, retain_graph, create_graph, inputs=inputs)
+
+    # ---------------------------------------------------------------- conversion
+    def item(self):
+        if self._data.size != 1:
+            raise RuntimeError(f"a Tensor with {self._data.size} elements cannot be converted to Scalar")
+        return self._data.item() if self.is_cpu else self._data.get().item()
+
+    def tolist(self):
+        return _host(self._data).tolist()
+
+    def numpy(self, force: bool = False) -> np.ndarray:
+        if self._requires_grad and not force:
+            raise RuntimeError("Can't call numpy() on Tensor that requires grad. Use tensor.detach().numpy() instead.")
+        if self.is_cuda:
+            if not force:
+                raise TypeError("can't convert cuda:0 device type tensor to numpy. Use Tensor.cpu() to copy the "
+                                "tensor to host memory first.")
+            return self._data.get()
+        return self._data
+
+    def __array__(self, dtype=None, copy=None):
+        a = _host(self._data)
+        return a if dtype is None else a.astype(dtype)
+
+    def __len__(self) -> int:
+        if self._data.ndim == 0:
+            raise TypeError("len() of a 0-d tensor")
+        return self._data.shape[0]
+
+    def __iter__(self):
+        if self._data.ndim == 0:
+            raise TypeError("iteration over a 0-d tensor")
+        return (self[i] for i in range(self._data.shape[0]))
+
+    def __bool__(self) -> bool:
+        if self._data.size != 1:
+            raise RuntimeError("Boolean value of Tensor with more than one value is ambiguous")
+        return bool(self.item())
+
+    def __float__(self) -> float:
+        return float(self.item())
+
+    def __int__(self) -> int:
+        return int(self.item())
+
+    def __index__(self) -> int:
+        if self.dtype.is_floating_point or self._data.size != 1:
+            raise TypeError("only integer tensors of a single element can be converted to an index")
+        return int(self.item())
+
+    def __complex__(self) -> complex:
+        return complex(self.item())
+
+    __hash__ = object.__hash__
+
+    def __format__(self, spec: str) -> str:
+        if self._data.ndim == 0:
+            return self.item().__format__(spec)
+        return object.__format__(self, spec)
+
+    def __repr__(self) -> str:
+        from ._tensor_str import tensor_repr
+        return tensor_repr(self)
+
+    def __reduce_ex__(self, protocol):
+        # Pickling (multiprocessing, deepcopy) keeps data, requires_grad and the Parameter type.
+        return (_rebuild, (type(self), _host(self._data), str(self.device), self._requires_grad))
+
+    def __deepcopy__(self, memo):
+        if self._grad_fn is not None:
+            raise RuntimeError("Only Tensors created explicitly by the user (graph leaves) support the deepcopy "
+                               "protocol at the moment.")
+        if id(self) in memo:
+            return memo[id(self)]
+        t = _rebuild(type(self), self._data.copy(), None, self._requires_grad)
+        if self._grad is not None:
+            t._grad = _wrap(self._grad._data.copy())
+        memo[id(self)] = t
+        return t
+
+
+_LEGACY_TYPE_NAMES = {
+    "float32": "FloatTensor", "float64": "DoubleTensor", "float16": "HalfTensor", "bfloat16": "BFloat16Tensor",
+    "int64": "LongTensor", "int32": "IntTensor", "int16": "ShortTensor", "int8": "CharTensor",
+    "uint8": "ByteTensor", "bool": "BoolTensor",
+}
+
+
+def _host(a):
+    return a if type(a) is np.ndarray else a.get()
+
+
+def _rebuild(cls, array, dev, requires_grad):
+    from ._device import move, to_device
+    t = _new(cls)
+    t._data = move(array, to_device(dev)) if dev not in (None, "cpu") else array
+    if requires_grad:
+        t._requires_grad = True
+    return t
+
+
+def _wrap(data) -> Tensor:
+    """A new tensor around an array, outside the graph (the one place tensors are made)."""
+    t = _new(Tensor)
+    t._data = data
+    return t
+
+
+def _view_of(base: Tensor, data) -> Tensor:
+    """A new tensor around `data`, which aliases `base`'s memory: it shares base's version counter."""
+    t = _new(Tensor)
+    t._data = data
+    t._vc = base._shared_vc()
+    t._base = base if base._base is None else base._base
+    return t
+
+
+def _wrap_dim(dim: int, ndim: int) -> int:
+    n = max(ndim, 1)
+    if not -n <= dim < n:
+        raise IndexError(f"Dimension out of range (expected to be in range of [{-n}, {n - 1}], but got {dim})")
+    return dim + n if dim < 0 else dim
+
+
+def _accumulate_grad(var: Tensor, grad: Tensor) -> None:
+    """AccumulateGrad's body: add `grad` into var.grad (in place when not building a graph), then
+    run the post-accumulate hooks (DDP marks the parameter ready there)."""
+    if _C._grad_enabled():  # create_graph: keep the sum differentiable
+        var._grad = grad if var._grad is None else var._grad + grad
+    elif var._grad is None:
+        data = grad._data
+        # Steal the array only if nothing else can see it; otherwise a later in-place += on one
+        # .grad would change another (AddBackward hands one gradient to both of its inputs).
+        if data.base is not None or not data.flags.c_contiguous or not data.flags.writeable or \
+                sys.getrefcount(data) > 3 or data.dtype != var._data.dtype:
+            data = data.astype(var._data.dtype, copy=True, order="C")
+        var._grad = _wrap(data)
+    else:
+        g = var._grad
+        g._data += grad._data
+        g._bump_version()
+    hooks = var._post_acc_hooks
+    if hooks:
+        for hook in list(hooks.values()):
+            hook(var)
+
+
+def _check_nan(name: str, outputs: tuple) -> None:
+    for i, t in enumerate(outputs):
+        if isinstance(t, Tensor) and t.dtype.is_floating_point:
+            xp = np if t.is_cpu else t._data.__array_namespace__()
+            if bool(xp.isnan(t._data).any()):
+                raise RuntimeError(f"Function '{name}' returned nan values in its {i}th output.")
+
+
+def _device_thread_init(index: int) -> None:
+    from . import _device
+    if _device._cupy is not None:
+        _device._cupy.cuda.Device(index).use()
+
+
+_C._set_engine_helpers(Tensor, _accumulate_grad, _check_nan, _device_thread_init)
+# Join the engine's device and pool threads while the interpreter can still run them; registered at
+# import, so it runs after atexit handlers registered later (e.g. a process group's teardown).
+atexit.register(_C._engine_shutdown)

@@ -1,0 +1,120 @@
+"""tinytorch.autograd: backward(), grad(), custom Functions, gradcheck and anomaly detection.
+
+The graph is run by the C++ engine (csrc/engine); this module turns user arguments into engine
+calls and engine results into PyTorch's return values and errors.
+"""
+from __future__ import annotations
+
+from typing import Optional, Sequence, Union
+
+from .. import _C
+from .._tensor import Tensor
+from .grad_mode import (enable_grad, inference_mode, is_grad_enabled, is_inference_mode_enabled, no_grad,
+                        set_grad_enabled)
+
+_TensorOrTensors = Union[Tensor, Sequence[Tensor]]
+
+
+def _tensors(x) -> tuple:
+    if isinstance(x, Tensor):
+        return (x,)
+    return tuple(x)
+
+
+def _make_grads(outputs: tuple, grads, is_grads_batched: bool = False) -> list:
+    """Seed gradients: ones for scalar outputs, else the given ones (checked against the outputs)."""
+    from .._creation import ones_like
+    if grads is None:
+        grads = (None,) * len(outputs)
+    elif isinstance(grads, Tensor):
+        grads = (grads,)
+    grads = tuple(grads)
+    if len(grads) != len(outputs):
+        raise RuntimeError(f"grad can be implicitly created only for scalar outputs" if not grads else
+                           f"got {len(grads)} gradients for {len(outputs)} outputs")
+    result = []
+    for i, (out, g) in enumerate(zip(outputs, grads)):
+        if g is None:
+            if out._requires_grad and out._data.size != 1:
+                raise RuntimeError("grad can be implicitly created only for scalar outputs")
+            if not out.dtype.is_floating_point:
+                raise RuntimeError(f"grad can be implicitly created only for real scalar outputs but got {out.dtype}")
+            g = ones_like(out)
+        elif not isinstance(g, Tensor):
+            from .._creation import tensor
+            g = tensor(g, dtype=out.dtype, device=out.device)
+        else:
+            if g._data.shape != out._data.shape:
+                raise RuntimeError(f"Mismatch in shape: grad_output[{i}] has a shape of {g.shape} and output[{i}] "
+                                   f"has a shape of {out.shape}.")
+            if g.dtype.is_floating_point != out.dtype.is_floating_point:
+                raise TypeError(f"For complex Tensors, both grad_output and output are required to have the same "
+                                f"dtype. Mismatch in dtype: grad_output[{i}] has a dtype of {g.dtype} and "
+                                f"output[{i}] has a dtype of {out.dtype}.")
+        result.append(g)
+    return result
+
+
+def backward(tensors: _TensorOrTensors, grad_tensors=None, retain_graph: Optional[bool] = None,
+             create_graph: bool = False, grad_variables=None, inputs=None) -> None:
+    """Accumulate the gradients of `tensors` into the .grad of the leaves (or only of `inputs`)."""
+    outputs = _tensors(tensors)
+    if grad_variables is not None:
+        grad_tensors = grad_variables
+    if inputs is not None:
+        inputs = _tensors(inputs)
+        if len(inputs) == 0:
+            raise RuntimeError("'inputs' argument to backward() cannot be empty.")
+    grads = _make_grads(outputs, grad_tensors)
+    if retain_graph is None:
+        retain_graph = create_graph
+    if inputs:
+        for t in inputs:
+            # As PyTorch: a non-leaf in `inputs` gets its .grad through retain_grad (the engine captures
+            # its gradient where it is computed and does not run the nodes beyond it).
+            if isinstance(t, Tensor) and t._grad_fn is not None:
+                t.retain_grad()
+    _C._run_backward(outputs, grads, retain_graph, create_graph, True, inputs or ())
+
+
+def grad(outputs: _TensorOrTensors, inputs: _TensorOrTensors, grad_outputs=None, retain_graph: Optional[bool] = None,
+         create_graph: bool = False, only_inputs: bool = True, allow_unused: Optional[bool] = None,
+         is_grads_batched: bool = False, materialize_grads: bool = False) -> tuple:
+    """The gradients of `outputs` with respect to `inputs`, without touching any .grad."""
+    outs = _tensors(outputs)
+    ins = _tensors(inputs)
+    if allow_unused is None:
+        allow_unused = materialize_grads
+    if materialize_grads and not allow_unused:
+        raise ValueError("Expected allow_unused to be True or not passed when materialize_grads=True, "
+                         "but got: allow_unused=False.")
+    for t in ins:
+        if not isinstance(t, Tensor):
+            raise TypeError(f"grad(): inputs must be Tensors, got {type(t).__name__}")
+        if not t._requires_grad:
+            raise RuntimeError("One of the differentiated Tensors does not require grad")
+    grads = _make_grads(outs, grad_outputs)
+    if retain_graph is None:
+        retain_graph = create_graph
+    captured = _C._run_backward(outs, grads, retain_graph, create_graph, False, ins)
+    result = []
+    for t, g in zip(ins, captured):
+        if g is None:
+            if materialize_grads:
+                from .._creation import zeros_like
+                g = zeros_like(t)
+            elif not allow_unused:
+                raise RuntimeError("One of the differentiated Tensors appears to not have been used in the graph. "
+                                   "Set allow_unused=True if this is the desired behavior.")
+        result.append(g)
+    return tuple(result)
+
+
+from . import graph  # noqa: E402
+from .anomaly_mode import detect_anomaly, set_detect_anomaly  # noqa: E402
+from .function import Function, FunctionCtx, once_differentiable  # noqa: E402
+from .gradcheck import gradcheck, gradgradcheck  # noqa: E402
+
+__all__ = ["backward", "grad", "Function", "FunctionCtx", "once_differentiable", "gradcheck", "gradgradcheck",
+           "detect_anomaly", "set_detect_anomaly", "graph", "no_grad", "enable_grad", "set_grad_enabled",
+           "inference_mode", "is_grad_enabled", "is_inference_mode_enabled"]

@@ -1,0 +1,84 @@
+"""tinytorch.cuda: device queries and memory statistics, answered by CuPy (imported only when asked)."""
+from __future__ import annotations
+
+import functools
+
+
+@functools.lru_cache(maxsize=None)
+def is_available() -> bool:
+    """Whether CuPy is installed and sees at least one GPU (never raises)."""
+    try:
+        import cupy
+        return cupy.cuda.runtime.getDeviceCount() > 0
+    except Exception:
+        return False
+
+
+def device_count() -> int:
+    if not is_available():
+        return 0
+    import cupy
+    return cupy.cuda.runtime.getDeviceCount()
+
+
+def current_device() -> int:
+    from .._device import cupy
+    return cupy().cuda.Device().id
+
+
+def set_device(device) -> None:
+    from .._device import cupy, to_device
+    d = to_device(device) if not isinstance(device, int) else None
+    cupy().cuda.Device(device if isinstance(device, int) else (d.index or 0)).use()
+
+
+def synchronize(device=None) -> None:
+    """Wait for all work queued on the GPU."""
+    from .._device import cupy
+    cupy().cuda.Device().synchronize() if device is None else cupy().cuda.Device(
+        device if isinstance(device, int) else (device.index or 0)).synchronize()
+
+
+def _pool():
+    from .._device import cupy
+    return cupy().get_default_memory_pool()
+
+
+_peak = [0]
+
+
+def memory_allocated(device=None) -> int:
+    """Bytes held by live CUDA tensors (CuPy's pool: used bytes)."""
+    if not is_available():
+        return 0
+    used = _pool().used_bytes()
+    _peak[0] = max(_peak[0], used)
+    return used
+
+
+def max_memory_allocated(device=None) -> int:
+    """The most bytes memory_allocated() has reported since the last reset (sampled at each query)."""
+    memory_allocated(device)
+    return _peak[0]
+
+
+def reset_peak_memory_stats(device=None) -> None:
+    _peak[0] = memory_allocated(device)
+
+
+def memory_reserved(device=None) -> int:
+    return _pool().total_bytes() if is_available() else 0
+
+
+def empty_cache() -> None:
+    if is_available():
+        _pool().free_all_blocks()
+
+
+def manual_seed(seed: int) -> None:
+    from .. import _creation
+    for g in _creation._cuda_generators.values():
+        g.manual_seed(seed)
+
+
+manual_seed_all = manual_seed

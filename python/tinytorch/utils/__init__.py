@@ -1,0 +1,2 @@
+"""tinytorch.utils: data loading, checkpointing, hooks."""
+from . import checkpoint, hooks  # noqa: F401
