@@ -16,12 +16,11 @@ out_dir = sys.argv[1]
 record = {k: os.environ.get(k) for k in KEYS}
 record["argv"] = sys.argv[2:]
 if "allreduce" in sys.argv[2:]:
-    import numpy as np
-
+    import tinytorch
     import tinytorch.distributed as dist
 
     dist.init_process_group("ring", init_method="env://", timeout=60)
-    x = np.array([1.0, 2.0, 3.0], dtype=np.float32) * (int(os.environ["RANK"]) + 1)
+    x = tinytorch.tensor([1.0, 2.0, 3.0]) * (int(os.environ["RANK"]) + 1)
     dist.all_reduce(x)
     record["allreduce"] = x.tolist()
     dist.destroy_process_group()
