@@ -124,7 +124,7 @@ class LocalElasticAgent:
             code = self._shutdown_workers(e.sigval)
             if self.rdzv.store is not None:
                 self.rdzv.abort({"reason": f"{e} on {self._hostname}"})
-            return RunResult(WorkerState.FAILED, note=str(e), return_code=code)
+            return RunResult(WorkerState.FAILED, return_code=code)
         finally:
             self._stop_workers()
             self.rdzv.shutdown()
