@@ -197,8 +197,9 @@ def test_crash_on_first_attempt_restarts_and_succeeds(agents, tmp_path):
     a = agents("--standalone", "--nproc-per-node", "2", "--max-restarts", "2", "--log-dir", str(logs),
                str(WORKERS / "crash_worker.py"), "once", "1", str(out))
     assert a.finish() == 0, a.err
-    assert sorted(p.name for p in out.iterdir()) == ["ok_rank_0_attempt_0", "ok_rank_0_attempt_1",
-                                                     "ok_rank_1_attempt_1"]
+    # Rank 0 may or may not finish attempt 0 before rank 1's crash stops it; attempt 1 must be complete.
+    done = {p.name for p in out.iterdir()}
+    assert {"ok_rank_0_attempt_1", "ok_rank_1_attempt_1"} <= done and "ok_rank_1_attempt_0" not in done
     assert (out / "ok_rank_1_attempt_1").read_text() == "1"  # TORCHELASTIC_RESTART_COUNT=1
     assert "boom on rank 1 attempt 0" in (logs / "attempt_0" / "1" / "error.json").read_text()
     assert (logs / "attempt_1" / "1" / "stdout.log").exists()
