@@ -138,7 +138,9 @@ def is_initialized() -> bool:
 
 def is_nccl_available() -> bool:
     """True if libnccl.so.2 can be loaded."""
-    return bool(_cdist.nccl_available())
+    from . import _nccl
+
+    return _nccl.nccl_available()
 
 
 def _env_int(name: str) -> Optional[int]:
@@ -195,7 +197,7 @@ def _make_backend(backend: str, store: Store, rank: int, size: int, timeout: flo
         )
     from . import _nccl
 
-    return _nccl.make_nccl_backend(store, rank, size, timeout)
+    return _nccl.make_nccl_backend(host, tcp.port, prefix, rank, size, timeout)
 
 
 def init_process_group(
@@ -412,6 +414,11 @@ def _issue(
     finalizers: Optional[List[Callable[[], None]]] = None,
 ) -> Optional[Work]:
     """Run one collective: debug check, host staging for CUDA arrays on the ring backend, then issue."""
+    if g._backend_name == "nccl":
+        for a in arrays:
+            if not _arrays.is_cuda(a):
+                raise ValueError(f"{name}: the NCCL backend needs CUDA tensors, got a cpu tensor; use a 'ring' group "
+                                 "for CPU tensors")
     if g._debug:
         _debug_check(g, fingerprint())
     for t in tensors:
@@ -590,6 +597,8 @@ def barrier(group: Optional[Any] = None, async_op: bool = False, device_ids: Opt
 
 def _p2p(name: str, tensor: Any, peer: int, g: ProcessGroup, tag: int, async_op: bool) -> Work:
     a = _arrays.array_of(tensor)
+    if g._backend_name == "nccl" and not _arrays.is_cuda(a):
+        raise ValueError(f"{name}: the NCCL backend needs CUDA tensors, got a cpu tensor")
     writable = name == "recv"
     _arrays.check_contiguous(a, name, writable=writable)
     t = _arrays.dtype_code(a, name)
