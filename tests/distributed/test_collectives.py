@@ -229,6 +229,15 @@ def _subgroups(rank, ws, port):
     z = np.ones(5, np.float32)
     dist.all_reduce(z)
     assert (z == ws).all()
+    objs = [None] * ws
+    dist.all_gather_object(objs, {"rank": rank})
+    assert objs == [{"rank": r} for r in range(ws)]
+    lst = ["a", rank] if rank == 1 else [None, None]
+    dist.broadcast_object_list(lst, src=1)
+    assert lst == ["a", 1]
+    sub = [None] * len(members)
+    dist.all_gather_object(sub, rank, group=mine)
+    assert sub == members
     dist.destroy_process_group()
     return True
 
@@ -374,3 +383,25 @@ def _p2p_mismatch(rank, ws, port):
 def test_send_recv_size_mismatch():
     res = run_ranks(_p2p_mismatch, 2, timeout=60)
     assert "mismatched send from rank 0" in res[1], res[1]
+
+
+def _ring_full_at_boundary(rank, ws, port):
+    import tinytorch.distributed as dist
+
+    dist.init_process_group("ring", init_method=f"tcp://127.0.0.1:{port}", rank=rank, world_size=ws, timeout=20)
+    rng = np.random.default_rng(rank)
+    for i in range(300):
+        n = 997 + 3 * (i % 11)  # odd byte counts: collectives end unaligned, at ever-different ring offsets
+        if rng.random() < 0.3:
+            time.sleep(rng.random() * 0.001)  # let the neighbour run ahead and fill the ring
+        out = np.zeros(n * ws, np.float32)
+        dist.all_gather_into_tensor(out, np.full(n, rank + i, np.float32))
+        assert (out.reshape(ws, n) == (np.arange(ws) + i)[:, None]).all(), i
+    dist.destroy_process_group()
+    return True
+
+
+def test_shm_ring_full_at_collective_boundary():
+    # A 4 KiB ring filled to the brim by one collective, then realigned for the next one's header.
+    env = {"TINYTORCH_RING_TRANSPORT": "shm", "TINYTORCH_RING_SHM_BYTES": "4096", "TINYTORCH_RING_SMALL_BYTES": "64"}
+    assert all(run_ranks(_ring_full_at_boundary, 2, env=env, timeout=60))
