@@ -10,7 +10,8 @@ extern "C" __global__ void adamw_step(float* __restrict__ param, const float* __
                                       float bias_correction1, float bias_correction2_sqrt) {
     const float step_size = lr / bias_correction1;
     const float decay = 1.0f - lr * weight_decay;
-    for (long long i = blockIdx.x * (long long)blockDim.x + threadIdx.x; i < n; i += (long long)gridDim.x * blockDim.x) {
+    const long long stride = (long long)gridDim.x * blockDim.x;
+    for (long long i = blockIdx.x * (long long)blockDim.x + threadIdx.x; i < n; i += stride) {
         const float g = grad[i];
         const float m = beta1 * exp_avg[i] + (1.0f - beta1) * g;
         const float v = beta2 * exp_avg_sq[i] + (1.0f - beta2) * g * g;

@@ -7,7 +7,8 @@
 
 extern "C" __global__ void gelu_forward(const float* __restrict__ x, float* __restrict__ y, long long n,
                                         int tanh_approx) {
-    for (long long i = blockIdx.x * (long long)blockDim.x + threadIdx.x; i < n; i += (long long)gridDim.x * blockDim.x) {
+    const long long stride = (long long)gridDim.x * blockDim.x;
+    for (long long i = blockIdx.x * (long long)blockDim.x + threadIdx.x; i < n; i += stride) {
         const float v = x[i];
         if (tanh_approx) {
             y[i] = 0.5f * v * (1.0f + tanhf(TT_SQRT_2_OVER_PI * (v + TT_GELU_C * v * v * v)));
@@ -19,7 +20,8 @@ extern "C" __global__ void gelu_forward(const float* __restrict__ x, float* __re
 
 extern "C" __global__ void gelu_backward(const float* __restrict__ x, const float* __restrict__ g,
                                          float* __restrict__ dx, long long n, int tanh_approx) {
-    for (long long i = blockIdx.x * (long long)blockDim.x + threadIdx.x; i < n; i += (long long)gridDim.x * blockDim.x) {
+    const long long stride = (long long)gridDim.x * blockDim.x;
+    for (long long i = blockIdx.x * (long long)blockDim.x + threadIdx.x; i < n; i += stride) {
         const float v = x[i];
         float d;
         if (tanh_approx) {

@@ -75,6 +75,7 @@ def test_mm_bmm_mv_dot_outer_addmm():
     assert gradcheck(lambda c, x, y: torch.addmm(c, x, y, beta=0.5, alpha=2.0), (_t(4, seed=6), a, b))
     ba, bb = _t(2, 2, 3, seed=7), _t(2, 3, 2, seed=8)
     assert gradcheck(torch.bmm, (ba, bb))
+    assert gradcheck(lambda c, x, y: torch.baddbmm(c, x, y, beta=2.0, alpha=-1.0), (_t(2, 2, 2, seed=9), ba, bb))
     np.testing.assert_allclose(torch.outer(v, v).detach().numpy(), np.outer(v.detach().numpy(), v.detach().numpy()))
     np.testing.assert_allclose(torch.bmm(ba, bb).detach().numpy(), ba.detach().numpy() @ bb.detach().numpy())
 
@@ -87,6 +88,22 @@ def test_einsum_gradcheck_and_values(eq, shapes):
     assert gradcheck(lambda *xs: torch.einsum(eq, *xs), ins)
     ref = np.einsum(eq, *[t.detach().numpy() for t in ins])
     np.testing.assert_allclose(torch.einsum(eq, *ins).detach().numpy(), ref, rtol=1e-12)
+
+
+@pytest.mark.parametrize("eq,shapes", [("...ij,jk->...ik", [(2, 2, 3), (3, 4)]), ("...ij,jk", [(2, 3), (3, 2)]),
+                                       ("b...d,bkd->b...k", [(2, 3, 2), (2, 4, 2)]), ("ij,ij->i", [(1, 3), (4, 3)]),
+                                       ("bhqd,bhkd->bhqk", [(1, 2, 3, 2), (1, 2, 4, 2)])])
+def test_einsum_ellipsis_and_broadcasting(eq, shapes):
+    ins = tuple(_t(*s, seed=i) for i, s in enumerate(shapes))
+    assert gradcheck(lambda *xs: torch.einsum(eq, *xs), ins)
+    ref = _np_einsum_broadcast(eq, [t.detach().numpy() for t in ins])
+    np.testing.assert_allclose(torch.einsum(eq, *ins).detach().numpy(), ref, rtol=1e-12)
+
+
+def _np_einsum_broadcast(eq, arrays):
+    if eq == "ij,ij->i":  # NumPy's einsum does not broadcast explicit labels; PyTorch does
+        return (arrays[0] * arrays[1]).sum(-1)
+    return np.einsum(eq, *arrays)
 
 
 def test_matmul_errors_match_pytorch():
@@ -106,5 +123,8 @@ def test_matmul_errors_match_pytorch():
         torch.mm(torch.ones(3), torch.ones(3, 2))
     with pytest.raises(RuntimeError, match="batch1 must be a 3D tensor"):
         torch.bmm(torch.ones(2, 3), torch.ones(2, 3, 2))
+    with pytest.raises(RuntimeError, match=r"Expected size for first two dimensions of batch2 tensor to be: \[2, 3\] "
+                                           r"but got: \[3, 3\]."):
+        torch.bmm(torch.ones(2, 2, 3), torch.ones(3, 3, 2))
     with pytest.raises(RuntimeError, match="1D tensors expected, but got 2D and 1D tensors"):
         torch.dot(torch.ones(2, 2), torch.ones(2))

@@ -19,13 +19,13 @@ def _t(shape, lo=-1.0, hi=1.0, seed=0, requires_grad=True):
 
 
 def gradgradcheck(fn, inputs) -> bool:
-    """gradgradcheck of fn(x)**2 rather than fn(x): for a linear op (neg, where, relu, ...) the first-order
+    """gradgradcheck of fn(x) and of fn(x)**2: for a linear op (neg, where, relu, ...) the first-order
     gradient does not depend on x at all, so checking fn itself would only test d(grad)/d(grad_output).
     Squaring makes the gradient flowing into fn's backward depend on x, so its recorded graph is checked."""
     def squared(*xs):
         out = fn(*xs)
         return tuple(o * o for o in out) if isinstance(out, (tuple, list)) else out * out
-    return _gradgradcheck(squared, inputs)
+    return _gradgradcheck(fn, inputs) and _gradgradcheck(squared, inputs)
 
 
 def _away_from_zero(shape, seed=0):
@@ -47,6 +47,8 @@ BINARY = {
     "maximum": (torch.maximum, (-1, 1), (-1, 1)),
     "minimum": (torch.minimum, (-1, 1), (-1, 1)),
     "remainder": (torch.remainder, (0.1, 0.9), (1.1, 1.9)),
+    "fmod": (torch.fmod, (0.1, 0.9), (1.1, 1.9)),
+    "fmod_negative": (lambda a, b: torch.fmod(-a, b), (2.1, 2.9), (1.1, 1.9)),
 }
 
 
@@ -188,6 +190,18 @@ def test_clamp_tensor_bounds_gradcheck_broadcasting():
     assert gradcheck(lambda a, c: torch.clamp(a, max=c), (x, hi))
 
 
+def test_clamp_tensor_bounds_with_min_above_max_send_the_gradient_to_max():
+    x = torch.tensor([-1.0, 0.3, 0.9], dtype=torch.float64, requires_grad=True)
+    lo = torch.tensor([0.5, 0.5, 0.1], dtype=torch.float64, requires_grad=True)
+    hi = torch.tensor([0.2, 0.2, 0.4], dtype=torch.float64, requires_grad=True)
+    out = torch.clamp(x, lo, hi)
+    assert out.tolist() == [0.2, 0.2, 0.4]
+    out.sum().backward()
+    assert x.grad.tolist() == [0.0, 0.0, 0.0] and lo.grad.tolist() == [0.0, 0.0, 0.0]
+    assert hi.grad.tolist() == [1.0, 1.0, 1.0]
+    assert gradcheck(lambda a, b, c: torch.clamp(a, b, c), (x, lo, hi))
+
+
 def test_clamp_values_and_dtypes():
     x = torch.tensor([1, 5, -3])
     assert x.clamp(0, 2).tolist() == [1, 2, 0] and x.clamp(0, 2).dtype is torch.int64
@@ -216,6 +230,18 @@ def test_where_values_and_dtype_promotion():
     r = torch.where(cond, torch.tensor([1, 2, 3]), 0.5)
     assert r.dtype is torch.float32 and r.tolist() == [1.0, 0.5, 3.0]
     assert torch.tensor([1.0, 2.0, 3.0]).where(cond, 0.0).tolist() == [1.0, 0.0, 3.0]
+
+
+def test_where_condition_must_be_bool_and_shapes_must_broadcast():
+    with pytest.raises(RuntimeError, match="where expected condition to be a boolean tensor, but got a tensor with "
+                                           "dtype Float"):
+        torch.where(torch.ones(2), torch.ones(2), torch.zeros(2))
+    assert torch.where(torch.tensor([1, 0], dtype=torch.uint8), 1.0, 0.0).tolist() == [1.0, 0.0]  # deprecated form
+    with pytest.raises(RuntimeError, match=r"^The size of tensor a \(3\) must match the size of tensor b \(4\) at "
+                                           r"non-singleton dimension 0$"):
+        torch.where(torch.ones(3).bool(), torch.ones(4), 0.0)
+    with pytest.raises(RuntimeError, match=r"^The size of tensor a \(2\) must match the size of tensor b \(3\)"):
+        torch.where(torch.ones(3).bool(), torch.ones(2, 1), torch.ones(3, 1))
 
 
 def test_masked_fill_gradcheck_and_gradgradcheck():
@@ -384,3 +410,5 @@ def test_integer_pow_rules():
     assert (2.0 ** torch.tensor([1, 3])).dtype is torch.float32
     with pytest.raises(RuntimeError, match="Integers to negative integer powers are not allowed."):
         torch.tensor([2]) ** -1
+    with pytest.raises(RuntimeError, match="^Integers to negative integer powers are not allowed.$"):
+        torch.tensor([2]) ** torch.tensor([-1])  # NumPy's ValueError is not a broadcasting error

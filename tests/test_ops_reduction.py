@@ -20,10 +20,10 @@ def _t(shape=SHAPE, seed=0, lo=-1.0, hi=1.0):
 
 
 def gradgradcheck(fn, inputs) -> bool:
-    """gradgradcheck of fn(x)**2: a linear reduction's first-order gradient doesn't depend on x, so the
+    """gradgradcheck of fn(x) and of fn(x)**2: a linear reduction's first-order gradient doesn't depend on x, so the
     plain check would only test d(grad)/d(grad_output); squaring sends an x-dependent gradient through
     the reduction's backward graph."""
-    return _gradgradcheck(lambda *xs: fn(*xs) * fn(*xs), inputs)
+    return _gradgradcheck(fn, inputs) and _gradgradcheck(lambda *xs: fn(*xs) * fn(*xs), inputs)
 
 
 def _kw(dim, keepdim):
@@ -208,6 +208,7 @@ def test_prod_and_cumsum_gradcheck():
     assert gradcheck(lambda v: v.prod(), (x,))
     assert gradcheck(lambda v: v.prod(1), (x,))
     assert gradcheck(lambda v: v.prod(0, keepdim=True), (x,))
+    assert gradcheck(lambda v: v[:1].prod(0), (x,))  # a dimension of size 1
     assert gradcheck(lambda v: v.cumsum(1), (x,))
     assert gradcheck(lambda v: torch.cumsum(v, dim=0), (x,))
     z = torch.tensor([[2.0, 0.0, 3.0]], dtype=torch.float64, requires_grad=True)
@@ -220,3 +221,46 @@ def test_all_any_count_nonzero():
     assert x.all().item() is False and x.any().item() is True
     assert x.all(1).tolist() == [False, False] and x.any(0).tolist() == [True, True, True]
     assert torch.count_nonzero(x).item() == 3 and x.count_nonzero(0).tolist() == [1, 1, 1]
+
+
+@pytest.mark.parametrize("name", ["sum", "mean", "amax", "logsumexp", "prod", "argmax", "norm"])
+def test_zero_dim_tensor_reduces_over_dim_0_and_minus_1(name):
+    x = torch.tensor(3.0, dtype=torch.float64, requires_grad=True)
+    fn = (lambda v, d: v.norm(dim=d)) if name == "norm" else (lambda v, d: getattr(v, name)(d))
+    for d in (0, -1):
+        r = fn(x, d)
+        assert r.shape == () and r.item() == (0 if name == "argmax" else 3.0)
+    if name != "argmax":
+        assert gradcheck(lambda v: fn(v, 0), (x,))
+    with pytest.raises(IndexError, match="Dimension out of range"):
+        fn(x, 1)
+
+
+def test_reductions_over_a_nonempty_dim_of_an_empty_tensor():
+    x = torch.ones(0, 3)
+    assert x.amax(1).shape == (0,) and x.max(1).values.shape == (0,) and x.sum(0).tolist() == [0.0, 0.0, 0.0]
+    assert x.logsumexp(0).tolist() == [float("-inf")] * 3
+    with pytest.raises(IndexError, match=r"amax\(\): Expected reduction dim 0 to have non-zero size."):
+        x.amax(0)
+
+
+def test_var_std_norm_reject_integer_tensors():
+    with pytest.raises(RuntimeError, match="std and var only support floating point and complex dtypes"):
+        torch.tensor([3, 4]).var()
+    with pytest.raises(RuntimeError, match="std and var only support floating point and complex dtypes"):
+        torch.tensor([3, 4]).std(0)
+    with pytest.raises(RuntimeError, match="linalg.vector_norm: Expected a floating point or complex tensor as "
+                                           "input. Got Long"):
+        torch.tensor([3, 4]).norm()
+    assert torch.tensor([3, 4]).norm(dtype=torch.float32).item() == 5.0
+
+
+def test_composite_reductions_gradcheck():
+    x = _t((2, 3, 4))
+    assert gradcheck(lambda v: torch.var_mean(v, 1), (x,))
+    assert gradcheck(lambda v: torch.std_mean(v, (0, 2), keepdim=True), (x,))
+    assert gradcheck(lambda v: torch.var_mean(v, correction=0), (x,))
+    assert gradcheck(lambda v: v.sum_to_size(3, 1), (x,))
+    assert gradcheck(lambda v: v.sum_to_size((1, 3, 4)), (x,))
+    assert gradcheck(lambda v: v.sum_to_size(2, 3, 4) * 2, (x,))
+    assert x.sum_to_size(2, 3, 4) is x

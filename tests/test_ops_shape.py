@@ -18,10 +18,10 @@ def _sq(out):
 
 
 def gradgradcheck(fn, inputs) -> bool:
-    """gradgradcheck of fn(x)**2: a shape op's first-order gradient doesn't depend on x, so the plain
+    """gradgradcheck of fn(x) and of fn(x)**2: a shape op's first-order gradient doesn't depend on x, so the plain
     check would only test d(grad)/d(grad_output); squaring routes an x-dependent gradient through
     the op's backward graph."""
-    return _gradgradcheck(lambda *xs: _sq(fn(*xs)), inputs)
+    return _gradgradcheck(fn, inputs) and _gradgradcheck(lambda *xs: _sq(fn(*xs)), inputs)
 
 
 VIEW_OPS = {
@@ -67,6 +67,14 @@ VIEW_OPS = {
     "chunk": lambda x: x.chunk(3, dim=-1),
     "tensor_split": lambda x: x.tensor_split(3, dim=1),
     "repeat_interleave": lambda x: x.repeat_interleave(2, dim=1),
+    "view_as": lambda x: x.view_as(torch.ones(4, 6)),
+    "reshape_as": lambda x: x.transpose(0, 1).reshape_as(torch.ones(6, 4)),
+    "swapaxes": lambda x: x.swapaxes(0, 2),
+    "broadcast_tensors": lambda x: torch.broadcast_tensors(x[:, :1], x[0]),
+    "diagonal": lambda x: x.diagonal(0, 1, 2),
+    "diagonal_offset": lambda x: torch.diagonal(x[0], 1),
+    "diagonal_negative": lambda x: x.diagonal(-1, -1, 0),
+    "moveaxis_multi": lambda x: x.movedim((0, 1), (2, 0)),
 }
 
 
@@ -77,7 +85,8 @@ def test_shape_op_gradcheck(name):
 
 @pytest.mark.parametrize("name", ["view", "reshape", "reshape_noncontig", "transpose", "permute", "expand",
                                   "expand_new_dims", "unsqueeze", "squeeze", "flatten", "split_int",
-                                  "split_sizes", "chunk", "narrow", "tril", "triu", "index", "T_2d", "unbind"])
+                                  "split_sizes", "chunk", "narrow", "tril", "triu", "index", "T_2d", "unbind",
+                                  "diagonal", "diagonal_offset", "movedim", "flip", "repeat", "broadcast_tensors"])
 def test_shape_op_gradgradcheck(name):
     assert gradgradcheck(VIEW_OPS[name], (_t(2, 3, 4),))
 
@@ -99,6 +108,16 @@ def test_cat_stack_gradcheck_and_gradgradcheck(name):
     inputs = (_t(2, 3, seed=1), _t(2, 3, seed=2), _t(2, 3, seed=3))
     assert gradcheck(CATS[name], inputs)
     assert gradgradcheck(CATS[name], inputs)
+
+
+def test_transpose_and_t_of_low_rank_tensors_stay_in_the_graph():
+    s, v = _t(), _t(3)  # 0-d and 1-d
+    assert s.transpose(0, -1).grad_fn.name() == "TransposeBackward0" and s.t().grad_fn.name() == "TBackward0"
+    assert v.t().grad_fn.name() == "TBackward0" and v.t()._base is v
+    assert gradcheck(lambda x: x.transpose(0, 0) * 3, (s,))
+    assert gradcheck(lambda x: x.t() * x, (v,))
+    with pytest.raises(IndexError, match="Dimension out of range"):
+        s.transpose(0, 1)
 
 
 def test_cat_with_only_some_inputs_requiring_grad_and_mixed_dtypes():
@@ -190,5 +209,11 @@ def test_shape_errors_match_pytorch():
         torch.ones(3).tril()
     with pytest.raises(RuntimeError, match="duplicate dims are not allowed"):
         x.permute(0, 0)
+    with pytest.raises(RuntimeError, match=r"The expanded size of the tensor \(-1\) isn't allowed in a leading, "
+                                           r"non-existing dimension 0"):
+        torch.ones(3).expand(-1, 3)
+    with pytest.raises(RuntimeError, match=r"cannot reshape tensor of 0 elements into shape \[-1, 0\] because the "
+                                           r"unspecified dimension size -1 can be any value and is ambiguous"):
+        torch.ones(0).view(-1, 0)
     with pytest.raises(RuntimeError, match="torch.cat\\(\\): expected a non-empty list of Tensors"):
         torch.cat([])

@@ -45,7 +45,8 @@ def test_filled_factories():
     assert torch.ones(2, dtype=torch.int32).tolist() == [1, 1] and torch.ones(2, dtype=torch.int32).dtype is torch.int32
     assert torch.empty(2, 0).shape == (2, 0) and torch.empty(3).dtype is torch.float32
     assert torch.full((2,), 3).dtype is torch.int64 and torch.full((2,), 3.0).dtype is torch.float32
-    assert torch.full((2,), True).dtype is torch.bool and torch.full((2,), 3, dtype=torch.float64).tolist() == [3.0, 3.0]
+    assert torch.full((2,), True).dtype is torch.bool
+    assert torch.full((2,), 3, dtype=torch.float64).tolist() == [3.0, 3.0]
     assert torch.eye(3).tolist() == np.eye(3).tolist() and torch.eye(2, 3, dtype=torch.int64).tolist() == [[1, 0, 0],
                                                                                                         [0, 1, 0]]
     with pytest.raises(RuntimeError, match="negative dimension"):
@@ -212,7 +213,8 @@ def test_cast_gradients():
     x = torch.tensor([1.0, 2.0], dtype=torch.float64, requires_grad=True)
     # float32 on the way: a large eps keeps the finite differences above float32 rounding (exact for quadratics)
     assert gradcheck(lambda v: v.float().double() * v, (x,), eps=2 ** -6, atol=1e-4)
-    assert gradcheck(lambda v: v.to(torch.float32).to(torch.float64) * v.half().double(), (x,), eps=2 ** -6, atol=1e-3)  # eps exact in half
+    half_trip = lambda v: v.to(torch.float32).to(torch.float64) * v.half().double()  # noqa: E731
+    assert gradcheck(half_trip, (x,), eps=2 ** -6, atol=1e-3)  # eps is exact in half precision
     y = torch.tensor([1.0, 2.0], requires_grad=True)
     z = y.double() * y.half().float()
     assert z.dtype is torch.float64 and z.grad_fn is not None
@@ -494,3 +496,38 @@ def test_in_place_with_grad_on_a_tensor_that_did_not_require_it_starts_recording
     assert y.requires_grad and y.grad_fn is not None
     y.sum().backward()
     assert x.grad.tolist() == [3.0, 3.0]
+
+
+@pytest.mark.parametrize("op", [
+    lambda y, t: y.clamp_(min=t),
+    lambda y, t: y.clamp_(max=t * -1),
+    lambda y, t: y.addcmul_(t, t, value=0.5),
+    lambda y, t: y.addcdiv_(t, t + 2),
+    lambda y, t: y.lerp_(t, 0.25),
+    lambda y, t: y.masked_fill_(torch.tensor([True, False, True]), t.sum()),
+    lambda y, t: y.add_(t),
+    lambda y, t: y.mul_(t),
+    lambda y, t: y.copy_(t),
+    lambda y, t: y.fill_(t[0]),
+], ids=["clamp_min", "clamp_max", "addcmul", "addcdiv", "lerp", "masked_fill", "add", "mul", "copy", "fill"])
+def test_in_place_op_with_a_grad_argument_records_into_a_plain_tensor(op):
+    def fn(t):
+        y = torch.tensor([0.3, -0.2, 0.8], dtype=torch.float64)
+        out = op(y, t)
+        assert out is y and y.requires_grad and y.grad_fn is not None
+        return y
+    t = torch.tensor([0.5, 0.1, 0.4], dtype=torch.float64, requires_grad=True)
+    assert gradcheck(fn, (t,))
+
+
+def test_top_level_helpers():
+    a = torch.tensor([1.0, 2.0, float("nan")])
+    b = torch.tensor([1.0, 2.0 + 1e-7, float("nan")])
+    assert not torch.allclose(a, b) and torch.allclose(a, b, equal_nan=True)
+    assert torch.allclose(torch.ones(2, 3), torch.ones(3))  # broadcasts, as in PyTorch
+    assert not torch.allclose(torch.ones(2), torch.tensor([1.0, 1.1]), rtol=0.01)
+    assert torch.isclose(a, b).tolist() == [True, True, False] and torch.isclose(a, b).dtype is torch.bool
+    assert torch.equal(torch.ones(2), torch.ones(2)) and not torch.equal(torch.ones(2), torch.ones(3))
+    assert not torch.equal(torch.ones(2), torch.tensor([1.0, 0.0]))
+    assert torch.is_tensor(torch.ones(1)) and not torch.is_tensor(np.ones(1)) and torch.numel(torch.ones(2, 3)) == 6
+    assert torch.get_num_threads() >= 1

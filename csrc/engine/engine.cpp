@@ -346,14 +346,11 @@ void Engine::thread_main(const std::shared_ptr<GraphTask>& graph_task) {
   while (!graph_task || !graph_task->future_completed.load()) {
     NodeTask task = queue->pop();
     if (task.is_shutdown) break;
+    // Everything below may drop the last reference to Python objects (the task's gradients, or the
+    // GraphTask with its callbacks and queue when the caller has already returned): hold the GIL.
+    GilHold gil;
     std::shared_ptr<GraphTask> base = task.base.lock();
-    if (!base) {
-      GilHold gil;  // the task's gradients are Python objects
-      task = NodeTask();
-      continue;
-    }
-    if (task.fn) {
-      GilHold gil;
+    if (base && task.fn) {  // fn == null: a wake-up, only makes the loop re-check its condition
       if (!base->has_error.load()) {
         ScopedValue<bool> mode(grad_mode, base->grad_mode);
         try {
@@ -373,21 +370,19 @@ void Engine::thread_main(const std::shared_ptr<GraphTask>& graph_task) {
         }
       }
       task = NodeTask();
-    }
-    --base->outstanding_tasks;
-    if (base->completed() && !base->future_completed.load()) {
-      base->mark_completed();
-      // Wake the owner if it sleeps on a different queue (this is a device or pool thread).
-      if (base->cpu_ready_queue != queue) {
-        NodeTask wake;
-        wake.base = base;
-        base->cpu_ready_queue->push(std::move(wake), false);
+      --base->outstanding_tasks;
+      if (base->completed() && !base->future_completed.load()) {
+        base->mark_completed();
+        // Wake the owner if it sleeps on a different queue (this is a device or pool thread).
+        if (base->cpu_ready_queue != queue) {
+          NodeTask wake;
+          wake.base = base;
+          base->cpu_ready_queue->push(std::move(wake), false);
+        }
       }
     }
-    if (base.use_count() == 1) {  // the last reference: the GraphTask holds Python objects
-      GilHold gil;
-      base.reset();
-    }
+    task = NodeTask();
+    base.reset();
   }
 }
 

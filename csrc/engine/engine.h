@@ -101,7 +101,7 @@ class Engine {
   bool is_checkpoint_valid() const;           // false inside a grad() / backward(inputs=) call
 
   // Python helpers the engine calls: set once at import, cleared at interpreter exit.
-  py::object accumulate_grad_fn;  // (variable, grad) -> None
+  py::object accumulate_grad_fn;  // (variable, grad, may_steal) -> None
   py::object check_nan_fn;        // (node name, outputs) -> None, raises on NaN
   py::object device_init_fn;      // (device index) -> None, on each device thread at start
   py::object tensor_class;        // tinytorch.Tensor: what counts as a tensor in `inputs`

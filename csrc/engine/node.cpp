@@ -133,7 +133,18 @@ std::vector<py::object> AccumulateGrad::apply(std::vector<py::object>& grads) {
   if (!var.attr("_grad_fn").is_none()) {
     throw std::runtime_error("leaf variable has been moved into the graph interior");
   }
-  Engine::get().accumulate_grad_fn(var, grads[0]);
+  // Take the gradient out of the input buffer: if nothing else refers to it (tensor and array),
+  // .grad may adopt it without a copy (PyTorch's "steal"); otherwise a later in-place += on one
+  // .grad would change a tensor someone else sees (AddBackward gives one tensor to both inputs).
+  py::object grad = std::move(grads[0]);
+  bool steal = Py_REFCNT(grad.ptr()) == 1;
+  if (steal) {
+    PyObject* data = PyObject_GetAttrString(grad.ptr(), "_data");
+    if (!data) throw py::error_already_set();
+    steal = Py_REFCNT(data) == 2;  // the tensor's reference and ours
+    Py_DECREF(data);
+  }
+  Engine::get().accumulate_grad_fn(var, grad, steal);
   return {};
 }
 

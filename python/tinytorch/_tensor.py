@@ -6,7 +6,6 @@ methods and operators to Tensor when it is imported, so this file holds only wha
 from __future__ import annotations
 
 import atexit
-import sys
 import warnings
 
 import numpy as np
@@ -433,19 +432,20 @@ def _wrap_dim(dim: int, ndim: int) -> int:
     return dim + n if dim < 0 else dim
 
 
-def _accumulate_grad(var: Tensor, grad: Tensor) -> None:
+def _accumulate_grad(var: Tensor, grad: Tensor, may_steal: bool = False) -> None:
     """AccumulateGrad's body: add `grad` into var.grad (in place when not building a graph), then
-    run the post-accumulate hooks (DDP marks the parameter ready there)."""
-    if _C._grad_enabled():  # create_graph: keep the sum differentiable
-        var._grad = grad if var._grad is None else var._grad + grad
-    elif var._grad is None:
+    run the post-accumulate hooks (DDP marks the parameter ready there). The engine passes
+    may_steal=True only when it holds the sole reference to `grad` and to its array."""
+    if var._grad is None:
         data = grad._data
-        # Steal the array only if nothing else can see it; otherwise a later in-place += on one
-        # .grad would change another (AddBackward hands one gradient to both of its inputs).
-        if data.base is not None or not data.flags.c_contiguous or not data.flags.writeable or \
-                sys.getrefcount(data) > 3 or data.dtype != var._data.dtype:
-            data = data.astype(var._data.dtype, copy=True, order="C")
-        var._grad = _wrap(data)
+        steal = may_steal and data.base is None and data.flags.c_contiguous and data.flags.writeable and \
+            data.dtype == var._data.dtype
+        if _C._grad_enabled():  # create_graph: .grad must stay differentiable
+            var._grad = grad if steal else grad.clone()
+        else:
+            var._grad = _wrap(data if steal else data.astype(var._data.dtype, copy=True, order="C"))
+    elif _C._grad_enabled():
+        var._grad = var._grad + grad
     else:
         g = var._grad
         g._data += grad._data

@@ -114,8 +114,13 @@ def device_index(t: Tensor):
     return None if type(d) is np.ndarray else int(d.device.id)
 
 
+_profile_op = None  # set by tinytorch.profiler while a profile is active: called with the node's name
+
+
 def record(name: str, backward, outputs, inputs: tuple, saved=None):
     """Record a node, routing CUDA nodes to their device's engine thread."""
+    if _profile_op is not None:
+        _profile_op(name)
     first = outputs[0] if type(outputs) is tuple else outputs
     if type(first._data) is np.ndarray:
         return _record(name, backward, outputs, inputs, saved)

@@ -11,14 +11,17 @@ import numpy as np
 
 from .._dtype import int64
 from .._tensor import Tensor, _view_of, _wrap, _wrap_dim
-from ._common import (_grad_enabled, attach, check_inplace, commit_inplace, needs_grad, record, sum_to)
+from ._common import attach, check_inplace, commit_inplace, needs_grad, record, sum_to
 
 # ------------------------------------------------------------------ array-module helpers
 
 
-def _xp(data):
-    """numpy or cupy, whichever holds `data`."""
-    return np if type(data) is np.ndarray else data.__array_namespace__()
+def _xp(a):
+    """numpy or cupy, whichever holds `a`."""
+    if type(a) is np.ndarray:
+        return np
+    from .._device import cupy
+    return cupy()
 
 
 def _on_device_of(arr, like):
@@ -34,9 +37,12 @@ def _add_at(dst, key, values) -> None:
     """dst[key] += values, accumulating repeated indices."""
     if type(dst) is np.ndarray:
         np.add.at(dst, key, values)
-    else:
-        import cupyx
+        return
+    import cupyx
+    if hasattr(cupyx, "scatter_add"):  # takes the same keys as a[key] (slices and arrays mixed)
         cupyx.scatter_add(dst, key, values)
+    else:
+        _xp(dst).add.at(dst, key, values)
 
 
 def _zeros(shape, dtype, like):
@@ -107,7 +113,53 @@ def _convert_key(x: Tensor, key):
         else:
             raise IndexError(_BAD_INDEX.format(type(k).__name__))
     _check_key(data, out)
+    if not basic and any(type(k) is int for k in out):
+        return _split_ints(out), False
     return tuple(out), basic
+
+
+class _TwoStage(tuple):
+    """(integers-only key, the rest): PyTorch selects with integers before advanced indexing, so an
+    integer never counts as an advanced index when NumPy decides where the advanced dims go."""
+
+
+def _split_ints(key: list) -> _TwoStage:
+    pre = []
+    for k in key:
+        if type(k) is int or k is Ellipsis:
+            pre.append(k)
+        elif isinstance(k, slice):
+            pre.append(slice(None))
+        elif k is not None and not isinstance(k, bool):
+            pre.extend([slice(None)] * (k.ndim if k.dtype == np.bool_ else 1))
+    return _TwoStage((tuple(pre), tuple(k for k in key if type(k) is not int)))
+
+
+def _region(data, key: tuple, basic: bool):
+    """(array, key) such that array[key] is data[key] in PyTorch's sense; array is data or a view of it."""
+    if basic:
+        return data, _full_key(key)
+    if type(key) is _TwoStage:
+        return data[_full_key(key[0])], key[1]
+    return data, key
+
+
+def _read(data, key: tuple, basic: bool):
+    arr, k = _region(data, key, basic)
+    return arr[k]
+
+
+def _write(data, key: tuple, basic: bool, v) -> None:
+    arr, k = _region(data, key, basic)
+    arr[k] = v
+
+
+def _accumulate(data, key: tuple, basic: bool, v) -> None:
+    arr, k = _region(data, key, basic)
+    if basic:
+        arr[k] += v
+    else:
+        _add_at(arr, k, _xp(data).asarray(v, dtype=data.dtype))
 
 
 def _to_index_array(k):
@@ -175,7 +227,7 @@ def _take(x: Tensor, key: tuple, basic: bool) -> Tensor:
     if basic:
         out = _view_of(x, data[_full_key(key)])
     else:
-        out = _wrap(data[key])
+        out = _wrap(_read(data, key, False))
     if needs_grad(x):
         shape, dt = data.shape, data.dtype
 
@@ -190,15 +242,10 @@ def _put(base: Tensor, key: tuple, values, accumulate: bool, basic: bool = False
     """A copy of base with base[key] = values (or += with accumulate), differentiable in both."""
     out_data = base._data.copy()
     v = _as_values(values, base)
-    k = _full_key(key) if basic else key
-    if accumulate and not basic:
-        if isinstance(v, (bool, int, float)):
-            v = _xp(out_data).asarray(v, dtype=out_data.dtype)
-        _add_at(out_data, k, v.astype(out_data.dtype, copy=False))
-    elif accumulate:
-        out_data[k] += v
+    if accumulate:
+        _accumulate(out_data, key, basic, v)
     else:
-        out_data[k] = v
+        _write(out_data, key, basic, v)
     out = _wrap(out_data)
     vt = values if isinstance(values, Tensor) else None
     if needs_grad(base, vt):
@@ -243,9 +290,9 @@ def setitem(x: Tensor, key, value) -> None:
         return
     v = _as_values(value, x)
     try:
-        x._data[_full_key(k) if basic else k] = v
+        _write(x._data, k, basic, v)
     except ValueError as e:
-        shape = x._data[_full_key(k) if basic else k].shape
+        shape = _read(x._data, k, basic).shape
         raise RuntimeError(f"shape mismatch: value tensor of shape {list(np.shape(v))} cannot be broadcast to "
                            f"indexing result of shape {list(shape)}") from e
     x._bump_version()
@@ -264,12 +311,10 @@ def index_put_(x: Tensor, indices, values: Tensor, accumulate: bool = False) -> 
         return commit_inplace(x, index_put(x, indices, values, accumulate))
     k, basic = _convert_key(x, tuple(indices))
     v = _as_values(values, x)
-    if accumulate and not basic:
-        _add_at(x._data, k, _xp(x._data).asarray(v, dtype=x._data.dtype))
-    elif accumulate:
-        x._data[_full_key(k)] += v
+    if accumulate:
+        _accumulate(x._data, k, basic, v)
     else:
-        x._data[_full_key(k) if basic else k] = v
+        _write(x._data, k, basic, v)
     x._bump_version()
     return x
 
@@ -288,7 +333,8 @@ def _check_range(idx, size: int, dim: int) -> None:
     if idx.size:
         hi, lo = int(idx.max()), int(idx.min())
         if hi >= size or lo < 0:
-            raise RuntimeError(f"index {hi if hi >= size else lo} is out of bounds for dimension {dim} with size {size}")
+            bad = hi if hi >= size else lo
+            raise RuntimeError(f"index {bad} is out of bounds for dimension {dim} with size {size}")
 
 
 def _along_key(idx, dim: int) -> tuple:
@@ -371,7 +417,10 @@ def scatter(x: Tensor, dim: int, index: Tensor, src=None, *, value=None, reduce=
     key = _along_key(idx, d) if data.ndim else ()
     v = _scatter_src(src, idx.shape, x)
     if reduce == "multiply":
-        np.multiply.at(out_data, key, v) if type(out_data) is np.ndarray else _mul_at_cupy(out_data, key, v)
+        if type(out_data) is np.ndarray:
+            np.multiply.at(out_data, key, v)
+        else:
+            _mul_at_cupy(out_data, key, v)
     else:
         out_data[key] = v
     out = _wrap(out_data)
@@ -391,7 +440,7 @@ def scatter(x: Tensor, dim: int, index: Tensor, src=None, *, value=None, reduce=
 
 
 def _mul_at_cupy(dst, key, v) -> None:
-    # CuPy has no multiply.at; a Python loop over unique targets is slow but only reached on a rare path.
+    # CuPy has no multiply.at: do it on the host (only the deprecated reduce="multiply" reaches this).
     h = dst.get()
     np.multiply.at(h, tuple(k.get() for k in key), v.get() if hasattr(v, "get") else v)
     dst[...] = _xp(dst).asarray(h)
@@ -479,7 +528,9 @@ def index_select(x: Tensor, dim: int, index: Tensor) -> Tensor:
 
         def index_select_backward(g):
             z = _wrap(_zeros(shape, dt, g._data))
-            return index_add(z, d, index, g) if len(shape) else index_add(z.reshape(1), 0, index, g.reshape(-1)).reshape(())
+            if len(shape):
+                return index_add(z, d, index, g)
+            return index_add(z.reshape(1), 0, index, g.reshape(-1)).reshape(())
         record("IndexSelectBackward0", index_select_backward, out, (x,))
     return out
 
@@ -493,7 +544,7 @@ def _check_source(op: str, x, d: int, idx, source) -> None:
                            f"of size {idx.size}), got {list(source.shape)}")
     size = x.shape[d] if x.ndim else 1
     if idx.size and (int(idx.max()) >= size or int(idx.min()) < -size):
-        raise IndexError(f"index out of range in self")
+        raise IndexError("index out of range in self")
 
 
 def index_add(x: Tensor, dim: int, index: Tensor, source: Tensor, *, alpha=1) -> Tensor:
@@ -761,8 +812,8 @@ def one_hot(tensor: Tensor, num_classes: int = -1) -> Tensor:
     elif data.size and int(data.max()) >= num_classes:
         raise RuntimeError("Class values must be smaller than num_classes.")
     out = xp.zeros(data.shape + (num_classes,), np.int64)
-    xp.put_along_axis(out, data[..., None], 1, axis=-1) if xp is np else \
-        out.reshape(-1, num_classes).__setitem__((xp.arange(data.size), data.reshape(-1)), 1)
+    flat = out.reshape(-1, num_classes)  # a view: writing it fills out
+    flat[xp.arange(data.size), data.reshape(-1)] = 1
     return _wrap(out)
 
 

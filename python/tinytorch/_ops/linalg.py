@@ -64,6 +64,7 @@ def _rows(x):
 
 
 def mm(a: Tensor, b: Tensor) -> Tensor:
+    """Matrix product of two 2-D tensors."""
     if a.ndim != 2:
         raise RuntimeError("self must be a matrix")
     if b.ndim != 2:
@@ -72,28 +73,37 @@ def mm(a: Tensor, b: Tensor) -> Tensor:
 
 
 def bmm(a: Tensor, b: Tensor) -> Tensor:
+    """Batched matrix product of two 3-D tensors (no broadcasting)."""
     if a.ndim != 3:
         raise RuntimeError("batch1 must be a 3D tensor")
     if b.ndim != 3:
         raise RuntimeError("batch2 must be a 3D tensor")
+    sa, sb = a._data.shape, b._data.shape
+    if sb[0] != sa[0] or sb[1] != sa[2]:
+        raise RuntimeError(f"Expected size for first two dimensions of batch2 tensor to be: [{sa[0]}, {sa[2]}] but "
+                           f"got: [{sb[0]}, {sb[1]}].")
     return matmul(a, b)
 
 
 def mv(a: Tensor, v: Tensor) -> Tensor:
+    """Matrix-vector product."""
     return matmul(a, v)
 
 
 def dot(a: Tensor, b: Tensor) -> Tensor:
+    """Inner product of two 1-D tensors."""
     if a.ndim != 1 or b.ndim != 1:
         raise RuntimeError(f"1D tensors expected, but got {a.ndim}D and {b.ndim}D tensors")
     return matmul(a, b)
 
 
 def outer(a: Tensor, b: Tensor) -> Tensor:
+    """Outer product of two 1-D tensors."""
     return a.unsqueeze(1) * b.unsqueeze(0)
 
 
 def addmm(bias: Tensor, a: Tensor, b: Tensor, *, beta=1, alpha=1) -> Tensor:
+    """beta * bias + alpha * (a @ b)."""
     out = matmul(a, b)
     if alpha != 1:
         out = out * alpha
@@ -101,6 +111,7 @@ def addmm(bias: Tensor, a: Tensor, b: Tensor, *, beta=1, alpha=1) -> Tensor:
 
 
 def baddbmm(bias: Tensor, a: Tensor, b: Tensor, *, beta=1, alpha=1) -> Tensor:
+    """beta * bias + alpha * (a @ b) for batches."""
     return addmm(bias, a, b, beta=beta, alpha=alpha)
 
 
@@ -116,8 +127,13 @@ def einsum(equation: str, *operands_) -> Tensor:
         letters = "".join(c for c in lhs if c.isalpha())
         rhs = "".join(sorted(c for c in set(letters) if letters.count(c) == 1))
     subs = lhs.split(",")
+    if len(subs) != len(operands_):
+        raise RuntimeError(f"einsum(): {len(subs)} operands were specified in the equation but "
+                           f"{len(operands_)} were given")
     if "." in eq:
-        raise RuntimeError("tinytorch.einsum does not support ellipsis ('...') yet; use explicit subscripts")
+        subs, rhs = _expand_ellipsis(subs, rhs if "->" in eq else None, operands_)
+        lhs = ",".join(subs)
+    operands_ = _broadcast_labels(subs, operands_)
     arrays = [t._data for t in operands_]
     out = _result(np.einsum(f"{lhs}->{rhs}", *arrays))
     if needs_grad(*operands_):
@@ -149,6 +165,47 @@ def einsum(equation: str, *operands_) -> Tensor:
             return tuple(grads) if len(grads) > 1 else grads[0]
         record("EinsumBackward0", einsum_backward, out, tuple(operands_), tuple(operands_))
     return out
+
+
+def _expand_ellipsis(subs: list, rhs, operands_) -> tuple:
+    """Replace '...' with explicit letters (right-aligned, as broadcasting aligns dimensions)."""
+    import string
+    used = set("".join(subs) + (rhs or ""))
+    free = [c for c in string.ascii_letters if c not in used]
+    counts = []
+    for s, t in zip(subs, operands_):
+        named = len(s.replace("...", ""))
+        counts.append(t._data.ndim - named if "..." in s else 0)
+        if counts[-1] < 0 or ("..." not in s and named != t._data.ndim):
+            raise RuntimeError(f"einsum(): the number of subscripts in the equation ({named}) does not match the "
+                               f"number of dimensions ({t._data.ndim}) for operand {len(counts) - 1}"
+                               + ("" if "..." in s else " and no ellipsis was given"))
+    n = max(counts)
+    ell = "".join(free[:n])
+    new_subs = [s.replace("...", ell[n - k:]) for s, k in zip(subs, counts)]
+    if rhs is None:  # implicit output: the ellipsis dimensions, then the letters that appear once, sorted
+        letters = "".join(s.replace("...", "") for s in subs)
+        rhs = ell + "".join(sorted(c for c in set(letters) if letters.count(c) == 1))
+    else:
+        rhs = rhs.replace("...", ell)
+    return new_subs, rhs
+
+
+def _broadcast_labels(subs: list, operands_) -> tuple:
+    """Expand size-1 dimensions that share a label with a larger one (PyTorch's einsum broadcasts them)."""
+    sizes = {}
+    for s, t in zip(subs, operands_):
+        for c, k in zip(s, t._data.shape):
+            if k != 1:
+                if sizes.get(c, k) != k:
+                    raise RuntimeError(f"einsum(): operands do not broadcast with remapped shapes (original->remapped):"
+                                       f" subscript {c} has sizes {sizes[c]} and {k}")
+                sizes[c] = k
+    out = []
+    for s, t in zip(subs, operands_):
+        target = tuple(sizes.get(c, 1) for c in s)
+        out.append(t if t._data.shape == target else t.expand(target))
+    return tuple(out)
 
 
 attach(matmul=matmul, mm=mm, bmm=bmm, mv=mv, dot=dot, outer=outer, addmm=addmm, __matmul__=matmul,

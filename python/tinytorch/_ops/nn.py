@@ -23,7 +23,11 @@ _TWO_OVER_SQRT_PI = 2.0 / math.sqrt(math.pi)
 
 
 def _xp(a):
-    return np if type(a) is np.ndarray else a.__array_namespace__()
+    """numpy or cupy, whichever holds `a`."""
+    if type(a) is np.ndarray:
+        return np
+    from .._device import cupy
+    return cupy()
 
 
 def _is_cuda(a) -> bool:
@@ -84,14 +88,39 @@ def _erfc_tail(y, mid: bool):
     return np.exp(-t * t) * np.exp(-(y - t) * (y + t)) * r
 
 
+# float32: one rational function x * P(x^2) / Q(x^2) on [-4, 4] (Eigen's generic_fast_erf_float), within
+# 4 ulp and without the branches that float64 accuracy needs.
+_ERF32_P = (-2.72614225801306e-10, 2.77068142495902e-08, -2.10102402082508e-06, -5.69250639462346e-05,
+            -7.34990630326855e-04, -2.95459980854025e-03, -1.60960333262415e-02)
+_ERF32_Q = (-1.45660718464996e-05, -2.13374055278905e-04, -1.68282697438203e-03, -7.37332916720468e-03,
+            -1.42647390514189e-02)
+
+
+def _erf_float32(x):
+    x = np.clip(x, np.float32(-4.0), np.float32(4.0))
+    z = x * x
+    p = np.full_like(z, _ERF32_P[0])
+    for c in _ERF32_P[1:]:
+        p *= z
+        p += np.float32(c)
+    q = np.full_like(z, _ERF32_Q[0])
+    for c in _ERF32_Q[1:]:
+        q *= z
+        q += np.float32(c)
+    p *= x
+    p /= q
+    return p
+
+
 def erf_array(x):
-    """erf of a NumPy array (float32/float64), or of a CuPy array via cupyx.scipy.special."""
+    """erf of a NumPy array (float64 to 1e-15, others in float32 to a few ulp), or of a CuPy array."""
     if _is_cuda(x):
         from cupyx.scipy.special import erf as cupy_erf
         return cupy_erf(x)
     x = np.asarray(x)
     out_dtype = x.dtype
-    x = _compute(x)
+    if out_dtype != np.float64:
+        return _erf_float32(x.astype(np.float32, copy=False)).astype(out_dtype, copy=False)
     y = np.abs(x)
     out = np.empty_like(x)
     small = y <= 0.46875
@@ -176,7 +205,9 @@ def _softmax_backward_array(y, g, axis: int, log: bool):
     return dx.astype(y.dtype, copy=False)
 
 
-def _softmax_op(x: Tensor, dim, dtype, log: bool, safe: bool = False) -> Tensor:
+def _softmax_op(x: Tensor, dim, dtype, log: bool, safe: bool = False, allowed=None) -> Tensor:
+    """softmax/log_softmax; `allowed` (a bool array broadcasting to x) masks the other positions to -inf
+    inside the same node (softmax only: its gradient is already zero where the output is)."""
     name = "log_softmax" if log else "softmax"
     if dim is None:
         dim = _softmax_dim(name, x._data.ndim)
@@ -186,13 +217,16 @@ def _softmax_op(x: Tensor, dim, dtype, log: bool, safe: bool = False) -> Tensor:
         from ._common import _short
         raise RuntimeError(f"\"{name}_lastdim_kernel_impl\" not implemented for '{_short(x.dtype)}'")
     d = _wrap_dim(dim, x._data.ndim)
-    out = _wrap(_softmax_array(x._data, d, log, safe))
+    xd = x._data
+    if allowed is not None:
+        xd = _xp(xd).where(allowed, xd, xd.dtype.type(-np.inf))
+    out = _wrap(_softmax_array(xd, d, log, safe))
     if needs_grad(x):
         y_alias = alias(out)
 
         def softmax_backward(g):
             if _grad_enabled():
-                y = saved_output(y_alias, lambda: _softmax_op(x, d, None, log, safe))
+                y = saved_output(y_alias, lambda: _softmax_op(x, d, None, log, safe, allowed))
                 if log:
                     return g - y.exp() * g.sum(d, keepdim=True)
                 return y * (g - (g * y).sum(d, keepdim=True))
@@ -236,7 +270,7 @@ def _class_targets(x: Tensor, target: Tensor, weight, ignore_index: int):
         raise RuntimeError(f"expected scalar type Long but found {_short(target.dtype)}")
     if x._data.ndim == 1:
         if t.ndim != 0:
-            raise RuntimeError(f"0D or 1D target tensor expected, multi-target not supported")
+            raise RuntimeError("0D or 1D target tensor expected, multi-target not supported")
         C = shape[0]
     else:
         C = shape[1]
@@ -287,10 +321,10 @@ def _unrows(a, shape: tuple):
     return _xp(a).moveaxis(a.reshape(moved), -1, 1)
 
 
-def _class_dense(tc, b, r, u, rows: int, C: int, like):
+def _class_dense(tc, b, r, u, rows: int, C: int, dtype):
     """The dense target matrix A = b * onehot(t) + r * u (rows x C) that the loss dots with log-probs."""
-    xp = _xp(like)
-    A = xp.zeros((rows, C), like.dtype)
+    xp = _xp(tc)
+    A = xp.zeros((rows, C), dtype)
     A[xp.arange(rows), tc] = b
     if r is not None:
         A += r[:, None] * u
@@ -341,7 +375,7 @@ def _cross_entropy_class(x: Tensor, target: Tensor, weight, ignore_index: int, r
 
         def cross_entropy_backward(g):
             if _grad_enabled():
-                A = _wrap(_unrows(_class_dense(tc, b, r, u, M, C, _compute(x2)).astype(x2.dtype), shape))
+                A = _wrap(_unrows(_class_dense(tc, b, r, u, M, C, x2.dtype), shape))
                 st = _wrap(_unrows(s.reshape(-1, 1).astype(x2.dtype), shape[:1] + (1,) + shape[2:])
                            if x._data.ndim > 1 else s.astype(x2.dtype))
                 gexp = g if reduction != "none" else (g.unsqueeze(class_dim) if x._data.ndim > 1 else g)
@@ -419,10 +453,11 @@ def nll_loss(input: Tensor, target: Tensor, weight: Tensor | None = None, size_a
     out = _wrap(xp.asarray(out_arr).astype(x._data.dtype, copy=False))
     if needs_grad(x):
         class_dim = 0 if x._data.ndim == 1 else 1
-        A = _wrap(_unrows(_class_dense(tc, b, None, None, M, C, _compute(x2)).astype(x2.dtype), shape))
+        dt = x2.dtype
 
         def nll_loss_backward(g):
-            gexp = g if reduction != "none" else (g.unsqueeze(class_dim) if x._data.ndim > 1 else g)
+            A = _wrap(_unrows(_class_dense(tc, b, None, None, M, C, dt), shape))
+            gexp = g if reduction != "none" else (g.unsqueeze(class_dim) if len(shape) > 1 else g)
             return -(gexp * A)
         record("NllLossBackward0", nll_loss_backward, out, (x,))
     return out
@@ -624,13 +659,29 @@ def gelu(input: Tensor, approximate: str = "none") -> Tensor:
     if approximate not in ("none", "tanh"):
         raise RuntimeError("approximate argument must be either none or tanh.")
     x = input
-    out = _wrap(_gelu_array(float_data(x), approximate))
+    xd = float_data(x)
+    cdf = None
+    if approximate == "none" and not _kernel_ok(xd) and needs_grad(x):
+        # Keep Phi(x) for the backward: one erf evaluation instead of two, for one saved array.
+        c = _compute(xd)
+        cdf = (erf_array(c * _SQRT1_2) + 1) * 0.5
+        out = _wrap((c * cdf).astype(xd.dtype, copy=False))
+    else:
+        out = _wrap(_gelu_array(xd, approximate))
     if needs_grad(x):
         def gelu_backward(g):
+            if cdf is not None and not _grad_enabled():
+                c, gc = _compute(x._data), _compute(g._data)
+                d = c * np.exp(-0.5 * c * c)
+                d *= _INV_SQRT_2PI
+                d += cdf
+                d *= gc
+                return _wrap(d.astype(x._data.dtype, copy=False))
             if _grad_enabled():
                 if approximate == "tanh":
                     t = ((x + x * x * x * 0.044715) * _SQRT_2_OVER_PI).tanh()
-                    return g * ((t + 1) * 0.5 + x * (1 - t * t) * (0.5 * _SQRT_2_OVER_PI) * (x * x * (3 * 0.044715) + 1))
+                    inner = x * (1 - t * t) * (0.5 * _SQRT_2_OVER_PI) * (x * x * (3 * 0.044715) + 1)
+                    return g * ((t + 1) * 0.5 + inner)
                 return g * ((erf(x * _SQRT1_2) + 1) * 0.5 + x * (x * x * -0.5).exp() * _INV_SQRT_2PI)
             return _wrap(_gelu_backward_array(x._data, g._data, approximate))
         record("GeluBackward0", gelu_backward, out, (x,), (x,))
@@ -817,8 +868,9 @@ def binary_cross_entropy(input: Tensor, target: Tensor, weight: Tensor | None = 
     xd = input._data
     if xd.size and (bool((xd < 0).any()) or bool((xd > 1).any())):
         raise RuntimeError("all elements of input should be between 0 and 1")
-    log_x = input.log().clamp(min=-100)
-    log_1mx = (1 - input).log().clamp(min=-100)
+    with np.errstate(divide="ignore"):  # log(0) = -inf is expected here: it is clamped to -100
+        log_x = input.log().clamp(min=-100)
+        log_1mx = (1 - input).log().clamp(min=-100)
     loss = -(target * log_x + (1 - target) * log_1mx)
     if weight is not None:
         loss = loss * weight
@@ -938,17 +990,18 @@ def scaled_dot_product_attention(query: Tensor, key: Tensor, value: Tensor, attn
         k = k.repeat_interleave(rep, dim=-3)
         v = v.repeat_interleave(rep, dim=-3)
     sc = 1.0 / math.sqrt(q._data.shape[-1]) if scale is None else scale
-    scores = q @ k.transpose(-2, -1) * sc
+    # Scaling q (L x E) is cheaper than scaling the scores (L x S) when E < S.
+    scores = (q * sc) @ k.transpose(-2, -1)
     xp = _xp(q._data)
+    allowed = None
     if is_causal:
         allowed = xp.tril(xp.ones((L, S), dtype=np.bool_))
-        scores = scores.masked_fill(_wrap(~allowed), float("-inf"))
     elif attn_mask is not None:
         if attn_mask.dtype.name == "bool":
-            scores = scores.masked_fill(attn_mask.logical_not(), float("-inf"))
+            allowed = attn_mask._data if type(attn_mask._data) is type(scores._data) else xp.asarray(attn_mask._data)
         else:
             scores = scores + attn_mask
-    attn = _softmax_op(scores, -1, None, log=False, safe=True)
+    attn = _softmax_op(scores, -1, None, log=False, safe=True, allowed=allowed)
     if dropout_p > 0.0:
         attn = dropout(attn, dropout_p, training=True)
     return attn @ v

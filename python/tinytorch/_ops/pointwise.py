@@ -31,12 +31,13 @@ def _shape_of(v) -> tuple:
     return v._data.shape if isinstance(v, Tensor) else np.shape(v)
 
 
-def broadcast_error(a, b) -> RuntimeError:
-    """PyTorch's error for operands whose shapes don't broadcast (built only on the failure path)."""
-    return broadcast_error_shapes(_shape_of(a), _shape_of(b))
+def broadcast_error(a, b, cause: Exception | None = None) -> RuntimeError:
+    """PyTorch's error for operands whose shapes don't broadcast (built only on the failure path).
+    When the shapes do broadcast, the NumPy error had another cause: keep its message."""
+    return broadcast_error_shapes(_shape_of(a), _shape_of(b), cause)
 
 
-def broadcast_error_shapes(sa: tuple, sb: tuple) -> RuntimeError:
+def broadcast_error_shapes(sa: tuple, sb: tuple, cause: Exception | None = None) -> RuntimeError:
     """broadcast_error for two shapes."""
     n = len(sa) if len(sa) > len(sb) else len(sb)
     for i in range(n - 1, -1, -1):
@@ -46,6 +47,8 @@ def broadcast_error_shapes(sa: tuple, sb: tuple) -> RuntimeError:
         if da != db and da != 1 and db != 1:
             return RuntimeError(f"The size of tensor a ({da}) must match the size of tensor b ({db}) at "
                                 f"non-singleton dimension {i}")
+    if cause is not None:
+        return RuntimeError(str(cause))
     return RuntimeError(f"shapes {list(sa)} and {list(sb)} cannot be broadcast together")
 
 
@@ -81,8 +84,8 @@ def add(a, b, *, alpha=1) -> Tensor:
     x, y = operands(a, b)
     try:
         out = _result(x + y if alpha == 1 else x + alpha * y)
-    except ValueError:
-        raise broadcast_error(a, b) from None
+    except ValueError as e:
+        raise broadcast_error(a, b, e) from None
     if a._requires_grad or (isinstance(b, Tensor) and b._requires_grad):
         if _grad_enabled():
             if isinstance(b, Tensor):
@@ -109,8 +112,8 @@ def sub(a, b, *, alpha=1) -> Tensor:
     x, y = operands(a, b)
     try:
         out = _result(x - y if alpha == 1 else x - alpha * y)
-    except ValueError:
-        raise broadcast_error(a, b) from None
+    except ValueError as e:
+        raise broadcast_error(a, b, e) from None
     if needs_grad(a, b):
         if isinstance(b, Tensor):
             sa, da, sb, db = a._data.shape, a._data.dtype, b._data.shape, b._data.dtype
@@ -136,8 +139,8 @@ def mul(a, b) -> Tensor:
     x, y = operands(a, b)
     try:
         out = _result(x * y)
-    except ValueError:
-        raise broadcast_error(a, b) from None
+    except ValueError as e:
+        raise broadcast_error(a, b, e) from None
     if a._requires_grad or (isinstance(b, Tensor) and b._requires_grad):
         if _grad_enabled():
             if isinstance(b, Tensor):
@@ -158,11 +161,13 @@ def div(a, b, *, rounding_mode=None) -> Tensor:
     if rounding_mode is not None:
         x, y = operands(a, b)
         if rounding_mode == "floor":
-            return _result(np.floor_divide(x, y) if x.dtype.kind in "iub" else np.floor(x / y).astype(np.result_type(x, y)))
+            return _result(np.floor_divide(x, y) if x.dtype.kind in "iub"
+                           else np.floor(x / y).astype(np.result_type(x, y)))
         if rounding_mode == "trunc":
             q = np.trunc(np.true_divide(x, y))
             return _result(q.astype(np.result_type(x, y)) if x.dtype.kind in "iub" else q.astype(np.result_type(x, y)))
-        raise RuntimeError(f"div expected rounding_mode to be one of None, 'trunc', or 'floor' but found '{rounding_mode}'")
+        raise RuntimeError(f"div expected rounding_mode to be one of None, 'trunc', or 'floor' but found "
+                           f"'{rounding_mode}'")
     x, y = operands(a, b)
     if x.dtype.kind in "biu":  # integer division is true division, as in PyTorch
         from .._dtype import get_default_dtype
@@ -171,8 +176,8 @@ def div(a, b, *, rounding_mode=None) -> Tensor:
             y = y.astype(x.dtype)
     try:
         out = _result(x / y)
-    except ValueError:
-        raise broadcast_error(a, b) from None
+    except ValueError as e:
+        raise broadcast_error(a, b, e) from None
     if needs_grad(a, b):
         if isinstance(b, Tensor):
             sa, da, sb, db = a._data.shape, a._data.dtype, b._data.shape, b._data.dtype
@@ -210,8 +215,8 @@ def pow(a, b) -> Tensor:
         x, y = operands(a, b)
         try:
             out = _result(np.power(x, y))
-        except ValueError:
-            raise broadcast_error(a, b) from None
+        except ValueError as e:
+            raise broadcast_error(a, b, e) from None
         if needs_grad(a, b):
             sa, da, sb, db = a._data.shape, a._data.dtype, b._data.shape, b._data.dtype
             ra, rb = a._requires_grad, b._requires_grad
@@ -263,6 +268,7 @@ def _rpow(b: Tensor, base) -> Tensor:
 
 
 def rpow(a: Tensor, base) -> Tensor:
+    """base ** a for a scalar base (Python's `2 ** t`)."""
     return _rpow(a, base)
 
 
@@ -274,8 +280,8 @@ def _extremum(a, b, pick, name: str) -> Tensor:
     x, y = operands(a, b)
     try:
         out = _result(pick(x, y))
-    except ValueError:
-        raise broadcast_error(a, b) from None
+    except ValueError as e:
+        raise broadcast_error(a, b, e) from None
     if needs_grad(a, b):
         sa, da, sb, db = a._data.shape, a._data.dtype, b._data.shape, b._data.dtype
         ra, rb = a._requires_grad, b._requires_grad
@@ -308,8 +314,8 @@ def remainder(a, b) -> Tensor:
     x, y = operands(a, b)
     try:
         out = _result(np.mod(x, y))
-    except ValueError:
-        raise broadcast_error(a, b) from None
+    except ValueError as e:
+        raise broadcast_error(a, b, e) from None
     if needs_grad(a, b):
         if isinstance(b, Tensor) and b._requires_grad:
             sb, db = b._data.shape, b._data.dtype
@@ -325,19 +331,29 @@ def remainder(a, b) -> Tensor:
 
 
 def fmod(a, b) -> Tensor:
-    """C-style modulus (sign of the dividend)."""
+    """C-style modulus (sign of the dividend); d/db = -trunc(a / b)."""
     a = _lhs(a, b)
     x, y = operands(a, b)
     try:
         out = _result(np.fmod(x, y))
-    except ValueError:
-        raise broadcast_error(a, b) from None
-    if needs_grad(a):
-        record("FmodBackward0", lambda g: g, out, (a,))
+    except ValueError as e:
+        raise broadcast_error(a, b, e) from None
+    if needs_grad(a, b):
+        sa, da = a._data.shape, a._data.dtype
+        if isinstance(b, Tensor) and b._requires_grad:
+            sb, db = b._data.shape, b._data.dtype
+            ra = a._requires_grad
+
+            def fmod_backward(g):
+                return (_fit(g, sa, da) if ra else None, _fit(-g * (a / b).trunc(), sb, db))
+            record("FmodBackward1", fmod_backward, out, (a, b), (a, b))
+        else:
+            record("FmodBackward0", lambda g: _fit(g, sa, da), out, (a,))
     return out
 
 
 def floor_divide(a, b) -> Tensor:
+    """a // b: division rounded toward negative infinity (no gradient)."""
     return div(a, b, rounding_mode="floor")
 
 
@@ -477,10 +493,17 @@ def clamp(a: Tensor, min=None, max=None) -> Tensor:
                 upper = a <= max
                 inside = upper if inside is None else inside & upper
             grads = [_fit(g * inside, a._data.shape, a._data.dtype) if ra else None]
+            # PyTorch's clamp_backward_min_max: when min > max the result is max, so max takes the gradient
             if isinstance(min, Tensor):
-                grads.append(_fit(g * (a < min), min._data.shape, min._data.dtype) if rmin else None)
+                below = a < min
+                if max is not None:
+                    below = below & (min < max)
+                grads.append(_fit(g * below, min._data.shape, min._data.dtype) if rmin else None)
             if isinstance(max, Tensor):
-                grads.append(_fit(g * (a > max), max._data.shape, max._data.dtype) if rmax else None)
+                above = a > max
+                if min is not None:
+                    above = above | (max < min)
+                grads.append(_fit(g * above, max._data.shape, max._data.dtype) if rmax else None)
             return tuple(grads) if len(grads) > 1 else grads[0]
         inputs = (a,) + tuple(t for t in (min, max) if isinstance(t, Tensor))
         record("ClampBackward1", clamp_backward, out, inputs, inputs)
@@ -491,10 +514,12 @@ clip = clamp
 
 
 def clamp_min(a: Tensor, min) -> Tensor:
+    """clamp(a, min=min)."""
     return clamp(a, min=min)
 
 
 def clamp_max(a: Tensor, max) -> Tensor:
+    """clamp(a, max=max)."""
     return clamp(a, max=max)
 
 
@@ -508,6 +533,10 @@ def where(condition, a, b) -> Tensor:
     ref = a if isinstance(a, Tensor) else b
     cond = condition._data
     if cond.dtype != np.bool_:
+        if cond.dtype != np.uint8:  # PyTorch still takes uint8 (deprecated), nothing else
+            from ._common import _short
+            raise RuntimeError(f"where expected condition to be a boolean tensor, but got a tensor with dtype "
+                               f"{_short(condition.dtype)}")
         cond = cond.astype(bool)
     if isinstance(a, Tensor) and isinstance(b, Tensor):
         x, y = operands(a, b)
@@ -515,7 +544,15 @@ def where(condition, a, b) -> Tensor:
         x, y = operands(a, b)
     else:
         y, x = operands(b, a)
-    out = _result(np.where(cond, x, y))
+    try:
+        out = _result(np.where(cond, x, y))
+    except ValueError:
+        sa, sb = _shape_of(a), _shape_of(b)
+        try:
+            np.broadcast_shapes(sa, sb)
+        except ValueError as e:
+            raise broadcast_error(a, b, e) from None
+        raise broadcast_error(condition, x if len(np.shape(x)) >= len(np.shape(y)) else y) from None
     if needs_grad(a, b):
         ra = isinstance(a, Tensor) and a._requires_grad
         rb = isinstance(b, Tensor) and b._requires_grad
@@ -568,14 +605,17 @@ def lerp(a: Tensor, end, weight) -> Tensor:
 
 
 def addcmul(a: Tensor, t1: Tensor, t2: Tensor, *, value=1) -> Tensor:
+    """a + value * t1 * t2."""
     return a + t1 * t2 * value if value != 1 else a + t1 * t2
 
 
 def addcdiv(a: Tensor, t1: Tensor, t2: Tensor, *, value=1) -> Tensor:
+    """a + value * t1 / t2."""
     return a + t1 / t2 * value if value != 1 else a + t1 / t2
 
 
 def nan_to_num(a: Tensor, nan: float = 0.0, posinf=None, neginf=None) -> Tensor:
+    """Replace nan, +inf and -inf with finite numbers (gradient 1 where a is finite)."""
     out = _result(np.nan_to_num(a._data, nan=nan, posinf=posinf, neginf=neginf))
     if needs_grad(a):
         record("NanToNumBackward0", lambda g: g * a.isfinite(), out, (a,), (a,))
@@ -591,8 +631,8 @@ def _compare(kernel):
         x, y = operands(a, b)
         try:
             return _result(kernel(x, y))
-        except ValueError:
-            raise broadcast_error(a, b) from None
+        except ValueError as e:
+            raise broadcast_error(a, b, e) from None
     return op
 
 
@@ -612,8 +652,8 @@ def _logical(kernel):
         y = b._data.astype(bool, copy=False) if isinstance(b, Tensor) else bool(b)
         try:
             return _result(kernel(x, y))
-        except ValueError:
-            raise broadcast_error(a, b) from None
+        except ValueError as e:
+            raise broadcast_error(a, b, e) from None
     return op
 
 
@@ -630,13 +670,14 @@ def _bitwise(kernel, name):
         x, y = operands(a, b)
         try:
             return _result(kernel(x, y))
-        except ValueError:
-            raise broadcast_error(a, b) from None
+        except ValueError as e:
+            raise broadcast_error(a, b, e) from None
     return op
 
 
 def _short_name(a: Tensor) -> str:
-    return {"float32": "Float", "float64": "Double", "float16": "Half", "bfloat16": "BFloat16"}.get(a.dtype.name, a.dtype.name)
+    return {"float32": "Float", "float64": "Double", "float16": "Half", "bfloat16": "BFloat16"}.get(a.dtype.name,
+                                                                                                  a.dtype.name)
 
 
 bitwise_and = _bitwise(np.bitwise_and, "bitwise_and")
@@ -645,20 +686,24 @@ bitwise_xor = _bitwise(np.bitwise_xor, "bitwise_xor")
 
 
 def bitwise_not(a: Tensor) -> Tensor:
+    """Elementwise ~ of an integer or bool tensor."""
     if a.dtype.is_floating_point:
         raise RuntimeError(f"\"bitwise_not_cpu\" not implemented for '{_short_name(a)}'")
     return _result(np.invert(a._data))
 
 
 def isnan(a: Tensor) -> Tensor:
+    """Where a is nan."""
     return _result(np.isnan(a._data))
 
 
 def isinf(a: Tensor) -> Tensor:
+    """Where a is +inf or -inf."""
     return _result(np.isinf(a._data))
 
 
 def isfinite(a: Tensor) -> Tensor:
+    """Where a is neither nan nor infinite."""
     return _result(np.isfinite(a._data))
 
 
@@ -717,8 +762,8 @@ def _inplace(a: Tensor, b, kernel, out_of_place) -> Tensor:
         sa, sb = a._data.shape, _shape_of(b)
         try:
             target = np.broadcast_shapes(sa, sb)
-        except ValueError:
-            raise broadcast_error(a, b) from None
+        except ValueError as e:
+            raise broadcast_error(a, b, e) from None
         raise RuntimeError(f"output with shape {list(sa)} doesn't match the broadcast shape {list(target)}") from None
 
 
@@ -837,8 +882,23 @@ def _copied(a: Tensor, src: Tensor) -> Tensor:
     return out
 
 
+def _inplace_call(a: Tensor, out_of_place, others) -> Tensor:
+    """inplace_unary, except that a tensor argument requiring grad (clamp_(min=t), addcmul_(t1, t2), ...)
+    makes the op recorded even when `a` itself does not require grad, as in PyTorch."""
+    if not a._requires_grad and _grad_enabled():
+        for o in others:
+            if isinstance(o, Tensor) and o._requires_grad:
+                check_inplace(a)
+                return commit_inplace(a, out_of_place(a.clone()))
+    return inplace_unary(a, out_of_place)
+
+
 def _inplace_of(fn):
-    return lambda a, *args, **kwargs: inplace_unary(a, lambda s, *r: fn(s, *r, **kwargs), *args)
+    def op(a: Tensor, *args, **kwargs) -> Tensor:
+        return _inplace_call(a, lambda s: fn(s, *args, **kwargs), args + tuple(kwargs.values()))
+    op.__name__ = fn.__name__ + "_"
+    op.__doc__ = f"In-place {fn.__name__}."
+    return op
 
 
 attach(
@@ -851,14 +911,15 @@ attach(
     ceil_=_inplace_of(ceil), round_=_inplace_of(round), trunc_=_inplace_of(trunc), sign_=_inplace_of(sign),
     reciprocal_=_inplace_of(reciprocal), square_=_inplace_of(square), clamp_=_inplace_of(clamp),
     clip_=_inplace_of(clamp), clamp_min_=_inplace_of(clamp_min), clamp_max_=_inplace_of(clamp_max),
-    masked_fill_=lambda a, mask, value: inplace_unary(a, lambda s: masked_fill(s, mask, value)),
-    lerp_=lambda a, end, weight: inplace_unary(a, lambda s: lerp(s, end, weight)),
-    addcmul_=lambda a, t1, t2, value=1: inplace_unary(a, lambda s: addcmul(s, t1, t2, value=value)),
-    addcdiv_=lambda a, t1, t2, value=1: inplace_unary(a, lambda s: addcdiv(s, t1, t2, value=value)),
+    masked_fill_=lambda a, mask, value: _inplace_call(a, lambda s: masked_fill(s, mask, value), (value,)),
+    lerp_=lambda a, end, weight: _inplace_call(a, lambda s: lerp(s, end, weight), (end, weight)),
+    addcmul_=lambda a, t1, t2, value=1: _inplace_call(a, lambda s: addcmul(s, t1, t2, value=value), (t1, t2)),
+    addcdiv_=lambda a, t1, t2, value=1: _inplace_call(a, lambda s: addcdiv(s, t1, t2, value=value), (t1, t2)),
     nan_to_num_=lambda a, nan=0.0, posinf=None, neginf=None: inplace_unary(
         a, lambda s: nan_to_num(s, nan, posinf, neginf)),
 )
 
 __all__ = [n for n in dir() if not n.startswith("_") and callable(globals()[n]) and n not in (
-    "attach", "alias", "check_inplace", "commit_inplace", "broadcast_error", "broadcast_error_shapes", "copy_", "float_data", "inplace_binary", "inplace_unary", "is_scalar", "needs_grad", "operands",
+    "attach", "alias", "check_inplace", "commit_inplace", "broadcast_error", "broadcast_error_shapes", "copy_",
+    "float_data", "inplace_binary", "inplace_unary", "is_scalar", "needs_grad", "operands",
     "record", "saved_output", "sum_to", "Tensor", "math", "np", "operator")]

@@ -38,10 +38,13 @@ def _dims(dim, ndim: int):
         if len(dim) == 0:
             return None
         axes = tuple(sorted(_wrap_dim(d, ndim) for d in dim))
-        if len(set(axes)) != len(axes):
-            raise RuntimeError(f"dim {axes[0]} appears multiple times in the list of dims")
-        return axes
-    return (_wrap_dim(dim, ndim),)
+        for i in range(1, len(axes)):
+            if axes[i] == axes[i - 1]:
+                raise RuntimeError(f"dim {axes[i]} appears multiple times in the list of dims")
+    else:
+        axes = (_wrap_dim(dim, ndim),)
+    # A 0-d tensor accepts dim 0 / -1 (as PyTorch does); reducing it over "all" axes is the same thing.
+    return axes if ndim else None
 
 
 def _expand_back(g: Tensor, in_shape: tuple, axes, keepdim: bool) -> Tensor:
@@ -118,7 +121,9 @@ def var(a: Tensor, dim=None, unbiased=None, keepdim: bool = False, *, correction
         raise RuntimeError("var: can't specify both unbiased and correction")
     if correction is None:
         correction = 1 if unbiased is None or unbiased else 0
-    x = float_data(a)
+    if not a.dtype.is_floating_point:
+        raise RuntimeError("std and var only support floating point and complex dtypes")
+    x = a._data
     axes = _dims(dim, x.ndim)
     n = x.size if axes is None else int(np.prod([x.shape[i] for i in axes]))
     mu = x.mean(axis=axes, keepdims=True)
@@ -159,8 +164,12 @@ def _reduce_extremum(a: Tensor, axes, keepdim: bool, kernel, name: str) -> Tenso
     """amax/amin: the gradient is shared evenly among the elements that attain the extremum."""
     x = a._data
     if x.size == 0:
-        raise RuntimeError(f"{name.lower()}(): Expected reduction dim to be specified for input.numel() == 0. "
-                           "Specify the reduction dim with the 'dim' argument.")
+        if axes is None:
+            raise RuntimeError(f"{name.lower()}(): Expected reduction dim to be specified for input.numel() == 0. "
+                               "Specify the reduction dim with the 'dim' argument.")
+        for ax in axes:
+            if x.shape[ax] == 0:
+                raise IndexError(f"{name.lower()}(): Expected reduction dim {ax} to have non-zero size.")
     out = _result(np.asarray(kernel(x, axis=axes, keepdims=keepdim)) if type(x) is np.ndarray
                 else kernel(x, axis=axes, keepdims=keepdim))
     if needs_grad(a):
@@ -248,6 +257,7 @@ def argmax(a: Tensor, dim=None, keepdim: bool = False) -> Tensor:
 
 
 def argmin(a: Tensor, dim=None, keepdim: bool = False) -> Tensor:
+    """Index of the smallest element (of the flattened tensor when dim is None)."""
     x = a._data
     if dim is None:
         return _result(np.asarray(np.argmin(x.reshape(-1))).astype(np.int64))
@@ -281,6 +291,10 @@ def norm(a: Tensor, p="fro", dim=None, keepdim: bool = False, dtype=None) -> Ten
         raise RuntimeError(f"norm: unsupported norm type {p}")
     axes = _dims(dim, a._data.ndim)
     x = a if dtype is None else a.to(dtype)
+    if not x.dtype.is_floating_point:
+        from ._common import _short
+        raise RuntimeError(f"linalg.vector_norm: Expected a floating point or complex tensor as input. "
+                           f"Got {_short(x.dtype)}")
     if p == float("inf"):
         return x.abs().amax(axes if axes is not None else (), keepdim)
     if p == float("-inf"):
@@ -316,6 +330,8 @@ def prod(a: Tensor, dim=None, keepdim: bool = False, *, dtype=None) -> Tensor:
     if x.dtype.kind in "bui":
         x = x.astype(np.int64)
     axis = None if dim is None else _wrap_dim(dim, x.ndim)
+    if x.ndim == 0:
+        axis = None
     out = _result(np.asarray(x.prod(axis=axis, keepdims=keepdim)))
     if needs_grad(a):
         shape = x.shape
@@ -328,10 +344,13 @@ def prod(a: Tensor, dim=None, keepdim: bool = False, *, dtype=None) -> Tensor:
             parts = []
             for i in range(n):  # product of all the others; safe when some elements are zero
                 others = [flat.narrow(ax, j, 1) for j in range(n) if j != i]
+                if not others:  # a single factor: d(prod)/dx = 1
+                    parts.append(flat.narrow(ax, i, 1) * 0 + 1)
+                    continue
                 p = others[0]
                 for o in others[1:]:
                     p = p * o
-                parts.append(p if others else flat.narrow(ax, i, 1) * 0 + 1)
+                parts.append(p)
             from .shape import cat
             d = cat(parts, ax).reshape(shape)
             return _expand_back(g, shape, axes, keepdim) * d
@@ -352,14 +371,17 @@ def cumsum(a: Tensor, dim: int, *, dtype=None) -> Tensor:
 
 
 def all(a: Tensor, dim=None, keepdim: bool = False) -> Tensor:
+    """Whether every element (along dim) is nonzero."""
     return _result(np.asarray(a._data.astype(bool).all(axis=_dims(dim, a._data.ndim), keepdims=keepdim)))
 
 
 def any(a: Tensor, dim=None, keepdim: bool = False) -> Tensor:
+    """Whether some element (along dim) is nonzero."""
     return _result(np.asarray(a._data.astype(bool).any(axis=_dims(dim, a._data.ndim), keepdims=keepdim)))
 
 
 def count_nonzero(a: Tensor, dim=None) -> Tensor:
+    """The number of nonzero elements (along dim)."""
     return _result(np.asarray(np.count_nonzero(a._data, axis=_dims(dim, a._data.ndim))).astype(np.int64))
 
 

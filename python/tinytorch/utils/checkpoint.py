@@ -61,12 +61,10 @@ class CheckpointFunction(Function):
         from ..autograd import backward as autograd_backward
         from ..autograd.grad_mode import enable_grad
         args = list(ctx.inputs)
-        detached = []
         for i, t in zip(ctx.tensor_indices, ctx.saved_tensors):
             d = t.detach()
             d.requires_grad_(t._requires_grad)
             args[i] = d
-            detached.append(d)
         with _preserved_rng(ctx), enable_grad():
             outputs = ctx.run_function(*args)
         outputs = outputs if isinstance(outputs, tuple) else (outputs,)
@@ -76,7 +74,7 @@ class CheckpointFunction(Function):
             raise RuntimeError("none of output has requires_grad=True, this checkpoint() is not necessary")
         # The reentrant call: accumulates into the segment's parameters and into the detached inputs.
         autograd_backward([o for o, _ in pairs], [g for _, g in pairs])
-        return (None, None, None) + tuple(d._grad for d in detached)
+        return (None, None, None) + tuple(a._grad if isinstance(a, Tensor) else None for a in args)
 
 
 def checkpoint(function: Callable, *args: Any, use_reentrant: Optional[bool] = None, context_fn: Any = None,
