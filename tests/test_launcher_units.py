@@ -57,6 +57,12 @@ def test_nproc_per_node_values():
     assert launcher.determine_local_world_size("2") == 2
     with pytest.raises(ValueError):
         launcher.determine_local_world_size("many")
+    gpus = launcher._gpu_count()
+    if gpus == 0:
+        with pytest.raises(ValueError, match="CUDA is not available"):
+            launcher.determine_local_world_size("gpu")
+    else:
+        assert launcher.determine_local_world_size("gpu") == gpus
 
 
 def test_parse_std():
