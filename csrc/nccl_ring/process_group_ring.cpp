@@ -135,7 +135,7 @@ CollectiveCtx ProcessGroupRing::ctx(Opcode opc, uint64_t seq, size_t count, DTyp
   return CollectiveCtx{opc, seq, count, t, op, root, what, d, opts_.segment_bytes};
 }
 
-std::shared_ptr<Work> ProcessGroupRing::submit(bool async_op, const std::string& description, Keep keep,
+std::shared_ptr<Work> ProcessGroupRing::submit(bool async_op, uint64_t seq, const std::string& description, Keep keep,
                                                std::function<void(const std::string&, Deadline)> run) {
   auto work = std::make_shared<Work>(description, rank_, opts_.timeout_s);
   if (keep) work->keep_alive(std::move(keep));
@@ -144,7 +144,7 @@ std::shared_ptr<Work> ProcessGroupRing::submit(bool async_op, const std::string&
     if (stop_)
       throw DistError("rank " + std::to_string(rank_) + ": " + description +
                       ": the process group has been destroyed");
-    queue_.push_back(Job{work, "rank " + std::to_string(rank_) + ": " + description, std::move(run)});
+    queue_.push_back(Job{work, "rank " + std::to_string(rank_) + ": " + description, seq, std::move(run)});
   }
   if (async_op) {
     cv_.notify_all();
@@ -198,6 +198,7 @@ void ProcessGroupRing::execute(Job& job) {
     } catch (const std::exception& e) {
       ErrorKind kind = classify(e);
       std::string msg = root_cause(e.what());
+      if (kind == ErrorKind::Timeout && job.seq != 0) msg += diagnose_timeout(job.seq);
       fail(msg);
       job.work->finish(kind == ErrorKind::None ? ErrorKind::Generic : kind, msg);
     }
@@ -224,6 +225,35 @@ std::string ProcessGroupRing::root_cause(const std::string& own) {
   return own;
 }
 
+std::string ProcessGroupRing::diagnose_timeout(uint64_t seq) {
+  // A neighbour that times out only knows whom it waited on. Every rank that timed out in this
+  // collective says so in the store; after a short grace, the ranks that never did are the ones
+  // that did not reach it at all: the real stragglers.
+  try {
+    store_->set_timeout(2.0);
+    const std::string base = key("timeout/" + std::to_string(seq) + "/");
+    store_->set(base + std::to_string(rank_), "1");
+    std::vector<std::string> keys;
+    for (int r = 0; r < size_; ++r) keys.push_back(base + std::to_string(r));
+    double grace = std::min(2.0, std::max(0.2, opts_.timeout_s * 0.2));
+    try {
+      store_->wait(keys, grace);
+      return "";
+    } catch (const DistTimeoutError&) {
+    }
+    std::string missing;
+    int n = 0;
+    for (int r = 0; r < size_; ++r)
+      if (!store_->check({keys[r]})) missing += (n++ ? ", " : "") + std::to_string(r);
+    if (n == 0) return "";
+    return std::string("\n  ") + (n == 1 ? "rank " : "ranks ") + missing +
+           " never reached this collective (stalled, dead, or issued a different one); the other ranks timed out "
+           "waiting for it";
+  } catch (const std::exception&) {
+    return "";
+  }
+}
+
 void ProcessGroupRing::fail(const std::string& message) {
   broken_ = true;
   broken_reason_ = message;
@@ -246,7 +276,7 @@ void ProcessGroupRing::check_rank(int r, const char* what) const {
 std::shared_ptr<Work> ProcessGroupRing::allreduce(void* buf, size_t count, DType t, ReduceOp op, Keep keep, bool async_op) {
   uint64_t seq = ++seq_;
   auto desc = describe(Opcode::AllReduce, seq, count, t, std::string(", ") + reduce_op_name(op));
-  return submit(async_op, desc, std::move(keep), [=](const std::string& what, Deadline d) {
+  return submit(async_op, seq, desc, std::move(keep), [=](const std::string& what, Deadline d) {
     ring_allreduce(links_.get(), ctx(Opcode::AllReduce, seq, count, t, op, 0, what, d), rank_, size_,
                    static_cast<char*>(buf), count, opts_.small_bytes, scratch_);
   });
@@ -256,7 +286,7 @@ std::shared_ptr<Work> ProcessGroupRing::reduce_scatter(void* out, const void* in
                                                        Keep keep, bool async_op) {
   uint64_t seq = ++seq_;
   auto desc = describe(Opcode::ReduceScatter, seq, count, t, std::string(", ") + reduce_op_name(op));
-  return submit(async_op, desc, std::move(keep), [=](const std::string& what, Deadline d) {
+  return submit(async_op, seq, desc, std::move(keep), [=](const std::string& what, Deadline d) {
     ring_reduce_scatter(links_.get(), ctx(Opcode::ReduceScatter, seq, count, t, op, 0, what, d), rank_, size_,
                         static_cast<char*>(out), static_cast<const char*>(in), count, scratch_);
   });
@@ -265,7 +295,7 @@ std::shared_ptr<Work> ProcessGroupRing::reduce_scatter(void* out, const void* in
 std::shared_ptr<Work> ProcessGroupRing::allgather(void* out, const void* in, size_t count, DType t, Keep keep, bool async_op) {
   uint64_t seq = ++seq_;
   auto desc = describe(Opcode::AllGather, seq, count, t, "");
-  return submit(async_op, desc, std::move(keep), [=](const std::string& what, Deadline d) {
+  return submit(async_op, seq, desc, std::move(keep), [=](const std::string& what, Deadline d) {
     ring_allgather(links_.get(), ctx(Opcode::AllGather, seq, count, t, ReduceOp::SUM, 0, what, d), rank_, size_,
                    static_cast<char*>(out), static_cast<const char*>(in), count);
   });
@@ -275,7 +305,7 @@ std::shared_ptr<Work> ProcessGroupRing::broadcast(void* buf, size_t count, DType
   check_rank(root, "broadcast");
   uint64_t seq = ++seq_;
   auto desc = describe(Opcode::Broadcast, seq, count, t, ", root " + std::to_string(root));
-  return submit(async_op, desc, std::move(keep), [=](const std::string& what, Deadline d) {
+  return submit(async_op, seq, desc, std::move(keep), [=](const std::string& what, Deadline d) {
     ring_broadcast(links_.get(), ctx(Opcode::Broadcast, seq, count, t, ReduceOp::SUM, root, what, d), rank_, size_,
                    static_cast<char*>(buf), count, root);
   });
@@ -286,7 +316,7 @@ std::shared_ptr<Work> ProcessGroupRing::reduce(void* buf, size_t count, DType t,
   uint64_t seq = ++seq_;
   auto desc = describe(Opcode::Reduce, seq, count, t, std::string(", ") + reduce_op_name(op) + ", root " +
                                                           std::to_string(root));
-  return submit(async_op, desc, std::move(keep), [=](const std::string& what, Deadline d) {
+  return submit(async_op, seq, desc, std::move(keep), [=](const std::string& what, Deadline d) {
     // An all-reduce of a copy: only the root's buffer changes, as the API promises.
     const size_t bytes = count * dtype_size(t);
     std::vector<char> tmp(static_cast<char*>(buf), static_cast<char*>(buf) + bytes);
@@ -299,7 +329,7 @@ std::shared_ptr<Work> ProcessGroupRing::reduce(void* buf, size_t count, DType t,
 std::shared_ptr<Work> ProcessGroupRing::barrier(bool async_op) {
   uint64_t seq = ++seq_;
   auto desc = std::string("barrier #") + std::to_string(seq);
-  return submit(async_op, desc, nullptr, [=](const std::string& what, Deadline d) {
+  return submit(async_op, seq, desc, nullptr, [=](const std::string& what, Deadline d) {
     int32_t token = 0;
     ring_allreduce(links_.get(), ctx(Opcode::Barrier, seq, 1, DType::Int32, ReduceOp::SUM, 0, what, d), rank_, size_,
                    reinterpret_cast<char*>(&token), 1, opts_.small_bytes, scratch_);

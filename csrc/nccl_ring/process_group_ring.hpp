@@ -58,19 +58,21 @@ class ProcessGroupRing final : public Backend {
   struct Job {
     std::shared_ptr<Work> work;
     std::string what;
+    uint64_t seq;  // 0 for point-to-point
     std::function<void(const std::string& what, Deadline)> run;
   };
 
   CollectiveCtx ctx(Opcode opc, uint64_t seq, size_t count, DType t, ReduceOp op, int root, const std::string& what,
                     Deadline d) const;
   // Queues a job; a synchronous one (async_op false) is then run by the caller if it is next.
-  std::shared_ptr<Work> submit(bool async_op, const std::string& description, Keep keep,
+  std::shared_ptr<Work> submit(bool async_op, uint64_t seq, const std::string& description, Keep keep,
                                std::function<void(const std::string& what, Deadline)> run);
   void execute(Job& job);
   std::string describe(Opcode opc, uint64_t seq, size_t count, DType t, const std::string& extra) const;
   void progress_loop();
   void fail(const std::string& message);
   std::string root_cause(const std::string& own);
+  std::string diagnose_timeout(uint64_t seq);
   Socket& peer(int p, Deadline deadline, const std::string& what);
   std::string key(const std::string& k) const { return prefix_ + "/" + k; }
   void setup_shm(Deadline deadline);

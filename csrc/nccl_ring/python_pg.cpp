@@ -39,6 +39,20 @@ std::shared_ptr<void> keep(py::object o) {
 
 void* as_ptr(uintptr_t p) { return reinterpret_cast<void*>(p); }
 
+// Python callbacks run on backend threads: with the GIL, and never during interpreter teardown.
+void add_py_callback(Work& w, py::function fn) {
+  auto f = hold(std::move(fn));
+  w.add_callback([f] {
+    if (!interpreter_alive()) return;
+    py::gil_scoped_acquire g;
+    try {
+      (*f)();
+    } catch (py::error_already_set& e) {
+      e.discard_as_unraisable("tinytorch.distributed Work callback");
+    }
+  });
+}
+
 }  // namespace
 
 void bind_process_groups(py::module_& m) {
@@ -49,18 +63,7 @@ void bind_process_groups(py::module_& m) {
       .def("error_kind", [](Work& w) { return static_cast<int>(w.error_kind()); })
       .def("error_message", &Work::error_message)
       .def_property_readonly("description", &Work::description)
-      .def("add_done_callback", [](Work& w, py::function fn) {
-        auto f = hold(std::move(fn));
-        w.add_callback([f] {
-          if (!interpreter_alive()) return;
-          py::gil_scoped_acquire g;
-          try {
-            (*f)();
-          } catch (py::error_already_set& e) {
-            e.discard_as_unraisable("tinytorch.distributed Work callback");
-          }
-        });
-      });
+      .def("add_done_callback", &add_py_callback);
 
   py::class_<Backend, std::shared_ptr<Backend>>(m, "Backend")
       .def_property_readonly("rank", &Backend::rank)
@@ -127,7 +130,35 @@ void bind_process_groups(py::module_& m) {
         return pg.recv(as_ptr(p), n, dtype_from_int(t), src, tag, kk, a);
       });
 
-  bind_nccl(m);
+  py::class_<NcclWork, std::shared_ptr<NcclWork>>(m, "NcclWork")
+      .def("wait_stream", &NcclWork::wait_stream, py::call_guard<py::gil_scoped_release>())
+      .def("synchronize", &NcclWork::synchronize, py::arg("timeout") = -1.0, py::call_guard<py::gil_scoped_release>())
+      .def("is_completed", [](NcclWork& w) { return w.cpu().is_completed(); })
+      .def("is_success", [](NcclWork& w) { return w.cpu().is_success(); })
+      .def("error_kind", [](NcclWork& w) { return static_cast<int>(w.cpu().error_kind()); })
+      .def("error_message", [](NcclWork& w) { return w.cpu().error_message(); })
+      .def_property_readonly("description", [](NcclWork& w) { return w.cpu().description(); })
+      .def("add_done_callback", [](NcclWork& w, py::function fn) { add_py_callback(w.cpu(), std::move(fn)); });
+
+  py::class_<ProcessGroupNCCL, Backend, std::shared_ptr<ProcessGroupNCCL>>(m, "ProcessGroupNCCL")
+      .def(py::init<const std::string&, int, const std::string&, int, int, double, std::vector<std::string>>(),
+           py::arg("store_host"), py::arg("store_port"), py::arg("prefix"), py::arg("rank"), py::arg("size"),
+           py::arg("timeout"), py::arg("library_candidates"), py::call_guard<py::gil_scoped_release>())
+      .def("run", [](ProcessGroupNCCL& pg, int kind, uintptr_t send, uintptr_t recv, size_t count, int t, int op,
+                     int peer, uintptr_t stream, py::object k) {
+        if (kind < 0 || kind > static_cast<int>(ProcessGroupNCCL::Kind::Recv)) throw DistError("bad NCCL op kind");
+        auto kk = keep(std::move(k));
+        py::gil_scoped_release r;
+        return pg.run(static_cast<ProcessGroupNCCL::Kind>(kind), send, recv, count, dtype_from_int(t),
+                      reduce_op_from_int(op), peer, stream, kk);
+      });
+
+  m.def("nccl_load", [](const std::vector<std::string>& candidates) {
+    auto& api = nccl::load(candidates);
+    int version = 0;
+    api.GetVersion(&version);
+    return py::make_tuple(api.nccl_path, version);
+  }, "Load libnccl.so.2 (first loadable candidate, then the system path); returns (path, version).");
 }
 
 }  // namespace tinytorch::dist

@@ -120,6 +120,8 @@ class ShmLinks final : public RingLinks {
   size_t send_some(const char* src, size_t n, size_t elem, const std::string&) override {
     ShmHeader* h = right_seg_->hdr();
     uint64_t used = out_tail_ - h->head.load(std::memory_order_acquire);
+    // Realigning at a collective boundary can leave out_tail_ up to 63 bytes past a full ring.
+    if (used >= cap_) return 0;
     size_t pos = out_tail_ % cap_;
     size_t k = std::min({n, static_cast<size_t>(cap_ - used), cap_ - pos});
     k = k / elem * elem;

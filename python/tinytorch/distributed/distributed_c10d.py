@@ -77,6 +77,7 @@ class ProcessGroup:
         self._timeout = timeout
         self._debug = os.environ.get("TINYTORCH_DISTRIBUTED_DEBUG", os.environ.get("TORCH_DISTRIBUTED_DEBUG", "")).upper() == "DETAIL"
         self._debug_seq = 0
+        self._object_seq = 0
         self._lock = threading.Lock()
 
     def rank(self) -> int:
@@ -115,6 +116,9 @@ class GroupMember:
     NON_GROUP_MEMBER = _NonGroupMember()
 
 
+# torch.distributed.group.WORLD
+group = GroupMember
+
 _state_lock = threading.Lock()
 _default_pg: Optional[ProcessGroup] = None
 _groups: Dict[str, ProcessGroup] = {}
@@ -138,7 +142,9 @@ def is_initialized() -> bool:
 
 def is_nccl_available() -> bool:
     """True if libnccl.so.2 can be loaded."""
-    return bool(_cdist.nccl_available())
+    from . import _nccl
+
+    return _nccl.nccl_available()
 
 
 def _env_int(name: str) -> Optional[int]:
@@ -195,7 +201,7 @@ def _make_backend(backend: str, store: Store, rank: int, size: int, timeout: flo
         )
     from . import _nccl
 
-    return _nccl.make_nccl_backend(store, rank, size, timeout)
+    return _nccl.make_nccl_backend(host, tcp.port, prefix, rank, size, timeout)
 
 
 def init_process_group(
@@ -412,6 +418,11 @@ def _issue(
     finalizers: Optional[List[Callable[[], None]]] = None,
 ) -> Optional[Work]:
     """Run one collective: debug check, host staging for CUDA arrays on the ring backend, then issue."""
+    if g._backend_name == "nccl":
+        for a in arrays:
+            if not _arrays.is_cuda(a):
+                raise ValueError(f"{name}: the NCCL backend needs CUDA tensors, got a cpu tensor; use a 'ring' group "
+                                 "for CPU tensors")
     if g._debug:
         _debug_check(g, fingerprint())
     for t in tensors:
@@ -590,6 +601,8 @@ def barrier(group: Optional[Any] = None, async_op: bool = False, device_ids: Opt
 
 def _p2p(name: str, tensor: Any, peer: int, g: ProcessGroup, tag: int, async_op: bool) -> Work:
     a = _arrays.array_of(tensor)
+    if g._backend_name == "nccl" and not _arrays.is_cuda(a):
+        raise ValueError(f"{name}: the NCCL backend needs CUDA tensors, got a cpu tensor")
     writable = name == "recv"
     _arrays.check_contiguous(a, name, writable=writable)
     t = _arrays.dtype_code(a, name)
@@ -642,3 +655,61 @@ def recv(tensor: Any, src: Optional[int] = None, group: Optional[Any] = None, ta
     if g is not None:
         _p2p("recv", tensor, _group_rank_of(g, "recv", src, group_src, "src"), g, tag, False).wait()
     return int(src) if src is not None else get_global_rank(_resolve(group), int(group_src))  # type: ignore[arg-type]
+
+
+# ------------------------------------------------------------------ Python objects (through the store)
+
+
+def _next_object_seq(g: ProcessGroup) -> int:
+    with g._lock:
+        g._object_seq += 1
+        return g._object_seq
+
+
+def all_gather_object(object_list: List[Any], obj: Any, group: Optional[Any] = None) -> None:
+    """Gather a picklable object from every rank into object_list (small objects: it goes through the store)."""
+    import pickle
+
+    g = _resolve(group)
+    if g is None:
+        return
+    if len(object_list) != g.size():
+        raise ValueError(f"all_gather_object: object_list has {len(object_list)} slots but the group has {g.size()} ranks")
+    seq = _next_object_seq(g)
+    g._store.set(f"obj/{seq}/{g.rank()}", pickle.dumps(obj))
+    for r in range(g.size()):
+        object_list[r] = pickle.loads(g._store.get(f"obj/{seq}/{r}"))
+    g._store.add(f"obj/{seq}/read", 1)
+    if g.rank() == 0 and seq > 1:
+        _cleanup_objects(g, seq - 1)
+
+
+def broadcast_object_list(object_list: List[Any], src: Optional[int] = None, group: Optional[Any] = None,
+                          group_src: Optional[int] = None) -> None:
+    """Replace object_list's items on every rank with rank src's (picklable, small; through the store)."""
+    import pickle
+
+    g = _resolve(group)
+    if g is None:
+        return
+    root = _group_rank_of(g, "broadcast_object_list", src, group_src, "src")
+    seq = _next_object_seq(g)
+    if g.rank() == root:
+        g._store.set(f"obj/{seq}/{root}", pickle.dumps(list(object_list)))
+    else:
+        got = pickle.loads(g._store.get(f"obj/{seq}/{root}"))
+        if len(got) != len(object_list):
+            raise ValueError(f"broadcast_object_list: rank {root} sent {len(got)} objects, this rank's list has "
+                             f"{len(object_list)} slots")
+        object_list[:] = got
+    g._store.add(f"obj/{seq}/read", 1)
+    if g.rank() == 0 and seq > 1:
+        _cleanup_objects(g, seq - 1)
+
+
+def _cleanup_objects(g: ProcessGroup, seq: int) -> None:
+    # Call seq's values may go once every rank has read them (each rank bumps the counter after reading).
+    if int(g._store.add(f"obj/{seq}/read", 0)) >= g.size():
+        for r in range(g.size()):
+            g._store.delete_key(f"obj/{seq}/{r}")
+        g._store.delete_key(f"obj/{seq}/read")

@@ -50,8 +50,12 @@ class TCPStore(_cdist.TCPStore, Store):
         is_master: bool = False,
         timeout: Timeout = default_store_timeout,
         wait_for_workers: bool = True,
+        multi_tenant: bool = False,
         master_listen_fd: Optional[int] = None,
+        use_libuv: bool = True,
     ) -> None:
+        """Start the server (is_master) and connect; multi_tenant and use_libuv are accepted for PyTorch
+        compatibility and ignored (every master runs its own poll() server)."""
         if not is_master and master_listen_fd is not None:
             raise ValueError("master_listen_fd is only meaningful with is_master=True")
         super().__init__(
