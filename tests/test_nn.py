@@ -607,3 +607,59 @@ def test_loss_modules_match_torch(name, kwargs, target):
     ours = getattr(nn, name)(**kwargs)(tinytorch.tensor(x), tinytorch.tensor(y)).detach().numpy()
     theirs = getattr(torch.nn, name)(**kwargs)(torch.tensor(x), torch.tensor(y)).numpy()
     np.testing.assert_allclose(ours, theirs, rtol=1e-5, atol=1e-6)
+
+
+def _hooked_linear(lib):
+    lin = lib.nn.Linear(3, 2)
+    with lib.no_grad():
+        lin.weight.copy_(lib.tensor(np.arange(6.0).reshape(2, 3), dtype=lib.float32))
+        lin.bias.zero_()
+    log = []
+
+    def pre(m, grad_output):
+        log.append(("pre", [g.tolist() for g in grad_output]))
+        return (grad_output[0] * 2,)
+
+    def full(m, grad_input, grad_output):
+        log.append(("full", [None if g is None else g.tolist() for g in grad_input], [g.tolist() for g in grad_output]))
+    lin.register_full_backward_pre_hook(pre)
+    lin.register_full_backward_hook(full)
+    return lin, log
+
+
+def test_full_backward_hooks_by_hand():
+    lin, log = _hooked_linear(tinytorch)
+    x = tinytorch.ones(1, 3, requires_grad=True)
+    lin(x).sum().backward()
+    # grad_output doubled by the pre-hook; grad_input = 2 * ones(1, 2) @ W.
+    assert log == [("pre", [[[1.0, 1.0]]]), ("full", [[[6.0, 10.0, 14.0]]], [[[2.0, 2.0]]])]
+    assert x.grad.tolist() == [[6.0, 10.0, 14.0]] and lin.weight.grad.tolist() == [[2.0] * 3] * 2
+    log.clear()
+    with pytest.warns(UserWarning, match="Full backward hook is firing when gradients are computed with respect to "
+                                         "module outputs"):
+        lin(tinytorch.ones(1, 3)).sum().backward()
+    assert log == [("pre", [[[1.0, 1.0]]]), ("full", [None], [[[2.0, 2.0]]])]
+    # A full hook's result replaces grad_input.
+    lin2 = nn.Linear(2, 2)
+    lin2.register_full_backward_hook(lambda m, gi, go: (gi[0] * 0,))
+    x = tinytorch.ones(1, 2, requires_grad=True)
+    lin2(x).sum().backward()
+    assert x.grad.tolist() == [[0.0, 0.0]] and lin2.weight.grad is not None
+    with tinytorch.no_grad():
+        lin2(x)  # no graph: hooks are not armed and nothing fails
+
+
+def test_full_backward_hooks_match_torch():
+    torch = pytest.importorskip("torch")
+    logs = []
+    for lib in (tinytorch, torch):
+        lin, log = _hooked_linear(lib)
+        x = lib.tensor([[1.0, -2.0, 0.5]], requires_grad=True)
+        (lin(x) ** 2).sum().backward()
+        logs.append((log, x.grad.tolist()))
+    np.testing.assert_allclose(logs[0][1], logs[1][1], rtol=1e-6)
+    (ours, theirs) = (logs[0][0], logs[1][0])
+    assert [e[0] for e in ours] == [e[0] for e in theirs] == ["pre", "full"]
+    np.testing.assert_allclose(ours[0][1], theirs[0][1], rtol=1e-6)  # grad_output seen by the pre-hook
+    np.testing.assert_allclose(ours[1][1], theirs[1][1], rtol=1e-6)  # grad_input
+    np.testing.assert_allclose(ours[1][2], theirs[1][2], rtol=1e-6)  # grad_output after the pre-hook

@@ -6,6 +6,7 @@ from collections import OrderedDict, namedtuple
 from typing import Any, Callable, Iterator
 
 from ..._tensor import Tensor
+from ..._C import _grad_enabled
 from ...autograd.grad_mode import no_grad
 from ...utils.hooks import RemovableHandle
 from ..parameter import Buffer, Parameter
@@ -88,6 +89,8 @@ class Module:
         sa(self, "_state_dict_pre_hooks", OrderedDict())
         sa(self, "_load_state_dict_pre_hooks", OrderedDict())
         sa(self, "_load_state_dict_post_hooks", OrderedDict())
+        sa(self, "_backward_hooks", OrderedDict())
+        sa(self, "_backward_pre_hooks", OrderedDict())
 
     # ---------------------------------------------------------------- registration
     def register_buffer(self, name: str, tensor: Tensor | None, persistent: bool = True) -> None:
@@ -276,7 +279,8 @@ class Module:
         self.__dict__.update(state)
         # Modules pickled by an older layout may lack newer hook dicts.
         for name in ("_forward_pre_hooks", "_forward_hooks", "_state_dict_hooks", "_state_dict_pre_hooks",
-                     "_load_state_dict_pre_hooks", "_load_state_dict_post_hooks"):
+                     "_load_state_dict_pre_hooks", "_load_state_dict_post_hooks", "_backward_hooks",
+                     "_backward_pre_hooks"):
             self.__dict__.setdefault(name, OrderedDict())
         for name in ("_forward_pre_hooks_with_kwargs", "_forward_hooks_with_kwargs",
                      "_forward_hooks_always_called"):
@@ -495,11 +499,33 @@ class Module:
             self._forward_hooks.move_to_end(handle.id, last=False)
         return handle
 
+    def register_full_backward_pre_hook(self, hook: Callable, prepend: bool = False) -> RemovableHandle:
+        """Call hook(module, grad_output) when the gradients w.r.t. the module's outputs are ready (before
+        the module's own backward); a returned tuple replaces grad_output."""
+        handle = RemovableHandle(self._backward_pre_hooks)
+        self._backward_pre_hooks[handle.id] = hook
+        if prepend:
+            self._backward_pre_hooks.move_to_end(handle.id, last=False)
+        return handle
+
+    def register_full_backward_hook(self, hook: Callable, prepend: bool = False) -> RemovableHandle:
+        """Call hook(module, grad_input, grad_output) once the gradients w.r.t. the module's tensor inputs are
+        computed; a returned tuple replaces grad_input."""
+        handle = RemovableHandle(self._backward_hooks)
+        self._backward_hooks[handle.id] = hook
+        if prepend:
+            self._backward_hooks.move_to_end(handle.id, last=False)
+        return handle
+
     def _call_impl(self, *args, **kwargs):
-        pre = self._forward_pre_hooks
-        post = self._forward_hooks
-        if not pre and not post:
+        if not (self._forward_pre_hooks or self._forward_hooks or self._backward_hooks or self._backward_pre_hooks):
             return self.forward(*args, **kwargs)
+        return self._call_with_hooks(args, kwargs)
+
+    __call__ = _call_impl
+
+    def _call_with_hooks(self, args: tuple, kwargs: dict):
+        pre, post = self._forward_pre_hooks, self._forward_hooks
         for hook_id, hook in list(pre.items()):
             if hook_id in self._forward_pre_hooks_with_kwargs:
                 res = hook(self, args, kwargs)
@@ -513,6 +539,11 @@ class Module:
                 res = hook(self, args)
                 if res is not None:
                     args = res if isinstance(res, tuple) else (res,)
+        bw = None
+        if (self._backward_hooks or self._backward_pre_hooks) and _grad_enabled():
+            # Identity nodes around the inputs and outputs call the backward hooks when gradients reach them.
+            bw = _BackwardHook(self)
+            args = bw.setup_input_hook(args)
         called = set()
         try:
             result = self.forward(*args, **kwargs)
@@ -524,7 +555,6 @@ class Module:
                     res = hook(self, args, result)
                 if res is not None:
                     result = res
-            return result
         except Exception:
             # always_call hooks run even when forward (or an earlier hook) raised, as in PyTorch.
             for hook_id, hook in list(post.items()):
@@ -537,8 +567,9 @@ class Module:
                     except Exception:
                         pass
             raise
-
-    __call__ = _call_impl
+        if bw is not None:
+            result = bw.setup_output_hook(result)
+        return result
 
     # ---------------------------------------------------------------- state_dict
     def register_state_dict_pre_hook(self, hook: Callable) -> RemovableHandle:
@@ -722,6 +753,101 @@ class Module:
             else:
                 main_str += "\n  " + "\n  ".join(lines) + "\n"
         return main_str + ")"
+
+
+class _BackwardHook:
+    """Identity autograd nodes around one module call that run its full backward (pre-)hooks, as
+    PyTorch's torch.utils.hooks.BackwardHook does."""
+
+    def __init__(self, module: Module) -> None:
+        self.module = module
+        self.hooks = list(module._backward_hooks.values())
+        self.pre_hooks = list(module._backward_pre_hooks.values())
+        self.n_inputs = 0
+        self.input_positions: list[int] | None = None
+        self.grad_outputs: tuple | None = None
+
+    @staticmethod
+    def _identity(tensors: list, on_backward: Callable):
+        from ...autograd.function import Function
+
+        class BackwardHookFunction(Function):
+            @staticmethod
+            def forward(ctx, *ts):
+                ctx.set_materialize_grads(False)
+                return ts
+
+            @staticmethod
+            def backward(ctx, *grads):
+                return on_backward(grads)
+        return BackwardHookFunction.apply(*tensors)
+
+    def setup_input_hook(self, args: tuple) -> tuple:
+        self.n_inputs = len(args)
+        positions = [i for i, a in enumerate(args) if isinstance(a, Tensor) and a.requires_grad]
+        if not positions or not self.hooks:
+            return args
+        self.input_positions = positions
+        outs = self._identity([args[i] for i in positions], self._on_input_grads)
+        new = list(args)
+        for i, o in zip(positions, outs):
+            new[i] = o
+        return tuple(new)
+
+    def _on_input_grads(self, grads: tuple) -> tuple:
+        full = [None] * self.n_inputs
+        for i, g in zip(self.input_positions, grads):
+            full[i] = g
+        grad_inputs = tuple(full)
+        for hook in self.hooks:
+            res = hook(self.module, grad_inputs, self.grad_outputs)
+            if res is not None:
+                res = tuple(res) if isinstance(res, (tuple, list)) else (res,)
+                if len(res) != len(grad_inputs):
+                    raise RuntimeError(f"Backward hook returned an invalid number of grad_input, got {len(res)}, "
+                                       f"but expected {len(grad_inputs)}")
+                grad_inputs = res
+        return tuple(grad_inputs[i] for i in self.input_positions)
+
+    def setup_output_hook(self, result):
+        single = isinstance(result, Tensor)
+        items = [result] if single else (list(result) if isinstance(result, tuple) else None)
+        if items is None:
+            return result
+        positions = [i for i, r in enumerate(items) if isinstance(r, Tensor) and r.requires_grad]
+        if not positions:
+            return result
+        n_out = len(items)
+
+        def on_output_grads(grads: tuple) -> tuple:
+            full = [None] * n_out
+            for i, g in zip(positions, grads):
+                full[i] = g
+            grad_outputs = tuple(full)
+            for hook in self.pre_hooks:
+                res = hook(self.module, grad_outputs)
+                if res is not None:
+                    grad_outputs = tuple(res) if isinstance(res, (tuple, list)) else (res,)
+            self.grad_outputs = grad_outputs
+            if self.input_positions is None and self.hooks:
+                # No input needs a gradient: the hooks run now, with grad_input all None (PyTorch's rule).
+                import warnings
+                warnings.warn("Full backward hook is firing when gradients are computed with respect to module "
+                              "outputs since no inputs require gradients. See https://docs.pytorch.org/docs/main/"
+                              "generated/torch.nn.Module.html#torch.nn.Module.register_full_backward_hook for more "
+                              "details.", stacklevel=2)
+                none_inputs = (None,) * self.n_inputs
+                for hook in self.hooks:
+                    res = hook(self.module, none_inputs, grad_outputs)
+                    if res is not None and not all(r is None for r in res):
+                        raise RuntimeError("Backward hook for Modules where no input requires gradient should "
+                                           "always return None or None for all gradients.")
+            return tuple(grad_outputs[i] for i in positions)
+
+        outs = self._identity([items[i] for i in positions], on_output_grads)
+        for i, o in zip(positions, outs):
+            items[i] = o
+        return items[0] if single else tuple(items)
 
 
 def _copy_into(dst: Tensor, src: Tensor) -> None:
