@@ -198,3 +198,57 @@ def test_current_node_inside_backward():
     x = torch.ones(1, requires_grad=True)
     Probe.apply(x).sum().backward()
     assert seen == ["ProbeBackward"] and autograd.graph.current_node() is None
+
+
+def test_hook_changing_the_size_is_an_error():
+    def myhook(g):
+        return torch.ones(3)
+
+    x = torch.ones(2, requires_grad=True)
+    x.register_hook(myhook)
+    with pytest.raises(RuntimeError, match="hook 'myhook' has changed the size of value"):
+        (x * 2).sum().backward()
+    y = torch.ones(2, requires_grad=True)
+    z = y * 2
+    z.grad_fn.register_prehook(lambda g: (torch.ones(3),))
+    with pytest.raises(RuntimeError, match="hook '<lambda>' has changed the size of value"):
+        z.sum().backward()
+
+
+def test_node_hook_returning_wrong_count_is_an_error():
+    y = torch.ones(2, requires_grad=True)
+    z = y * 2
+    z.grad_fn.register_prehook(lambda g: (g[0], g[0]))
+    with pytest.raises(RuntimeError, match=r"hook '<lambda>' has returned an incorrect number of values "
+                                           r"\(got 2, but expected 1\)"):
+        z.sum().backward()
+
+
+def test_hooks_may_remove_themselves_while_running():
+    calls = []
+    x = torch.ones(2, requires_grad=True)
+    y = x * 2
+    handles = {}
+
+    def once(g):
+        calls.append("tensor")
+        handles["t"].remove()
+
+    def once_pre(g):
+        calls.append("pre")
+        handles["p"].remove()
+
+    handles["t"] = y.register_hook(once)
+    y.register_hook(lambda g: calls.append("second tensor hook"))
+    handles["p"] = y.grad_fn.register_prehook(once_pre)
+    y.sum().backward(retain_graph=True)
+    y.sum().backward()
+    assert calls == ["tensor", "second tensor hook", "pre", "second tensor hook"]
+
+
+def test_node_hooks_may_return_lists():
+    x = torch.ones(2, requires_grad=True)
+    y = x * 3
+    y.grad_fn.register_prehook(lambda gouts: [gouts[0] * 2])
+    y.sum().backward()
+    assert torch.allclose(x.grad, torch.full((2,), 6.0))

@@ -471,19 +471,58 @@ void Engine::queue_callback(py::object callback) {
 
 namespace {
 
+// A snapshot of a hook dict's values: a hook may remove itself (handle.remove()) while it runs,
+// and a dict must not change size while it is being iterated.
+py::list hook_list(const py::object& hooks) {
+  PyObject* values = PyDict_Values(hooks.ptr());
+  if (!values) throw py::error_already_set();
+  return py::reinterpret_steal<py::list>(values);
+}
+
+std::string hook_name(const py::handle& hook) {
+  return py::hasattr(hook, "__name__") ? py::str(hook.attr("__name__")).cast<std::string>()
+                                       : py::repr(hook).cast<std::string>();
+}
+
+void check_same_size(const py::handle& hook, const py::object& before, const py::object& after) {
+  if (!before || before.is_none() || after.is_none()) return;
+  if (!before.attr("shape").equal(after.attr("shape")))
+    throw std::runtime_error("hook '" + hook_name(hook) + "' has changed the size of value");
+}
+
+// What a node pre-/post-hook returned: None (keep), or one value per gradient (replace).
+void replace_from_hook(const py::handle& hook, const py::object& result, std::vector<py::object>& values,
+                       bool check_sizes) {
+  if (result.is_none()) return;
+  py::tuple replaced(result);  // accepts a tuple or a list
+  if (replaced.size() != values.size()) {
+    throw std::runtime_error("hook '" + hook_name(hook) + "' has returned an incorrect number of values (got " +
+                             std::to_string(replaced.size()) + ", but expected " + std::to_string(values.size()) +
+                             ")");
+  }
+  for (size_t i = 0; i < values.size(); ++i) {
+    py::object value = replaced[i];
+    if (check_sizes) check_same_size(hook, values[i], value);
+    values[i] = std::move(value);
+  }
+}
+
 // Tensor hooks (and retain_grad) see the gradient of each forward output before the node runs.
 void call_tensor_pre_hooks(Node* fn, std::vector<py::object>& inputs) {
   for (uint32_t i = 0; i < inputs.size(); ++i) {
     py::object hooks = fn->tensor_pre_hooks(i);
     if (hooks && !hooks.is_none() && inputs[i] && !inputs[i].is_none()) {
-      for (auto item : py::reinterpret_borrow<py::dict>(hooks)) {
-        py::object result = py::reinterpret_borrow<py::object>(item.second)(inputs[i]);
-        if (!result.is_none()) inputs[i] = std::move(result);
+      for (auto hook : hook_list(hooks)) {
+        py::object result = hook(inputs[i]);
+        if (result.is_none()) continue;
+        check_same_size(hook, inputs[i], result);
+        inputs[i] = std::move(result);
       }
     }
   }
   if (fn->retains_grad_hooks) {
-    for (auto item : py::reinterpret_borrow<py::dict>(fn->retains_grad_hooks)) {
+    py::dict by_index = py::reinterpret_borrow<py::dict>(fn->retains_grad_hooks);
+    for (auto item : py::dict(by_index)) {  // a copy, for the same reason as hook_list
       uint32_t index = item.first.cast<uint32_t>();
       if (index < inputs.size() && inputs[index] && !inputs[index].is_none())
         py::reinterpret_borrow<py::object>(item.second)(inputs[index]);
@@ -495,27 +534,13 @@ void call_tensor_pre_hooks(Node* fn, std::vector<py::object>& inputs) {
 
 std::vector<py::object> Engine::call_function(GraphTask& graph_task, Node* fn, std::vector<py::object>& inputs) {
   if (fn->pre_hooks) {
-    for (auto item : py::reinterpret_borrow<py::dict>(fn->pre_hooks)) {
-      py::object result = py::reinterpret_borrow<py::object>(item.second)(as_tuple(inputs));
-      if (!result.is_none()) {
-        py::tuple replaced = py::reinterpret_borrow<py::tuple>(result);
-        if (replaced.size() != inputs.size())
-          throw std::runtime_error("pre-hook of " + fn->name() + " returned the wrong number of gradients");
-        for (size_t i = 0; i < inputs.size(); ++i) inputs[i] = replaced[i];
-      }
-    }
+    for (auto hook : hook_list(fn->pre_hooks)) replace_from_hook(hook, hook(as_tuple(inputs)), inputs, true);
   }
   std::vector<py::object> outputs = fn->apply(inputs);
   if (anomaly_enabled.load() && anomaly_check_nan.load() && check_nan_fn) check_nan_fn(fn->name(), as_tuple(outputs));
   if (fn->post_hooks) {
-    for (auto item : py::reinterpret_borrow<py::dict>(fn->post_hooks)) {
-      py::object result = py::reinterpret_borrow<py::object>(item.second)(as_tuple(outputs), as_tuple(inputs));
-      if (!result.is_none()) {
-        py::tuple replaced = py::reinterpret_borrow<py::tuple>(result);
-        if (replaced.size() != outputs.size())
-          throw std::runtime_error("post-hook of " + fn->name() + " returned the wrong number of gradients");
-        for (size_t i = 0; i < outputs.size(); ++i) outputs[i] = replaced[i];
-      }
+    for (auto hook : hook_list(fn->post_hooks)) {
+      replace_from_hook(hook, hook(as_tuple(outputs), as_tuple(inputs)), outputs, false);
     }
   }
   return outputs;
