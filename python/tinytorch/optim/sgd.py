@@ -3,7 +3,10 @@ from __future__ import annotations
 
 from typing import Any, Callable
 
+import numpy as np
+
 from .._tensor import _wrap
+from .adam import _BLOCK
 from .optimizer import Optimizer, _group_params_with_grad, _on_device, _use_closure, _xp, required
 
 __all__ = ["SGD"]
@@ -52,21 +55,39 @@ class SGD(Optimizer):
                     # Without momentum SGD keeps no per-parameter state (nor an empty entry), as PyTorch.
                     state = self.state[p] if momentum != 0 else None
                     buf = state.get("momentum_buffer") if momentum != 0 else None
-                    new_buf = _sgd_update(self, p._data, p._grad._data, buf, lr, momentum, dampening, wd, nesterov,
-                                          maximize)
-                    if momentum != 0 and buf is None:
-                        state["momentum_buffer"] = _wrap(new_buf)
-                    elif buf is not None:
+                    first = momentum != 0 and buf is None
+                    if first:
+                        # The first step's buffer is the effective gradient itself; filled by the update.
+                        buf = state["momentum_buffer"] = _wrap(_xp(p._data).empty_like(p._data))
+                    _sgd_update(self, p._data, p._grad._data, None if buf is None else buf._data, first, lr,
+                                momentum, dampening, wd, nesterov, maximize)
+                    if buf is not None:
                         buf._bump_version()
                     p._bump_version()
         return loss
 
 
-def _sgd_update(opt: Optimizer, p, g, buf, lr: float, momentum: float, dampening: float, wd: float,
-                nesterov: bool, maximize: bool):
-    """The update on raw arrays with one scratch array; returns the momentum buffer array (new or updated)."""
-    xp = _xp(p)
-    s = opt._scratch_like(p)
+def _sgd_update(opt: Optimizer, p, g, buf, first: bool, lr: float, momentum: float, dampening: float, wd: float,
+                nesterov: bool, maximize: bool) -> None:
+    """The update on raw arrays (p and buf written in place); CPU arrays go block by block so that the
+    passes over one block stay in cache (see adam._BLOCK)."""
+    arrays = (p, g) if buf is None else (p, g, buf)
+    n = p.size
+    if type(p) is not np.ndarray or n <= _BLOCK or not all(a.flags.c_contiguous for a in arrays):
+        _sgd_block(_xp(p), p, g, buf, opt._scratch_like(p), first, lr, momentum, dampening, wd, nesterov, maximize)
+        return
+    flat = [a.reshape(-1) for a in arrays]
+    scratch = opt._scratch_like(np.empty(0, p.dtype), _BLOCK)
+    for start in range(0, n, _BLOCK):
+        stop = min(start + _BLOCK, n)
+        blocks = [a[start:stop] for a in flat]
+        _sgd_block(np, blocks[0], blocks[1], blocks[2] if buf is not None else None, scratch[:stop - start], first,
+                   lr, momentum, dampening, wd, nesterov, maximize)
+
+
+def _sgd_block(xp, p, g, buf, s, first: bool, lr: float, momentum: float, dampening: float, wd: float,
+               nesterov: bool, maximize: bool) -> None:
+    """One block of the update through the scratch block s."""
     # d is the effective gradient: g itself when nothing changes it (no copy), else built in s.
     if wd != 0:
         xp.multiply(p, wd, out=s)
@@ -77,34 +98,26 @@ def _sgd_update(opt: Optimizer, p, g, buf, lr: float, momentum: float, dampening
         d = s
     else:
         d = g
-    buf_arr = None
     if momentum != 0:
-        if buf is None:
-            buf_arr = d.copy()
+        if first:
+            buf[...] = d
+        elif dampening == 0:
+            xp.multiply(buf, momentum, out=buf)
+            xp.add(buf, d, out=buf)
+        elif dampening == 1:
+            xp.multiply(buf, momentum, out=buf)
         else:
-            buf_arr = buf._data
-            if dampening == 0:
-                xp.multiply(buf_arr, momentum, out=buf_arr)
-                xp.add(buf_arr, d, out=buf_arr)
-            elif dampening == 1:
-                xp.multiply(buf_arr, momentum, out=buf_arr)
-            else:
-                # buf = m*buf + (1-damp)*d = (1-damp) * (m/(1-damp)*buf + d), with no second temporary.
-                xp.multiply(buf_arr, momentum / (1 - dampening), out=buf_arr)
-                xp.add(buf_arr, d, out=buf_arr)
-                xp.multiply(buf_arr, 1 - dampening, out=buf_arr)
+            # buf = m*buf + (1-damp)*d = (1-damp) * (m/(1-damp)*buf + d), with no second temporary.
+            xp.multiply(buf, momentum / (1 - dampening), out=buf)
+            xp.add(buf, d, out=buf)
+            xp.multiply(buf, 1 - dampening, out=buf)
         if nesterov:
             # p -= lr * (d + m*buf), as two scaled subtractions through the one scratch array.
-            if d is s:
-                xp.multiply(s, lr, out=s)
-                xp.subtract(p, s, out=p)
-            else:
-                xp.multiply(d, lr, out=s)
-                xp.subtract(p, s, out=p)
-            xp.multiply(buf_arr, lr * momentum, out=s)
+            xp.multiply(d, lr, out=s)
             xp.subtract(p, s, out=p)
-            return buf_arr
-        d = buf_arr
+            xp.multiply(buf, lr * momentum, out=s)
+            xp.subtract(p, s, out=p)
+            return
+        d = buf
     xp.multiply(d, lr, out=s)
     xp.subtract(p, s, out=p)
-    return buf_arr
