@@ -3,9 +3,11 @@ beside PyTorch's DDP on gloo (when torch is importable), in one run.
 
     python benchmarks/ddp.py [--steps 12] [--warmup 3] [--workloads W2 W3] [--caps 1 4 25 all]
 
-Every configuration starts 2 fresh processes (1 BLAS thread each: 2 ranks share the 2 cores).
-"alone" runs the same 2 processes at the same time with no process group, so it sees the same CPU
-contention. Step = zero_grad, forward, cross-entropy, backward, AdamW step; per-rank batch as in W2/W3.
+Per workload, one pair of processes (1 BLAS thread each: 2 ranks share the 2 cores) builds every
+configuration (tinytorch alone, tinytorch DDP at each bucket cap, PyTorch alone, PyTorch DDP on gloo)
+from the same weights and steps them round-robin, one step each per round, so load changes on the
+machine hit all configurations alike. "alone" is both ranks training without communication at the same
+time, so it sees the same CPU contention. Step = zero_grad, forward, cross-entropy, backward, AdamW step; per-rank batch as in W2/W3.
 Reported: median step time on rank 0; for tinytorch, the median share of all-reduce time hidden behind
 backward (DDP's last_step_stats). Writes JSON, a PNG timeline of one W3 step (backward nodes and bucket
 all-reduces of both ranks on one axis) with its Chrome trace, and a plot of step time against bucket_cap_mb.
@@ -44,64 +46,75 @@ def _worker(rank: int, world: int, port: int, cfg: Dict[str, Any], q: Any) -> No
 
 
 def _run(rank: int, world: int, port: int, cfg: Dict[str, Any]) -> Dict[str, Any]:
+    """Build every configuration of one workload in this process and step them round-robin, so that load
+    changes on the machine hit all of them alike."""
     import models
-    import numpy as np
 
-    backend, workload, mode = cfg["backend"], cfg["workload"], cfg["mode"]
-    if backend == "torch":
-        import torch
-        torch.set_num_threads(1)
-        import torch.distributed as dist
-        from torch.nn.parallel import DistributedDataParallel as DDP
-    else:
-        import tinytorch as torch
-        import tinytorch.distributed as dist
-        import tinytorch.nn  # noqa: F401
-        from tinytorch.nn.parallel import DistributedDataParallel as DDP
-    torch.manual_seed(0)
-    model = (models.mlp if workload == "W2" else models.gpt)(torch)
-    train = model
-    if mode == "ddp":
-        dist.init_process_group("gloo" if backend == "torch" else "ring", init_method=f"tcp://127.0.0.1:{port}",
-                                rank=rank, world_size=world)
-        if backend == "torch":
-            train = DDP(model)
-        else:
-            cap = cfg["cap_mb"]
-            train = DDP(model, bucket_cap_mb=cap, first_bucket_cap_mb=cap if cap >= ONE_BUCKET else None)
+    import tinytorch
+    import tinytorch.distributed as tdist
+    import tinytorch.nn  # noqa: F401
+    from tinytorch.nn.parallel import DistributedDataParallel as TDDP
+    from tinytorch.profiler import profile
+
+    workload = cfg["workload"]
+    build = models.mlp if workload == "W2" else models.gpt
     x_np, y_np = models.batch(workload, seed=rank)
-    x, y = torch.from_numpy(x_np), torch.from_numpy(y_np)
-    opt = torch.optim.AdamW(model.parameters(), lr=1e-3)
-    F = torch.nn.functional
-    times, stats = [], []
-    prof = None
-    profile_step = cfg["steps"] - 1 if cfg.get("profile") else -1
+    tdist.init_process_group("ring", init_method=f"tcp://127.0.0.1:{port}", rank=rank, world_size=world)
+    runners = []  # (label, module to call, optimizer, torch-like module, DDP or None)
+
+    def add(label: str, lib: Any, wrap: Any) -> None:
+        lib.manual_seed(0)
+        model = build(lib)
+        train = wrap(model) if wrap is not None else model
+        opt = lib.optim.AdamW(model.parameters(), lr=1e-3)
+        x, y = lib.from_numpy(x_np), lib.from_numpy(y_np)
+        runners.append((label, train, opt, lib, x, y, train if wrap is not None and lib is tinytorch else None))
+
+    add("tinytorch alone", tinytorch, None)
+    for cap in cfg["caps"]:
+        label = "all" if cap >= ONE_BUCKET else f"{cap:g}"
+        add(f"tinytorch DDP {label}", tinytorch,
+            lambda m, cap=cap: TDDP(m, bucket_cap_mb=cap, first_bucket_cap_mb=cap if cap >= ONE_BUCKET else None))
+    if cfg["torch"]:
+        import torch
+        import torch.distributed as pdist
+        from torch.nn.parallel import DistributedDataParallel as PDDP
+
+        torch.set_num_threads(1)
+        pdist.init_process_group("gloo", init_method=f"tcp://127.0.0.1:{cfg['torch_port']}", rank=rank,
+                                 world_size=world)
+        add("torch alone", torch, None)
+        add("torch DDP gloo", torch, PDDP)
+    times: Dict[str, List[float]] = {r[0]: [] for r in runners}
+    stats: Dict[str, List[Dict[str, Any]]] = {r[0]: [] for r in runners if r[6] is not None}
+    events: Dict[str, Any] = {}
+    traces: Dict[str, str] = {}
     for step in range(cfg["steps"]):
-        if step == profile_step:
-            from tinytorch.profiler import profile
-            prof = profile()
-            prof.start()
-        t0 = time.perf_counter()
-        opt.zero_grad()
-        loss = F.cross_entropy(train(x), y)
-        loss.backward()
-        opt.step()
-        loss.item()
-        times.append(time.perf_counter() - t0)
-        if prof is not None:
-            prof.stop()
-        if mode == "ddp" and backend == "tinytorch":
-            stats.append(train.last_step_stats)
-    out: Dict[str, Any] = {"times": times, "stats": stats}
-    if prof is not None:
-        path = os.path.join(cfg["out_dir"], f"ddp_w3_trace_rank{rank}.json")
-        prof.export_chrome_trace(path)
-        out["trace"] = path
-        out["events"] = [(e.name, e.cat, e.start_ns, e.end_ns, e.track) for e in prof.events()
-                         if e.cat in ("backward", "comm", "ddp")]
-    if mode == "ddp":
-        dist.destroy_process_group()
-    return out
+        for label, train, opt, lib, x, y, ddp in runners:
+            prof = profile() if (step == cfg["steps"] - 1 and ddp is not None and cfg["profile"]) else None
+            if prof is not None:
+                prof.start()
+            t0 = time.perf_counter()
+            opt.zero_grad()
+            loss = lib.nn.functional.cross_entropy(train(x), y)
+            loss.backward()
+            opt.step()
+            loss.item()
+            times[label].append(time.perf_counter() - t0)
+            if prof is not None:
+                prof.stop()
+                safe = label.replace(" ", "_")
+                path = os.path.join(cfg["out_dir"], f"ddp_{workload.lower()}_{safe}_rank{rank}.json")
+                prof.export_chrome_trace(path)
+                traces[label] = path
+                events[label] = [(e.name, e.cat, e.start_ns, e.end_ns, e.track) for e in prof.events()
+                                 if e.cat in ("backward", "comm", "ddp")]
+            if ddp is not None:
+                stats[label].append(ddp.last_step_stats)
+    tdist.destroy_process_group()
+    if cfg["torch"]:
+        pdist.destroy_process_group()
+    return {"times": times, "stats": stats, "events": events, "traces": traces}
 
 
 def spawn(cfg: Dict[str, Any], world: int = 2, timeout: float = 900.0) -> List[Dict[str, Any]]:
@@ -109,6 +122,7 @@ def spawn(cfg: Dict[str, Any], world: int = 2, timeout: float = 900.0) -> List[D
     ctx = mp.get_context("spawn")
     q = ctx.Queue()
     port = _free_port()
+    cfg = dict(cfg, torch_port=_free_port())
     procs = [ctx.Process(target=_worker, args=(r, world, port, cfg, q), daemon=True) for r in range(world)]
     for p in procs:
         p.start()
@@ -135,10 +149,6 @@ def spawn(cfg: Dict[str, Any], world: int = 2, timeout: float = 900.0) -> List[D
             if p.is_alive():
                 p.kill()
     return results
-
-
-def _median_ms(res: Dict[str, Any], warmup: int) -> float:
-    return 1e3 * statistics.median(res["times"][warmup:])
 
 
 def _timeline(path: str, ranks: List[Dict[str, Any]]) -> None:
@@ -176,26 +186,28 @@ def main(argv: Optional[List[str]] = None) -> Dict[str, Any]:
     results: Dict[str, Any] = {"steps": args.steps, "warmup": args.warmup, "ranks": 2, "cpus": os.cpu_count(),
                                "load_avg_start": os.getloadavg(), "workloads": {}}
     base = {"steps": args.steps, "out_dir": args.out_dir}
+    results["method"] = ("one pair of processes per workload; every configuration built in both and stepped "
+                         "round-robin (one step each per round); medians over rounds after warmup, rank 0")
     print(f"{'workload':8} {'config':26} {'step ms':>9} {'comm ms':>8} {'hidden':>7} {'buckets':>8}")
     for w in args.workloads:
-        row: Dict[str, Any] = {"sweep": {}}
-        alone = spawn(dict(base, backend="tinytorch", workload=w, mode="alone"))
-        row["tinytorch_alone_ms"] = _median_ms(alone[0], args.warmup)
-        print(f"{w:8} {'tinytorch alone':26} {row['tinytorch_alone_ms']:9.1f}")
+        res = spawn(dict(base, workload=w, caps=caps, torch=have_torch, profile=True))
+        r0 = res[0]
+        med = {label: 1e3 * statistics.median(t[args.warmup:]) for label, t in r0["times"].items()}
+        row: Dict[str, Any] = {"sweep": {}, "tinytorch_alone_ms": med["tinytorch alone"]}
+        print(f"{w:8} {'tinytorch alone':26} {med['tinytorch alone']:9.1f}")
         for cap in caps:
             label = "all" if cap >= ONE_BUCKET else f"{cap:g}"
-            res = spawn(dict(base, backend="tinytorch", workload=w, mode="ddp", cap_mb=cap,
-                             profile=(w == "W3")))
-            st = res[0]["stats"][args.warmup:]
-            entry = {"step_ms": _median_ms(res[0], args.warmup),
-                     "step_ms_rank1": _median_ms(res[1], args.warmup),
+            key = f"tinytorch DDP {label}"
+            st = r0["stats"][key][args.warmup:]
+            entry = {"step_ms": med[key],
+                     "step_ms_rank1": 1e3 * statistics.median(res[1]["times"][key][args.warmup:]),
                      "comm_ms": statistics.median(s["comm_ms"] for s in st),
                      "overlapped_ms": statistics.median(s["overlapped_ms"] for s in st),
+                     "exposed_ms": statistics.median(s["exposed_ms"] for s in st),
                      "overlap_fraction": statistics.median(s["overlap_fraction"] for s in st),
-                     "num_buckets": st[-1]["num_buckets"], "bucket_bytes": st[-1]["bucket_bytes"]}
-            if w == "W3":
-                entry["_events"] = [r["events"] for r in res]
-                entry["traces"] = [r["trace"] for r in res]
+                     "completion_uncertainty_ms": statistics.median(s["completion_uncertainty_ms"] for s in st),
+                     "num_buckets": st[-1]["num_buckets"], "bucket_bytes": st[-1]["bucket_bytes"],
+                     "_events": [r["events"][key] for r in res], "traces": [r["traces"][key] for r in res]}
             row["sweep"][label] = entry
             print(f"{w:8} {'tinytorch DDP cap ' + label + ' MB':26} {entry['step_ms']:9.1f} {entry['comm_ms']:8.1f} "
                   f"{entry['overlap_fraction']:7.0%} {entry['num_buckets']:8d}")
@@ -204,14 +216,13 @@ def main(argv: Optional[List[str]] = None) -> Dict[str, Any]:
         row["best_overlap_cap"] = best
         row["best_overlap_fraction"] = row["sweep"][best]["overlap_fraction"]
         if have_torch:
-            talone = spawn(dict(base, backend="torch", workload=w, mode="alone"))
-            tddp = spawn(dict(base, backend="torch", workload=w, mode="ddp"))
-            row["torch_alone_ms"] = _median_ms(talone[0], args.warmup)
-            row["torch_ddp_ms"] = _median_ms(tddp[0], args.warmup)
+            row["torch_alone_ms"] = med["torch alone"]
+            row["torch_ddp_ms"] = med["torch DDP gloo"]
             row["ratio_ddp_vs_torch_ddp"] = row["tinytorch_ddp_ms"] / row["torch_ddp_ms"]
             print(f"{w:8} {'torch alone':26} {row['torch_alone_ms']:9.1f}")
             print(f"{w:8} {'torch DDP gloo (25 MB)':26} {row['torch_ddp_ms']:9.1f}")
-            print(f"{w:8} tinytorch DDP / torch DDP = {row['ratio_ddp_vs_torch_ddp']:.2f} (target <= 0.70)")
+            print(f"{w:8} tinytorch DDP (25 MB) / torch DDP = {row['ratio_ddp_vs_torch_ddp']:.2f} (target <= 0.70); "
+                  f"best hidden share {row['best_overlap_fraction']:.0%} at cap {best} MB")
         results["workloads"][w] = row
     results["load_avg_end"] = os.getloadavg()
 
@@ -242,6 +253,7 @@ def main(argv: Optional[List[str]] = None) -> Dict[str, Any]:
         merged = os.path.join(args.out_dir, "ddp_w3_trace.json")
         merge_chrome_traces(e["traces"], merged)
         results["timeline_png"], results["chrome_trace"] = png, merged
+    for row in results["workloads"].values():
         for ent in row["sweep"].values():
             ent.pop("_events", None)
     path = os.path.join(args.out_dir, "ddp.json")

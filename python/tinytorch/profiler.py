@@ -78,8 +78,6 @@ class profile:
         self.record_forward, self.record_backward = record_forward, record_backward
         self._events: List[Event] = []
         self._fwd: List[tuple] = []
-        self._marks: Dict[int, List[int]] = {}
-        self._last: Dict[int, int] = {}
         self._engine: List[tuple] = []
         self._lock = threading.Lock()
         self._rank = 0

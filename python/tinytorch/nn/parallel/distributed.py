@@ -196,8 +196,9 @@ class DistributedDataParallel(Module):
 
     @property
     def last_step_stats(self) -> Dict[str, Any]:
-        """Communication of the last synchronized backward: comm_ms, overlapped_ms (hidden behind backward),
-        overlap_fraction, exposed_ms, num_buckets, bucket_bytes."""
+        """Communication of the last synchronized backward: comm_ms (all-reduce busy time), overlapped_ms (the part
+        before the last gradient was ready, i.e. hidden behind backward), overlap_fraction, exposed_ms, num_buckets,
+        bucket_bytes, completion_uncertainty_ms (completion times are bracketed by polls, not called back)."""
         return dict(self.reducer.last_step_stats)
 
     def __del__(self) -> None:

@@ -342,14 +342,15 @@ class Reducer:
 
     def _search_unused(self, outputs: Any) -> List[int]:
         """Parameters whose AccumulateGrad node is unreachable from the outputs' grad_fn."""
-        roots = []
+        roots: List[Any] = []
+        direct = set()  # leaves returned as outputs themselves get their gradient without a graph
 
         def collect(o: Any) -> None:
             if isinstance(o, Tensor):
                 if o._grad_fn is not None:
                     roots.append(o._grad_fn)
                 elif o._requires_grad:
-                    roots.append(o._grad_acc) if o._grad_acc is not None else None
+                    direct.add(id(o))
             elif isinstance(o, (list, tuple)):
                 for x in o:
                     collect(x)
@@ -358,24 +359,18 @@ class Reducer:
                     collect(x)
 
         collect(outputs)
-        seen = set()
-        stack = [r for r in roots if r is not None]
-        for r in stack:
-            seen.add(id(r))
+        seen = {id(r) for r in roots}
+        stack = list(roots)
+        visited = list(roots)  # holds every node visited, so no id() is reused during the walk
         while stack:
             node = stack.pop()
             for nxt, _ in node.next_functions:
                 if nxt is not None and id(nxt) not in seen:
                     seen.add(id(nxt))
                     stack.append(nxt)
-        unused = []
-        for i, p in enumerate(self.params):
-            acc = p._grad_acc
-            if acc is None or id(acc) not in seen:
-                unused.append(i)
-        # Directly returned leaves count as used.
-        direct = {id(x) for x in (outputs if isinstance(outputs, (list, tuple)) else [outputs])}
-        return [i for i in unused if id(self.params[i]) not in direct]
+                    visited.append(nxt)
+        return [i for i, p in enumerate(self.params)
+                if id(p) not in direct and (p._grad_acc is None or id(p._grad_acc) not in seen)]
 
     def _ensure_prior_reduction_finished(self) -> None:
         if not self.require_finalize:
@@ -610,7 +605,11 @@ class Reducer:
         self.num_syncs += 1
         self._record_stats(bwd_end)
 
-    def _record_stats(self, bwd_end: int) -> None:
+    def _record_stats(self, finalize_start: int) -> None:
+        # Backward's compute is over once the last gradient is ready; time spent after that (issuing the last
+        # all-reduce, the engine reaching its final callback) hides nothing, so overlap is counted up to there.
+        readies = [b.ready_ns for b in self.buckets]
+        bwd_end = max(readies) if readies and min(readies) > 0 else finalize_start
         spans, prev = [], 0
         for b in self.buckets:
             # Buckets run one after another on the communication thread: completions are ordered.
@@ -628,7 +627,7 @@ class Reducer:
             "exposed_ms": (comm - overlapped) / 1e6,
             "num_buckets": len(self.buckets),
             "bucket_bytes": [b.nbytes for b in self.buckets],
-            "first_launch_to_backward_end_ms": (bwd_end - first_launch) / 1e6,
+            "first_launch_to_last_grad_ms": (bwd_end - first_launch) / 1e6,
             "completion_uncertainty_ms": uncertainty,
         }
         from ... import profiler
