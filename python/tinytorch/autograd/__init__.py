@@ -16,6 +16,7 @@ _TensorOrTensors = Union[Tensor, Sequence[Tensor]]
 
 
 def _tensors(x) -> tuple:
+    """A tensor or a sequence of tensors, as a tuple."""
     if isinstance(x, Tensor):
         return (x,)
     return tuple(x)
@@ -109,11 +110,11 @@ def grad(outputs: _TensorOrTensors, inputs: _TensorOrTensors, grad_outputs=None,
     return tuple(result)
 
 
-from . import graph  # noqa: E402
+from . import functional, graph  # noqa: E402
 from .anomaly_mode import detect_anomaly, set_detect_anomaly  # noqa: E402
 from .function import Function, FunctionCtx, once_differentiable  # noqa: E402
 from .gradcheck import gradcheck, gradgradcheck  # noqa: E402
 
-__all__ = ["backward", "grad", "Function", "FunctionCtx", "once_differentiable", "gradcheck", "gradgradcheck",
-           "detect_anomaly", "set_detect_anomaly", "graph", "no_grad", "enable_grad", "set_grad_enabled",
+__all__ = ["backward", "grad", "functional", "Function", "FunctionCtx", "once_differentiable", "gradcheck",
+           "gradgradcheck", "detect_anomaly", "set_detect_anomaly", "graph", "no_grad", "enable_grad", "set_grad_enabled",
            "inference_mode", "is_grad_enabled", "is_inference_mode_enabled"]
