@@ -138,8 +138,9 @@ def var(a: Tensor, dim=None, unbiased=None, keepdim: bool = False, *, correction
     mu = xw.mean(axis=axes, keepdims=True)
     d = xw - mu
     denom = builtins.max(n - correction, 0)
-    out = _result(((d * d).sum(axis=axes, keepdims=keepdim) / denom).astype(x.dtype, copy=False)
-                if denom > 0 else np.full((d * d).sum(axis=axes, keepdims=keepdim).shape, np.nan, x.dtype))
+    ss = (d * d).sum(axis=axes, keepdims=keepdim)
+    out = _result((ss / denom).astype(x.dtype, copy=False) if denom > 0
+                  else (ss * np.nan).astype(x.dtype, copy=False))  # no degrees of freedom left: nan, as PyTorch
     if needs_grad(a):
         shape = x.shape
 
