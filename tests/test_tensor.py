@@ -386,6 +386,28 @@ def test_in_place_ops_return_self_and_compute():
     assert alias is y and y.tolist() == [1.0, 1.0]
 
 
+def test_in_place_operators_modify_the_tensor_itself():
+    m = torch.tensor([True, False])
+    alias = m
+    m |= torch.tensor([False, True])
+    m &= torch.tensor([True, False])
+    m ^= True
+    assert alias is m and m.tolist() == [False, True] and m._version == 3
+    i = torch.tensor([6, 7])
+    alias = i
+    i //= 2
+    i %= 2
+    i &= 5
+    assert alias is i and i.tolist() == [1, 1] and i.dtype is torch.int64
+    f = torch.tensor([5.5])
+    f //= 2
+    assert f.tolist() == [2.0]
+    f.remainder_(1.5).floor_divide_(0.25)
+    assert f.tolist() == [2.0]
+    with pytest.raises(NotImplementedError, match="\"bitwise_and_cpu\" not implemented for 'Float'"):
+        f &= 1
+
+
 def test_fill_zero_copy_semantics():
     assert torch.ones(3, dtype=torch.int64).fill_(2.7).tolist() == [2, 2, 2]
     assert torch.zeros(2).fill_(torch.tensor(3.0)).tolist() == [3.0, 3.0]

@@ -832,6 +832,30 @@ def pow_(a: Tensor, b) -> Tensor:
     return _inplace(a, b, operator.ipow, pow)
 
 
+def remainder_(a: Tensor, b) -> Tensor:
+    """a %= b, in place."""
+    return _inplace(a, b, operator.imod, remainder)
+
+
+def floor_divide_(a: Tensor, b) -> Tensor:
+    """a //= b, in place."""
+    return _inplace(a, b, operator.ifloordiv, floor_divide)
+
+
+def _bitwise_inplace(kernel, out_of_place):
+    def op(a: Tensor, b) -> Tensor:
+        if a._data.dtype.kind not in "biu" or (isinstance(b, Tensor) and b._data.dtype.kind not in "biu") or \
+                type(b) is float:
+            out_of_place(a, b)  # raises PyTorch's NotImplementedError for floating operands
+        return _inplace(a, b, kernel, out_of_place)
+    return op
+
+
+bitwise_and_ = _bitwise_inplace(operator.iand, bitwise_and)
+bitwise_or_ = _bitwise_inplace(operator.ior, bitwise_or)
+bitwise_xor_ = _bitwise_inplace(operator.ixor, bitwise_xor)
+
+
 def fill_(a: Tensor, value) -> Tensor:
     """Set every element to `value` (a number or a 0-d tensor), in place."""
     if isinstance(value, Tensor) and value._data.ndim != 0:
@@ -936,6 +960,9 @@ attach(
     fill_=fill_, zero_=zero_, copy_=copy_,
     add_=add_, sub_=sub_, subtract_=sub_, mul_=mul_, multiply_=mul_, div_=div_, divide_=div_, pow_=pow_,
     __iadd__=add_, __isub__=sub_, __imul__=mul_, __itruediv__=div_, __ipow__=pow_,
+    remainder_=remainder_, floor_divide_=floor_divide_, __imod__=remainder_, __ifloordiv__=floor_divide_,
+    bitwise_and_=bitwise_and_, bitwise_or_=bitwise_or_, bitwise_xor_=bitwise_xor_,
+    __iand__=bitwise_and_, __ior__=bitwise_or_, __ixor__=bitwise_xor_,
     neg_=_inplace_of(neg), abs_=_inplace_of(abs), exp_=_inplace_of(exp), log_=_inplace_of(log),
     sqrt_=_inplace_of(sqrt), rsqrt_=_inplace_of(rsqrt), sin_=_inplace_of(sin), cos_=_inplace_of(cos),
     tanh_=_inplace_of(tanh), sigmoid_=_inplace_of(sigmoid), relu_=_inplace_of(relu), floor_=_inplace_of(floor),
