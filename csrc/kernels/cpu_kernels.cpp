@@ -103,28 +103,38 @@ void erf_impl(const T* x, T* y, int64_t n) {
   });
 }
 
-// PyTorch's single-tensor AdamW, one pass: decay, moments, bias-corrected step.
+// PyTorch's single-tensor AdamW, one pass: decay, moments, bias-corrected step. The options are
+// template parameters so that the inner loop has no branches and vectorizes.
+template <class T, bool kMaximize, bool kAmsgrad>
+void adamw_loop(T* __restrict p, const T* __restrict g, T* __restrict m, T* __restrict v, T* __restrict vmax,
+                int64_t b, int64_t end, T decay, T one_minus_b1, T b2, T one_minus_b2, T step_size, T inv_bc2_sqrt,
+                T eps) {
+  for (int64_t i = b; i < end; ++i) {
+    const T grad = kMaximize ? -g[i] : g[i];
+    p[i] *= decay;
+    m[i] += (grad - m[i]) * one_minus_b1;
+    v[i] = v[i] * b2 + grad * grad * one_minus_b2;
+    T second = v[i];
+    if (kAmsgrad) {
+      vmax[i] = vmax[i] > v[i] ? vmax[i] : v[i];
+      second = vmax[i];
+    }
+    p[i] -= step_size * m[i] / (std::sqrt(second) * inv_bc2_sqrt + eps);
+  }
+}
+
 template <class T>
 void adamw_impl(T* p, const T* g, T* m, T* v, T* vmax, int64_t n, double lr, double beta1, double beta2, double eps,
                 double weight_decay, double step, bool maximize) {
   const T decay = T(1.0 - lr * weight_decay);
-  const T b2 = T(beta2), one_minus_b1 = T(1.0 - beta1), one_minus_b2 = T(1.0 - beta2);
+  const T one_minus_b1 = T(1.0 - beta1), b2 = T(beta2), one_minus_b2 = T(1.0 - beta2);
   const T step_size = T(lr / (1.0 - std::pow(beta1, step)));
-  const T bc2_sqrt = T(std::sqrt(1.0 - std::pow(beta2, step)));
+  const T inv_bc2_sqrt = T(1.0 / std::sqrt(1.0 - std::pow(beta2, step)));
   const T e = T(eps);
+  auto loop = maximize ? (vmax ? adamw_loop<T, true, true> : adamw_loop<T, true, false>)
+                       : (vmax ? adamw_loop<T, false, true> : adamw_loop<T, false, false>);
   parallel_for(n, [=](int64_t b, int64_t end) {
-    for (int64_t i = b; i < end; ++i) {
-      const T grad = maximize ? -g[i] : g[i];
-      p[i] *= decay;
-      m[i] += (grad - m[i]) * one_minus_b1;
-      v[i] = v[i] * b2 + grad * grad * one_minus_b2;
-      T second = v[i];
-      if (vmax) {
-        vmax[i] = std::max(vmax[i], v[i]);
-        second = vmax[i];
-      }
-      p[i] -= step_size * m[i] / (std::sqrt(second) / bc2_sqrt + e);
-    }
+    loop(p, g, m, v, vmax, b, end, decay, one_minus_b1, b2, one_minus_b2, step_size, inv_bc2_sqrt, e);
   });
 }
 
