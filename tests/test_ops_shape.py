@@ -53,6 +53,8 @@ VIEW_OPS = {
     "movedim": lambda x: x.movedim(0, -1),
     "flip": lambda x: x.flip(0, 2),
     "flip_tuple": lambda x: torch.flip(x, (-1,)),
+    "flip_kw": lambda x: torch.flip(x, dims=[0, 1]) + x.flip(dims=2),
+    "keyword_forms": lambda x: torch.reshape(x, shape=(4, 6)) + torch.permute(x, dims=(0, 2, 1)).reshape(shape=[4, 6]),
     "repeat": lambda x: x[0].repeat(2, 1, 2),
     "tile": lambda x: x[0].tile((2,)),
     "tril": lambda x: x.tril(),

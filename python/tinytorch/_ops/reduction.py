@@ -282,7 +282,8 @@ def logsumexp(a: Tensor, dim, keepdim: bool = False) -> Tensor:
     m = xw.max(axis=axes, keepdims=True) if x.size else np.zeros((1,) * x.ndim, xw.dtype)
     m = np.where(np.isfinite(m), m, 0)
     s = np.log(np.exp(xw - m).sum(axis=axes, keepdims=True)) + m
-    out = _result((s if keepdim else s.squeeze(axis=axes) if axes is not None else s.reshape(())).astype(x.dtype, copy=False))
+    s = s if keepdim else s.squeeze(axis=axes) if axes is not None else s.reshape(())
+    out = _result(s.astype(x.dtype, copy=False))
     if needs_grad(a):
         shape = x.shape
         out_alias = alias(out)

@@ -65,10 +65,10 @@ def view(a: Tensor, *shape) -> Tensor:
     return out
 
 
-def reshape(a: Tensor, *shape) -> Tensor:
-    """New shape; a view when possible, else a copy."""
+def reshape(a: Tensor, *args, shape=None) -> Tensor:
+    """New shape; a view when possible, else a copy (reshape(2, 3), reshape((2, 3)) or reshape(shape=...))."""
     x = a._data
-    new = _infer(_shape_arg(shape), x.size, x.shape)
+    new = _infer(_shape_arg(args if shape is None else (shape,)), x.size, x.shape)
     data = x.reshape(new)
     out = _view_result(a, data) if _aliases(data, x) else _wrap(data)
     if a._requires_grad and _grad_enabled():
@@ -106,9 +106,9 @@ def unflatten(a: Tensor, dim: int, sizes) -> Tensor:
     return reshape(a, shape[:d] + tuple(sizes) + shape[d + 1:])
 
 
-def permute(a: Tensor, *dims) -> Tensor:
-    """Reorder dimensions (a view)."""
-    dims = _shape_arg(dims)
+def permute(a: Tensor, *args, dims=None) -> Tensor:
+    """Reorder dimensions (a view): permute(2, 0, 1), permute((2, 0, 1)) or permute(dims=...)."""
+    dims = _shape_arg(args if dims is None else (dims,))
     nd = a._data.ndim
     if len(dims) != nd:
         raise RuntimeError(f"permute(sparse_coo): number of dimensions in the tensor input does not match the length "
@@ -443,9 +443,9 @@ def triu(a: Tensor, diagonal: int = 0) -> Tensor:
     return _triangle(a, diagonal, True)
 
 
-def flip(a: Tensor, *dims) -> Tensor:
-    """Reverse the order of elements along dims (a copy, as in PyTorch); flip(0, 2) or flip((0, 2))."""
-    dims = _shape_arg(dims)
+def flip(a: Tensor, *args, dims=None) -> Tensor:
+    """Reverse the order of elements along dims (a copy, as in PyTorch): flip(0, 2), flip((0, 2)) or flip(dims=...)."""
+    dims = _shape_arg(args) if dims is None else ((dims,) if isinstance(dims, int) else tuple(dims))
     axes = tuple(_wrap_dim(d, a._data.ndim) for d in dims)
     xp = np if type(a._data) is np.ndarray else a._data.__array_namespace__()
     out = _wrap(xp.flip(a._data, axis=axes).copy())
