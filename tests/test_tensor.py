@@ -51,6 +51,8 @@ def test_filled_factories():
                                                                                                         [0, 1, 0]]
     with pytest.raises(RuntimeError, match="negative dimension"):
         torch.zeros(-1)
+    for make in (torch.zeros, torch.ones, torch.empty, torch.rand, torch.randn):
+        assert make(size=(2, 3)).shape == (2, 3) and make(size=[4]).shape == (4,)  # PyTorch's size= keyword
 
 
 def test_like_factories_keep_shape_dtype_unless_told():

@@ -128,13 +128,13 @@ def _size(size) -> tuple:
 
 
 def _factory(fill):
-    def make(*size, dtype=None, device=None, requires_grad=False, out=None, layout=None, pin_memory=False,
-             memory_format=None):
+    def make(*args, size=None, dtype=None, device=None, requires_grad=False, out=None, layout=None,
+             pin_memory=False, memory_format=None):
         dt = to_dtype(dtype) if dtype is not None else get_default_dtype()
         dev = to_device(device)
         xp = xp_for(dev)
         with cuda_context(dev):
-            arr = fill(xp, _size(size), dt.np)
+            arr = fill(xp, _size(args if size is None else (size,)), dt.np)
         return _finish(_wrap(arr), requires_grad)
     return make
 
@@ -310,11 +310,11 @@ def _generator_for(dev, generator):
 
 
 def _random(sample):
-    def make(*size, generator=None, dtype=None, device=None, requires_grad=False, **kw):
+    def make(*args, size=None, generator=None, dtype=None, device=None, requires_grad=False, **kw):
         dt = to_dtype(dtype) if dtype is not None else get_default_dtype()
         dev = to_device(device)
         with cuda_context(dev):
-            arr = sample(_generator_for(dev, generator), _size(size), dt)
+            arr = sample(_generator_for(dev, generator), _size(args if size is None else (size,)), dt)
         return _finish(_wrap(arr), requires_grad)
     return make
 
