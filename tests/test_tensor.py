@@ -109,10 +109,47 @@ def test_manual_seed_and_generator_reproducibility():
     torch.rand(10)  # the default generator is separate
     g.manual_seed(7)
     assert torch.equal(torch.rand(3, generator=g), x) and g.initial_seed() == 7
+    u = torch.empty(4, dtype=torch.float64).uniform_(generator=g.manual_seed(9))
+    assert u.dtype is torch.float64 and not torch.equal(u, torch.empty(4, dtype=torch.float64).uniform_())
+    assert torch.equal(torch.empty(4, dtype=torch.float64).uniform_(generator=g.manual_seed(9)), u)
     state = torch.get_rng_state()
     y = torch.randn(4)
     torch.set_rng_state(state)
     assert torch.equal(torch.randn(4), y)
+
+
+def test_new_factories_take_self_dtype_and_device():
+    x = torch.zeros(2, 3, dtype=torch.float64)
+    assert x.new_zeros(2).dtype is torch.float64 and x.new_zeros(2).tolist() == [0.0, 0.0]
+    assert x.new_ones((1, 2)).tolist() == [[1.0, 1.0]] and x.new_empty(3).shape == (3,)
+    assert x.new_full((2,), 3.5).tolist() == [3.5, 3.5] and x.new_full((2,), 3.5).dtype is torch.float64
+    assert x.new_tensor([1, 2]).dtype is torch.float64 and x.new_zeros(2, dtype=torch.int32).dtype is torch.int32
+    assert x.new_ones(2, requires_grad=True).requires_grad
+
+
+@pytest.mark.parametrize("fill,check", [
+    (lambda t: t.uniform_(-2, 3), lambda v: v.min() >= -2 and v.max() < 3 and abs(v.mean() - 0.5) < 0.1),
+    (lambda t: t.normal_(1.0, 2.0), lambda v: abs(v.mean() - 1.0) < 0.1 and abs(v.std() - 2.0) < 0.1),
+    (lambda t: t.bernoulli_(0.3), lambda v: set(np.unique(v)) <= {0.0, 1.0} and abs(v.mean() - 0.3) < 0.03),
+    (lambda t: t.exponential_(2.0), lambda v: v.min() >= 0 and abs(v.mean() - 0.5) < 0.05),
+], ids=["uniform_", "normal_", "bernoulli_", "exponential_"])
+def test_in_place_sampling(fill, check):
+    torch.manual_seed(1)
+    a = torch.empty(10000)
+    assert fill(a) is a and a._version == 1 and a.dtype is torch.float32
+    assert check(a.numpy())
+    torch.manual_seed(1)
+    assert torch.equal(fill(torch.empty(10000)), a)  # reproducible under manual_seed
+    w = torch.ones(3, requires_grad=True)
+    with pytest.raises(RuntimeError, match="a leaf Variable that requires grad is being used in an in-place"):
+        fill(w)
+    with torch.no_grad():
+        fill(w)
+    assert w.requires_grad and w.is_leaf and w._version == 1
+    y = w * 2
+    fill(y)  # a non-leaf: its old history now gets a zero gradient
+    y.sum().backward()
+    assert w.grad.tolist() == [0.0, 0.0, 0.0]
 
 
 def test_legacy_constructor():
