@@ -48,6 +48,7 @@ BINARY = {
     "minimum": (torch.minimum, (-1, 1), (-1, 1)),
     "remainder": (torch.remainder, (0.1, 0.9), (1.1, 1.9)),
     "fmod": (torch.fmod, (0.1, 0.9), (1.1, 1.9)),
+    "atan2": (torch.atan2, (-1, 1), (0.5, 1.5)),
     "fmod_negative": (lambda a, b: torch.fmod(-a, b), (2.1, 2.9), (1.1, 1.9)),
 }
 

@@ -593,3 +593,6 @@ def test_top_level_helpers():
     assert not torch.equal(torch.ones(2), torch.tensor([1.0, 0.0]))
     assert torch.is_tensor(torch.ones(1)) and not torch.is_tensor(np.ones(1)) and torch.numel(torch.ones(2, 3)) == 6
     assert torch.get_num_threads() >= 1
+    assert a.allclose(b, equal_nan=True) and a.isclose(b).tolist() == [True, True, False]
+    assert a.equal(a.clone()) is False  # nan != nan
+    assert torch.ones(2).equal(torch.ones(2))

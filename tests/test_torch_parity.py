@@ -323,6 +323,10 @@ OP_TABLE = {
                                               a.T.clone().mul_(2).add_(b), m.cat([a.T, b], 0).var(0),
                                               a.T.contiguous().view(-1), a.T.max(1).values, b.T.logsumexp(0)),
                              [_r(3, 4), _r(4, 3, seed=1)]),
+    "extras": (lambda m, a, b: (m.atan2(a, b), a.roll(1, 0), a.roll((1, -1), (0, 1)), a.roll(2), a.select(1, -2),
+                                a.T.ravel(), a.trace(), b.diag(1), a.diag(-1), (a * 1).triu_(1), a.baddbmm(
+                                    a.unsqueeze(0), a.unsqueeze(0)).squeeze(0)),
+               [_r(3, 3), _r(3, seed=1)]),
     "casts": (lambda m, a: (a.float(), a.half().double(), a.to(m.float32).to(m.float64) * a, a.double(), a.clone(),
                             a.type_as(a)), [_r(4)]),
 }

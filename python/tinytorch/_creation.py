@@ -451,8 +451,8 @@ def _uniform_(t: Tensor, a: float = 0.0, b: float = 1.0, *, generator=None) -> T
 def _normal_(t: Tensor, mean: float = 0.0, std: float = 1.0, *, generator=None) -> Tensor:
     """Fill with samples from N(mean, std**2), in place."""
     dt = _sample_dtype(t)
-    return _overwrite(t, lambda dev, shape: _generator_for(dev, generator).standard_normal(shape, dtype=dt) * std + mean,
-                      "NormalBackward0")
+    return _overwrite(t, lambda dev, shape: _generator_for(dev, generator).standard_normal(shape, dtype=dt) * std
+                      + mean, "NormalBackward0")
 
 
 def _bernoulli_(t: Tensor, p: float = 0.5, *, generator=None) -> Tensor:
@@ -466,8 +466,8 @@ def _bernoulli_(t: Tensor, p: float = 0.5, *, generator=None) -> Tensor:
 def _exponential_(t: Tensor, lambd: float = 1.0, *, generator=None) -> Tensor:
     """Fill with samples from Exp(lambd), in place."""
     dt = _sample_dtype(t)
-    return _overwrite(t, lambda dev, shape: _generator_for(dev, generator).standard_exponential(shape, dtype=dt) / lambd,
-                      "ExponentialBackward0")
+    return _overwrite(t, lambda dev, shape: _generator_for(dev, generator).standard_exponential(shape, dtype=dt)
+                      / lambd, "ExponentialBackward0")
 
 
 for _name, _fn in (("new_zeros", _new_like_self(zeros)), ("new_ones", _new_like_self(ones)),

@@ -727,6 +727,36 @@ def _invert(a: Tensor) -> Tensor:
     return _result(np.invert(a._data))
 
 
+def atan2(a, b) -> Tensor:
+    """Elementwise angle of the point (b, a), in (-pi, pi]."""
+    a = _lhs(a, b)
+    x, y = operands(a, b)
+    if x.dtype.kind in "biu":
+        from .._dtype import get_default_dtype
+        x = x.astype(get_default_dtype().np)
+        y = y if type(y) is float or type(y) is int else y.astype(x.dtype)
+    try:
+        out = _result(np.arctan2(x, y))
+    except ValueError as e:
+        raise broadcast_error(a, b, e) from None
+    if needs_grad(a, b):
+        sa, da = a._data.shape, a._data.dtype
+        rb = isinstance(b, Tensor) and b._requires_grad
+        ra = a._requires_grad
+
+        def atan2_backward(g):
+            scale = g / (a * a + b * b)
+            ga = _fit(scale * b, sa, da) if ra else None
+            if not isinstance(b, Tensor):
+                return ga
+            return ga, (_fit(-scale * a, b._data.shape, b._data.dtype) if rb else None)
+        record("Atan2Backward0", atan2_backward, out, (a, b) if isinstance(b, Tensor) else (a,))
+    return out
+
+
+arctan2 = atan2
+
+
 def isnan(a: Tensor) -> Tensor:
     """Where a is nan."""
     return _result(np.isnan(a._data))
@@ -773,7 +803,7 @@ attach(
     eq=eq, ne=ne, lt=lt, le=le, gt=gt, ge=ge, greater=gt, less=lt, greater_equal=ge, less_equal=le,
     not_equal=ne, logical_and=logical_and, logical_or=logical_or, logical_xor=logical_xor,
     logical_not=logical_not, bitwise_and=bitwise_and, bitwise_or=bitwise_or, bitwise_xor=bitwise_xor,
-    bitwise_not=bitwise_not, isnan=isnan, isinf=isinf, isfinite=isfinite,
+    bitwise_not=bitwise_not, atan2=atan2, arctan2=atan2, isnan=isnan, isinf=isinf, isfinite=isfinite,
     where=lambda cond_self, condition, other: where(condition, cond_self, other),
     __add__=add, __radd__=add, __sub__=sub, __rsub__=lambda a, b: rsub(a, b), __mul__=mul, __rmul__=mul,
     __truediv__=div, __rtruediv__=lambda a, b: rdiv(a, b), __floordiv__=floor_divide,
