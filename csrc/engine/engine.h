@@ -111,6 +111,11 @@ class Engine {
   void shutdown();  // joins every engine thread; GIL held
   ~Engine();
 
+  // pthread_atfork handlers.
+  void before_fork();
+  void after_fork_parent();
+  void after_fork_child();
+
  private:
   Engine() = default;
   void thread_main(const std::shared_ptr<GraphTask>& graph_task);
@@ -128,7 +133,8 @@ class Engine {
   // Reentrant backward past the depth limit continues on a pool thread with a fresh stack.
   std::vector<std::thread> pool_threads_;
   std::vector<std::shared_ptr<GraphTask>> pool_tasks_;  // guarded by threads_mutex_
-  std::condition_variable pool_cv_;
+  // Replaced in a forked child, where the old one may count waiters that no longer exist.
+  std::unique_ptr<std::condition_variable> pool_cv_ = std::make_unique<std::condition_variable>();
   int idle_pool_threads_ = 0;
   bool stopped_ = false;
 };
