@@ -785,6 +785,16 @@ def _is_not_equal(a: Tensor, b) -> Tensor:
     return ne(a, b)
 
 
+# PyTorch's alternative names, as functions (tinytorch.divide, ...) as well as methods.
+true_divide = divide = div
+multiply = mul
+subtract = sub
+negative = neg
+absolute = abs
+arcsin, arccos, arctan = asin, acos, atan
+greater, less, greater_equal, less_equal, not_equal = gt, lt, ge, le, ne
+
+
 # ------------------------------------------------------------------ methods and operators
 
 def _swap(fn):
