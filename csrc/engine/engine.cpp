@@ -500,6 +500,8 @@ void Engine::run_final_callbacks(const std::shared_ptr<GraphTask>& graph_task) {
   }
 }
 
+uintptr_t Engine::current_graph_task_id() const { return reinterpret_cast<uintptr_t>(current_graph_task); }
+
 bool Engine::is_checkpoint_valid() const {
   // A reentrant checkpoint replays its segment with a full backward(): only right when the
   // surrounding backward runs every node (no grad() / inputs= pruning).

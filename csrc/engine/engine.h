@@ -5,6 +5,7 @@
 #include <pybind11/pybind11.h>
 
 #include <atomic>
+#include <cstdint>
 #include <condition_variable>
 #include <memory>
 #include <mutex>
@@ -99,6 +100,7 @@ class Engine {
                                   const std::vector<Edge>& outputs);
   void queue_callback(py::object callback);  // GIL held; only during backward
   bool is_checkpoint_valid() const;           // false inside a grad() / backward(inputs=) call
+  uintptr_t current_graph_task_id() const;     // 0 outside backward; distinct for concurrent calls
 
   // Python helpers the engine calls: set once at import, cleared at interpreter exit.
   py::object accumulate_grad_fn;  // (variable, grad, may_steal) -> None
