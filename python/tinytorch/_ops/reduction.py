@@ -429,6 +429,6 @@ def count_nonzero(a: Tensor, dim=None) -> Tensor:
 
 
 attach(sum=sum, sum_to_size=sum_to_size, mean=mean, var=var, std=std, amax=amax, amin=amin, max=max, min=min,
-       argmax=argmax, argmin=argmin, logsumexp=logsumexp, norm=norm, prod=prod, cumsum=cumsum, cumprod=cumprod, all=all, any=any,
-       count_nonzero=count_nonzero)
+       argmax=argmax, argmin=argmin, logsumexp=logsumexp, norm=norm, prod=prod, cumsum=cumsum, cumprod=cumprod,
+       all=all, any=any, count_nonzero=count_nonzero, var_mean=var_mean, std_mean=std_mean)
 
