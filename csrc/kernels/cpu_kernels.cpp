@@ -63,44 +63,54 @@ constexpr double kInvSqrt2Pi = 0.39894228040143267794;
 constexpr double kSqrt2OverPi = 0.79788456080286535588;
 constexpr double kTanhCoef = 0.044715;
 
+// The approximation is a template parameter: a branch-free loop vectorizes, calling glibc's SIMD erf/tanh.
+template <class T, bool kTanh>
+void gelu_forward_loop(const T* __restrict x, T* __restrict y, int64_t b, int64_t e) {
+  for (int64_t i = b; i < e; ++i) {
+    const T v = x[i];
+    if (kTanh) {
+      y[i] = T(0.5) * v * (T(1) + std::tanh(T(kSqrt2OverPi) * (v + T(kTanhCoef) * v * v * v)));
+    } else {
+      y[i] = T(0.5) * v * (T(1) + std::erf(v * T(kSqrtHalf)));
+    }
+  }
+}
+
+template <class T, bool kTanh>
+void gelu_backward_loop(const T* __restrict g, const T* __restrict x, T* __restrict out, int64_t b, int64_t e) {
+  for (int64_t i = b; i < e; ++i) {
+    const T v = x[i];
+    T d;
+    if (kTanh) {
+      const T t = std::tanh(T(kSqrt2OverPi) * (v + T(kTanhCoef) * v * v * v));
+      d = T(0.5) * (T(1) + t) + T(0.5) * v * (T(1) - t * t) * T(kSqrt2OverPi) * (T(1) + T(3 * kTanhCoef) * v * v);
+    } else {
+      d = T(0.5) * (T(1) + std::erf(v * T(kSqrtHalf))) + v * T(kInvSqrt2Pi) * std::exp(T(-0.5) * v * v);
+    }
+    out[i] = g[i] * d;
+  }
+}
+
 template <class T>
 void gelu_forward_impl(const T* x, T* y, int64_t n, bool tanh_approx) {
-  parallel_for(n, [=](int64_t b, int64_t e) {
-    for (int64_t i = b; i < e; ++i) {
-      const T v = x[i];
-      if (tanh_approx) {
-        const T inner = T(kSqrt2OverPi) * (v + T(kTanhCoef) * v * v * v);
-        y[i] = T(0.5) * v * (T(1) + std::tanh(inner));
-      } else {
-        y[i] = T(0.5) * v * (T(1) + std::erf(v * T(kSqrtHalf)));
-      }
-    }
-  });
+  auto loop = tanh_approx ? gelu_forward_loop<T, true> : gelu_forward_loop<T, false>;
+  parallel_for(n, [=](int64_t b, int64_t e) { loop(x, y, b, e); });
 }
 
 template <class T>
 void gelu_backward_impl(const T* g, const T* x, T* out, int64_t n, bool tanh_approx) {
-  parallel_for(n, [=](int64_t b, int64_t e) {
-    for (int64_t i = b; i < e; ++i) {
-      const T v = x[i];
-      T d;
-      if (tanh_approx) {
-        const T inner = T(kSqrt2OverPi) * (v + T(kTanhCoef) * v * v * v);
-        const T t = std::tanh(inner);
-        d = T(0.5) * (T(1) + t) + T(0.5) * v * (T(1) - t * t) * T(kSqrt2OverPi) * (T(1) + T(3 * kTanhCoef) * v * v);
-      } else {
-        d = T(0.5) * (T(1) + std::erf(v * T(kSqrtHalf))) + v * T(kInvSqrt2Pi) * std::exp(T(-0.5) * v * v);
-      }
-      out[i] = g[i] * d;
-    }
-  });
+  auto loop = tanh_approx ? gelu_backward_loop<T, true> : gelu_backward_loop<T, false>;
+  parallel_for(n, [=](int64_t b, int64_t e) { loop(g, x, out, b, e); });
+}
+
+template <class T>
+void erf_loop(const T* __restrict x, T* __restrict y, int64_t b, int64_t e) {
+  for (int64_t i = b; i < e; ++i) y[i] = std::erf(x[i]);
 }
 
 template <class T>
 void erf_impl(const T* x, T* y, int64_t n) {
-  parallel_for(n, [=](int64_t b, int64_t e) {
-    for (int64_t i = b; i < e; ++i) y[i] = std::erf(x[i]);
-  });
+  parallel_for(n, [=](int64_t b, int64_t e) { erf_loop(x, y, b, e); });
 }
 
 // PyTorch's single-tensor AdamW, one pass: decay, moments, bias-corrected step. The options are
