@@ -359,3 +359,44 @@ def test_matches_pytorch_custom_function():
 
     for a, b in zip(run(torch), run(real)):
         assert abs(a - b).max() < 1e-12
+
+
+def test_saved_input_returned_unchanged_keeps_its_history_for_double_backward():
+    class PassThroughSquareGrad(Function):
+        """Returns x itself; its backward is g * x, so d/dx of the first-order grad is g."""
+
+        @staticmethod
+        def forward(ctx, x):
+            ctx.save_for_backward(x)
+            return x
+
+        @staticmethod
+        def backward(ctx, g):
+            x, = ctx.saved_tensors
+            return g * x
+
+    x = torch.tensor([3.0], dtype=torch.float64, requires_grad=True)
+    h = x * 2
+    g, = autograd.grad(PassThroughSquareGrad.apply(h).sum(), x, create_graph=True)  # 2 * h = 4x
+    g2, = autograd.grad(g.sum(), x)
+    assert abs(g.item() - 12.0) < 1e-12 and abs(g2.item() - 4.0) < 1e-12
+
+
+def test_saved_tensors_outside_backward_are_plain():
+    class Keep(Function):
+        @staticmethod
+        def forward(ctx, x):
+            y = x * 2
+            ctx.save_for_backward(y)
+            keep.append(ctx)
+            return y
+
+        @staticmethod
+        def backward(ctx, g):
+            return g * 2
+
+    keep = []
+    x = torch.ones(2, requires_grad=True)
+    Keep.apply(x)
+    saved, = keep[0].saved_tensors
+    assert saved.grad_fn is None and not saved.requires_grad

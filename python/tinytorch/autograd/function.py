@@ -28,13 +28,16 @@ class FunctionCtx:
 
     @property
     def saved_tensors(self) -> tuple:
+        """The tensors given to save_for_backward (in backward under create_graph, differentiable)."""
         out = []
+        node = _C._current_node() if _C._grad_enabled() else None
         for t, output_nr in zip(self._saved, self._saved_is_output or (None,) * len(self._saved)):
-            if output_nr is not None and _C._grad_enabled():
-                # A saved output under create_graph: reconnect it to this node for double backward.
+            if output_nr is not None and node is not None:
+                # A saved output is kept as a history-less alias (no output -> node -> output cycle);
+                # under create_graph reconnect it to this node so double backward sees through it.
                 r = _new(Tensor)
                 r._data, r._vc = t._data, t._shared_vc()
-                r._grad_fn, r._output_nr, r._requires_grad = _C._current_node(), output_nr, True
+                r._grad_fn, r._output_nr, r._requires_grad = node, output_nr, True
                 t = r
             out.append(t)
         return tuple(out)
@@ -117,7 +120,8 @@ class Function:
         ids = [id(o) for o in outs]
         saved, flags = [], []
         for t in ctx._saved:
-            if t is not None and id(t) in ids:
+            # An input returned unchanged is saved as the input (its own history), not as an output.
+            if t is not None and id(t) in ids and (id(t) not in inputs_by_id or id(t) in ctx._dirty):
                 a = _new(Tensor)
                 a._data, a._vc = t._data, t._shared_vc()
                 saved.append(a)
