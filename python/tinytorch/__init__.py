@@ -12,11 +12,12 @@ from ._creation import *  # noqa: F401,F403
 from ._creation import __all__ as _creation_all
 from ._ops.pointwise import *  # noqa: F401,F403
 from ._ops.pointwise import __all__ as _pointwise_all
-from ._ops.reduction import (all, amax, amin, any, argmax, argmin, count_nonzero, cumsum, logsumexp, max, mean,
-                             min, norm, prod, std, std_mean, sum, var, var_mean)
+from ._ops.reduction import (all, amax, amin, any, argmax, argmin, argsort, count_nonzero, cumprod, cumsum,
+                             logsumexp, max, mean, min, norm, prod, sort, std, std_mean, sum, topk, var, var_mean)
 from ._ops.shape import (broadcast_tensors, broadcast_to, cat, chunk, clone, concat, concatenate, diagonal,
                          flatten, flip, hstack, movedim, narrow, permute, repeat_interleave, reshape, split, squeeze,
-                         stack, t, tensor_split, tile, transpose, tril, triu, unbind, unflatten, unsqueeze, vstack)
+                         stack, t, tensor_split, tile, transpose, tril, triu, unbind, unflatten, unsqueeze, vstack,
+                         diag, ravel, roll, select, trace)
 from ._ops.linalg import addmm, baddbmm, bmm, dot, einsum, matmul, mm, mv, outer
 from ._ops.indexing import (argwhere, gather, index_add, index_copy, index_fill, index_put, index_select,
                             masked_scatter, masked_select, nonzero, scatter, scatter_add, take_along_dim)
@@ -35,7 +36,5 @@ int = int32  # noqa: A001
 short = int16
 
 __version__ = "0.1.0"
-
-
 
 from ._misc import allclose, compile, equal, get_num_threads, is_tensor, isclose, numel, set_num_threads  # noqa: E402,A004

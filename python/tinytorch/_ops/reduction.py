@@ -432,3 +432,65 @@ attach(sum=sum, sum_to_size=sum_to_size, mean=mean, var=var, std=std, amax=amax,
        argmax=argmax, argmin=argmin, logsumexp=logsumexp, norm=norm, prod=prod, cumsum=cumsum, cumprod=cumprod,
        all=all, any=any, count_nonzero=count_nonzero, var_mean=var_mean, std_mean=std_mean)
 
+
+
+sort_result = _return_type("sort")
+topk_result = _return_type("topk")
+
+
+def _take_sorted(a: Tensor, order, axis: int, name: str, result_type):
+    """Values of `a` at `order` along axis, with a gradient that scatters back to those places."""
+    x = a._data
+    values = _result(np.take_along_axis(x, order, axis=axis))
+    indices = _result(order.astype(np.int64, copy=False))
+    if needs_grad(a):
+        shape = x.shape
+
+        def sort_backward(g):
+            from .._creation import zeros
+            return zeros(*shape, dtype=g.dtype, device=g.device).scatter(axis, indices, g)
+        record(name, sort_backward, values, (a,))
+    return result_type(values, indices)
+
+
+def _argsort_array(x, axis: int, descending: bool, stable: bool):
+    kind = "stable" if stable or descending else None
+    if descending:
+        # Reverse a stable ascending sort of the negation: ties keep their original order, as PyTorch's stable sort.
+        neg = ~x if x.dtype.kind == "b" else -(x.astype(np.int64) if x.dtype.kind == "u" else x)
+        return np.argsort(neg, axis=axis, kind="stable")
+    return np.argsort(x, axis=axis, kind=kind)
+
+
+def sort(a: Tensor, dim: int = -1, descending: bool = False, *, stable: bool = False):
+    """Sorted values along dim and the indices they came from."""
+    x = a._data
+    if x.ndim == 0:
+        return sort_result(a.clone(), _result(np.zeros((), np.int64)))
+    axis = _wrap_dim(dim, x.ndim)
+    return _take_sorted(a, _argsort_array(x, axis, descending, stable), axis, "SortBackward0", sort_result)
+
+
+def argsort(a: Tensor, dim: int = -1, descending: bool = False, *, stable: bool = False) -> Tensor:
+    """The indices that sort a along dim."""
+    x = a._data
+    if x.ndim == 0:
+        return _result(np.zeros((), np.int64))
+    return _result(_argsort_array(x, _wrap_dim(dim, x.ndim), descending, stable).astype(np.int64, copy=False))
+
+
+def topk(a: Tensor, k: int, dim: int = -1, largest: bool = True, sorted: bool = True):
+    """The k largest (or smallest) values along dim, and their indices."""
+    x = a._data
+    axis = _wrap_dim(dim, x.ndim) if x.ndim else 0
+    size = x.shape[axis] if x.ndim else 1
+    if not 0 <= k <= size:
+        raise RuntimeError("selected index k out of range")
+    if x.ndim == 0:
+        return topk_result(a.clone(), _result(np.zeros((), np.int64)))
+    order = _argsort_array(x, axis, largest, True)
+    order = np.take(order, np.arange(k), axis=axis)
+    return _take_sorted(a, order, axis, "TopkBackward0", topk_result)
+
+
+attach(sort=sort, argsort=argsort, topk=topk)
