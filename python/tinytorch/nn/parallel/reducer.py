@@ -15,7 +15,7 @@ from typing import Any, Callable, Dict, List, Optional, Sequence, Tuple
 
 import numpy as np
 
-from ... import _C
+from ... import _C, profiler
 from ..._tensor import Tensor, _view_of, _wrap
 from ...distributed import ReduceOp, all_reduce, broadcast
 from ...distributed._work import Future, Work
@@ -504,8 +504,6 @@ class Reducer:
                 _C._queue_callback(self._finalize)
 
     def _launch(self, b: _Bucket) -> None:
-        from ... import profiler
-
         t0 = time.monotonic_ns()
         b.launch_ns = t0
         if self.comm_hook is None:
@@ -644,8 +642,6 @@ class Reducer:
             "first_launch_to_last_grad_ms": (bwd_end - first_launch) / 1e6,
             "completion_uncertainty_ms": uncertainty,
         }
-        from ... import profiler
-
         prof = profiler._active
         if prof is not None:
             prev_end = 0
