@@ -199,7 +199,8 @@ class DistributedDataParallel(Module):
     def last_step_stats(self) -> Dict[str, Any]:
         """Communication of the last synchronized backward: comm_ms (all-reduce busy time), overlapped_ms (the part
         before the last gradient was ready, i.e. hidden behind backward), overlap_fraction, exposed_ms, num_buckets,
-        bucket_bytes, completion_uncertainty_ms (completion times are bracketed by polls, not called back)."""
+        bucket_bytes, completion_uncertainty_ms (total width of the windows that bracket the completions: the first
+        observation of a bucket done is used, the last of it running is the other bracket)."""
         return dict(self.reducer.last_step_stats)
 
     def __del__(self) -> None:

@@ -140,10 +140,9 @@ class _Bucket:
         return self.future is not None and self.future.done()
 
     def completion_ns(self) -> int:
-        """Best estimate of when the all-reduce finished: midway between the last time it was seen running and
-        the first time it was seen done (the main thread polls it at every gradient hook and at the final wait)."""
-        lo = max(self.lo_ns, self.launch_ns)
-        return (lo + self.done_ns) // 2 if self.done_ns > lo else self.done_ns
+        """When the all-reduce was first seen done (by the watcher thread, a gradient-hook poll or the final
+        wait): an upper bound, late by at most the gap to the observation that caught it."""
+        return self.done_ns
 
 
 class _CompletionWatcher:
@@ -627,7 +626,8 @@ class Reducer:
             # Buckets run one after another on the communication thread: completions are ordered.
             prev = max(prev, b.completion_ns())
             spans.append((b.launch_ns, prev))
-        uncertainty = sum(max(0, b.done_ns - max(b.lo_ns, b.launch_ns)) for b in self.buckets) / 2e6
+        # Each completion lies between the last observation of the bucket still running and the first of it done.
+        uncertainty = sum(max(0, b.done_ns - max(b.lo_ns, b.launch_ns)) for b in self.buckets) / 1e6
         comm = _union_ns(spans)
         overlapped = _union_ns(spans, clip_end=bwd_end)
         first_launch = min(s for s, _ in spans) if spans else bwd_end
