@@ -102,3 +102,12 @@ def test_ddp_events_on_their_own_tracks(tmp_path):
         assert abs(total - st["comm_ms"]) <= 0.05 * st["comm_ms"] + 0.01
         trace = json.loads((tmp_path / f"trace.{rank}.json").read_text())
         assert {e["pid"] for e in trace["traceEvents"] if e["ph"] == "X"} == {rank}
+
+
+def test_pytorch_style_arguments(tmp_path):
+    ready = []
+    with tinytorch.profiler.profile(activities=[profiler.ProfilerActivity.CPU], on_trace_ready=ready.append) as prof:
+        x = tinytorch.ones(3, requires_grad=True)
+        (x * 2).sum().backward()
+    assert ready == [prof]
+    assert [e.name for e in prof.events() if e.cat == "forward"] == ["aten::mul", "aten::sum"]

@@ -31,6 +31,13 @@ TRACK_USER = "record_function"
 _active: Optional["profile"] = None
 
 
+class ProfilerActivity:
+    """Accepted for PyTorch compatibility: tinytorch records host-side spans whichever is asked for."""
+
+    CPU = "cpu"
+    CUDA = "cuda"
+
+
 class Event:
     """One span: name, category, start and end in monotonic ns, track, thread, rank and extra args."""
 
@@ -74,8 +81,10 @@ class profile:
     """Context manager that records events while active; `events()` and `export_chrome_trace(path)` after."""
 
     def __init__(self, activities: Any = None, record_shapes: bool = False, profile_memory: bool = False,
-                 with_stack: bool = False, record_forward: bool = True, record_backward: bool = True) -> None:
+                 with_stack: bool = False, on_trace_ready: Any = None, record_forward: bool = True,
+                 record_backward: bool = True) -> None:
         self.record_forward, self.record_backward = record_forward, record_backward
+        self.on_trace_ready = on_trace_ready
         self._events: List[Event] = []
         self._fwd: List[tuple] = []
         self._engine: List[tuple] = []
@@ -120,6 +129,8 @@ class profile:
             self._engine.extend(_C._profiler_take())
         self.end_ns = time.monotonic_ns()
         _active = None
+        if self.on_trace_ready is not None:
+            self.on_trace_ready(self)
 
     def _on_op(self, name: str) -> None:
         now = time.monotonic_ns()
@@ -263,4 +274,4 @@ class record_function:
         return wrapped
 
 
-__all__ = ["profile", "record_function", "Event", "chrome_trace", "merge_chrome_traces"]
+__all__ = ["profile", "record_function", "ProfilerActivity", "Event", "chrome_trace", "merge_chrome_traces"]
