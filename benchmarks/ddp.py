@@ -10,7 +10,7 @@ machine hit all configurations alike. "alone" is both ranks training without com
 time, so it sees the same CPU contention. Step = zero_grad, forward, cross-entropy, backward, AdamW step;
 per-rank batch as in W2/W3.
 Reported: median step time on rank 0; for tinytorch, the median share of all-reduce time hidden behind
-backward (DDP's last_step_stats). Writes JSON, a PNG timeline of one W3 step (backward nodes and bucket
+backward (DDP's last_step_stats). Writes JSON, a PNG timeline of one W3 step (forward ops, backward nodes, bucket
 all-reduces of both ranks on one axis) with its Chrome trace, and a plot of step time against bucket_cap_mb.
 """
 from __future__ import annotations
@@ -109,7 +109,7 @@ def _run(rank: int, world: int, port: int, cfg: Dict[str, Any]) -> Dict[str, Any
                 prof.export_chrome_trace(path)
                 traces[label] = path
                 events[label] = [(e.name, e.cat, e.start_ns, e.end_ns, e.track) for e in prof.events()
-                                 if e.cat in ("backward", "comm", "ddp")]
+                                 if e.cat in ("forward", "backward", "comm", "ddp")]
             if ddp is not None:
                 stats[label].append(ddp.last_step_stats)
     tdist.destroy_process_group()
@@ -158,10 +158,12 @@ def _timeline(path: str, ranks: List[Dict[str, Any]]) -> None:
     t0 = min(ev[2] for r in ranks for ev in r["events"])
     tracks: Dict[str, list] = {}
     for rank, r in enumerate(ranks):
+        fwd = [((s - t0) / 1e6, (e - t0) / 1e6, "forward op") for n, c, s, e, _ in r["events"] if c == "forward"]
         bwd = [((s - t0) / 1e6, (e - t0) / 1e6, "backward node") for n, c, s, e, _ in r["events"] if c == "backward"]
         comm = [((s - t0) / 1e6, (e - t0) / 1e6, "bucket all-reduce") for n, c, s, e, _ in r["events"] if c == "comm"]
         launch = [((s - t0) / 1e6, (e - t0) / 1e6 + 0.3, "bucket launch")
                   for n, c, s, e, _ in r["events"] if c == "ddp"]
+        tracks[f"rank {rank} forward"] = fwd
         tracks[f"rank {rank} backward"] = bwd
         tracks[f"rank {rank} launches"] = launch
         tracks[f"rank {rank} all-reduce"] = comm
@@ -169,6 +171,7 @@ def _timeline(path: str, ranks: List[Dict[str, Any]]) -> None:
 
 
 def main(argv: Optional[List[str]] = None) -> Dict[str, Any]:
+    """Run W2/W3 under every configuration, print the table, write JSON and the two PNGs."""
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("--steps", type=int, default=12)
     p.add_argument("--warmup", type=int, default=3, help="steps left out of the median")
@@ -233,7 +236,7 @@ def main(argv: Optional[List[str]] = None) -> Dict[str, Any]:
             row["min_ms"] = {k: round(1e3 * min(v[args.warmup:]), 2) for k, v in r0["times"].items()}
             print(f"{w:8} {'torch alone':26} {row['torch_alone_ms']:9.1f}")
             print(f"{w:8} {'torch DDP gloo (25 MB)':26} {row['torch_ddp_ms']:9.1f}")
-            print(f"{w:8} tinytorch DDP (25 MB) / torch DDP = {row['ratio_ddp_vs_torch_ddp']:.2f} (target <= 0.70), "
+            print(f"{w:8} tinytorch DDP ({ddp_key} MB) / torch DDP = {row['ratio_ddp_vs_torch_ddp']:.2f} (target <= 0.70), "
                   f"median of per-round ratios {row['round_ratio_ddp_vs_torch_ddp']:.2f}; "
                   f"best hidden share {row['best_overlap_fraction']:.0%} at cap {best} MB")
         results["workloads"][w] = row
