@@ -236,7 +236,8 @@ def main(argv: Optional[List[str]] = None) -> Dict[str, Any]:
             row["min_ms"] = {k: round(1e3 * min(v[args.warmup:]), 2) for k, v in r0["times"].items()}
             print(f"{w:8} {'torch alone':26} {row['torch_alone_ms']:9.1f}")
             print(f"{w:8} {'torch DDP gloo (25 MB)':26} {row['torch_ddp_ms']:9.1f}")
-            print(f"{w:8} tinytorch DDP ({ddp_key} MB) / torch DDP = {row['ratio_ddp_vs_torch_ddp']:.2f} (target <= 0.70), "
+            print(f"{w:8} tinytorch DDP ({ddp_key} MB) / torch DDP = {row['ratio_ddp_vs_torch_ddp']:.2f} "
+                  "(target <= 0.70), "
                   f"median of per-round ratios {row['round_ratio_ddp_vs_torch_ddp']:.2f}; "
                   f"best hidden share {row['best_overlap_fraction']:.0%} at cap {best} MB")
         results["workloads"][w] = row
