@@ -244,6 +244,14 @@ _SHUTDOWN_SCRIPT = textwrap.dedent("""
     z = y * 3
     z.sum().backward()
     assert x.grad.tolist() == [6.0, 6.0]
+
+    from tinytorch.utils.checkpoint import checkpoint
+    f = lambda h: h * 2.0
+    for _ in range(70):  # past the reentrant depth limit: starts a pool thread
+        f = (lambda inner: (lambda h: checkpoint(inner, h, use_reentrant=True) * 1.0))(f)
+    w = torch.ones(2, requires_grad=True)
+    f(w).sum().backward()
+    assert w.grad.tolist() == [2.0, 2.0]
     print("THREADS_BEFORE_EXIT", native_threads() - baseline, flush=True)
 """)
 
@@ -251,8 +259,8 @@ _SHUTDOWN_SCRIPT = textwrap.dedent("""
 def test_engine_threads_joined_at_interpreter_exit():
     proc = subprocess.run([sys.executable, "-c", _SHUTDOWN_SCRIPT], capture_output=True, text=True, timeout=60)
     assert proc.returncode == 0, proc.stderr
-    assert "THREADS_BEFORE_EXIT 1" in proc.stdout  # the device thread was running
-    assert "ENGINE_THREADS_LEFT 0" in proc.stdout, proc.stdout  # and was joined by the atexit handler
+    assert "THREADS_BEFORE_EXIT 2" in proc.stdout  # a device thread and a pool thread were running
+    assert "ENGINE_THREADS_LEFT 0" in proc.stdout, proc.stdout  # and both were joined by the atexit handler
 
 
 def test_engine_shutdown_is_idempotent_in_subprocess():
