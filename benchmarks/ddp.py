@@ -5,8 +5,8 @@ beside PyTorch's DDP on gloo (when torch is importable), in one run.
 
 Per workload, one pair of processes (1 BLAS thread each: 2 ranks share the 2 cores) builds every
 configuration (tinytorch alone, tinytorch DDP at each bucket cap, PyTorch alone, PyTorch DDP on gloo)
-from the same weights and steps them round-robin, one step each per round, so load changes on the
-machine hit all configurations alike. "alone" is both ranks training without communication at the same
+from the same weights and steps them round-robin, one step each per round in an order rotated every
+round, so load changes on the machine hit all configurations alike. "alone" is both ranks training without communication at the same
 time, so it sees the same CPU contention. Step = zero_grad, forward, cross-entropy, backward, AdamW step;
 per-rank batch as in W2/W3.
 Reported: median step time on rank 0; for tinytorch, the median share of all-reduce time hidden behind
@@ -91,7 +91,10 @@ def _run(rank: int, world: int, port: int, cfg: Dict[str, Any]) -> Dict[str, Any
     events: Dict[str, Any] = {}
     traces: Dict[str, str] = {}
     for step in range(cfg["steps"]):
-        for label, train, opt, lib, x, y, ddp in runners:
+        # Rotate the order every round, so no configuration always follows the same one (whatever a step leaves
+        # behind, e.g. threads still spinning, falls on every configuration alike).
+        k = step % len(runners)
+        for label, train, opt, lib, x, y, ddp in runners[k:] + runners[:k]:
             prof = profile() if (step == cfg["steps"] - 1 and ddp is not None and cfg["profile"]) else None
             if prof is not None:
                 prof.start()
