@@ -320,3 +320,23 @@ def test_engine_works_in_forked_child_after_threads_started():
     assert proc.returncode == 0, proc.stderr
     assert "CHILD 0" in proc.stdout, proc.stdout + proc.stderr
     assert "PARENT [6.0, 6.0] [2.0, 2.0]" in proc.stdout
+
+
+def test_set_multithreading_enabled_runs_device_nodes_on_caller():
+    threads = []
+    x = torch.ones(2, requires_grad=True)
+    with autograd.set_multithreading_enabled(False):
+        assert not autograd.is_multithreading_enabled()
+        y = _device_scale(x * 1.0, 3.0, threads=threads)
+        y.sum().backward()
+    assert autograd.is_multithreading_enabled()
+    assert threads == [threading.get_ident()] and torch.allclose(x.grad, torch.full((2,), 3.0))
+    y = _device_scale(x * 1.0, 3.0, threads=threads)
+    y.sum().backward()
+    assert threads[1] != threading.get_ident()
+
+
+def test_legacy_variable():
+    t = torch.ones(2)
+    v = autograd.Variable(t, requires_grad=True)
+    assert v is t and t.requires_grad and isinstance(t, autograd.Variable)

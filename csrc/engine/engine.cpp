@@ -25,6 +25,7 @@ thread_local GraphTask* current_graph_task = nullptr;
 thread_local const NodePtr* current_node_ = nullptr;
 thread_local PyThreadState* thread_state = nullptr;  // this thread's Python state while the GIL is out
 thread_local bool grad_mode = true;
+thread_local bool multithreading = true;
 thread_local uint64_t sequence_counter = 0;
 
 // Take the GIL with the thread's own saved state: creating a state per acquisition costs ~9 us.
@@ -149,6 +150,8 @@ void init_to_execute(GraphTask& task, Node* root, const std::vector<Edge>& outpu
 }  // namespace
 
 bool grad_mode_enabled() { return grad_mode; }
+bool multithreading_enabled() { return multithreading; }
+void set_multithreading(bool enabled) { multithreading = enabled; }
 void set_grad_mode(bool enabled) { grad_mode = enabled; }
 NodePtr current_node() { return current_node_ ? *current_node_ : NodePtr(); }
 uint64_t next_sequence_nr() { return sequence_counter++; }
@@ -437,6 +440,8 @@ std::vector<py::object> Engine::execute(const std::vector<Edge>& roots, std::vec
   std::shared_ptr<ReadyQueue> queue = reentrant ? local_ready_queue : std::make_shared<ReadyQueue>();
   const int depth = reentrant ? total_depth + 1 : 0;
   auto graph_task = std::make_shared<GraphTask>(keep_graph, create_graph, depth, queue);
+  // A reentrant call inherits the setting of the backward it runs in (it may be on a pool thread).
+  graph_task->multithreading = multithreading && (current_graph_task == nullptr || current_graph_task->multithreading);
 
   // One root: its input buffer is pre-filled with the seed; several: a GraphRoot feeds them all.
   NodePtr root;
@@ -456,7 +461,7 @@ std::vector<py::object> Engine::execute(const std::vector<Edge>& roots, std::vec
   root_task.fn = root;
   root_task.inputs = std::move(root_inputs);
   root_task.reentrant_depth = depth;
-  ready_queue_for(root->device, queue)->push(std::move(root_task));
+  ready_queue_for(graph_task->device_of(*root), queue)->push(std::move(root_task));
 
   if (!reentrant) {
     ScopedValue<int> device(worker_device, CPU_DEVICE);
@@ -637,7 +642,7 @@ void Engine::evaluate_function(const std::shared_ptr<GraphTask>& graph_task, con
         task.fn = edge.function;
         task.inputs = std::move(fresh);
         task.reentrant_depth = graph_task->reentrant_depth;
-        ready_queue_for(next->device, graph_task->cpu_ready_queue)->push(std::move(task));
+        ready_queue_for(graph_task->device_of(*next), graph_task->cpu_ready_queue)->push(std::move(task));
       } else {
         graph_task->not_ready.emplace(next, std::move(fresh));
       }
@@ -650,7 +655,7 @@ void Engine::evaluate_function(const std::shared_ptr<GraphTask>& graph_task, con
         task.inputs = std::move(buffer->second);
         task.reentrant_depth = graph_task->reentrant_depth;
         graph_task->not_ready.erase(buffer);
-        ready_queue_for(next->device, graph_task->cpu_ready_queue)->push(std::move(task));
+        ready_queue_for(graph_task->device_of(*next), graph_task->cpu_ready_queue)->push(std::move(task));
       }
     }
   }

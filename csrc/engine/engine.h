@@ -68,6 +68,9 @@ struct GraphTask {
 
   const bool keep_graph;
   const bool grad_mode;  // create_graph: formulas record a graph of their own
+  // The caller's set_multithreading_enabled: false runs device nodes on the calling thread too.
+  bool multithreading = true;
+  int device_of(const Node& fn) const { return multithreading ? fn.device : -1; }
   const int reentrant_depth;
   std::shared_ptr<ReadyQueue> cpu_ready_queue;
 
@@ -144,6 +147,9 @@ class Engine {
 // Grad mode is per thread (PyTorch's GradMode); the engine sets it to create_graph for its work.
 bool grad_mode_enabled();
 void set_grad_mode(bool enabled);
+// Per thread, like grad mode: whether this thread's backward calls use device threads.
+bool multithreading_enabled();
+void set_multithreading(bool enabled);
 
 NodePtr current_node();  // the node whose formula runs on this thread, or null
 

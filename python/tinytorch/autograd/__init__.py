@@ -9,10 +9,25 @@ from typing import Optional, Sequence, Union
 
 from .. import _C
 from .._tensor import Tensor
-from .grad_mode import (enable_grad, inference_mode, is_grad_enabled, is_inference_mode_enabled, no_grad,
-                        set_grad_enabled)
+from .grad_mode import (enable_grad, inference_mode, is_grad_enabled, is_inference_mode_enabled,
+                        is_multithreading_enabled, no_grad, set_grad_enabled, set_multithreading_enabled)
 
 _TensorOrTensors = Union[Tensor, Sequence[Tensor]]
+
+
+class _VariableMeta(type):
+    def __instancecheck__(cls, other) -> bool:
+        return isinstance(other, Tensor)
+
+
+class Variable(metaclass=_VariableMeta):
+    """Legacy alias kept for old code: Variable(t) is t (optionally marked requires_grad), and every
+    Tensor is an instance of Variable, as in PyTorch since 0.4."""
+
+    def __new__(cls, data: Tensor, requires_grad: bool = False, volatile: bool = False) -> Tensor:
+        if requires_grad:
+            data.requires_grad_(True)
+        return data
 
 
 def _tensors(x) -> tuple:
@@ -120,4 +135,5 @@ from .gradcheck import gradcheck, gradgradcheck  # noqa: E402
 
 __all__ = ["backward", "grad", "functional", "Function", "FunctionCtx", "once_differentiable", "gradcheck",
            "gradgradcheck", "detect_anomaly", "set_detect_anomaly", "graph", "no_grad", "enable_grad", "set_grad_enabled",
-           "inference_mode", "is_grad_enabled", "is_inference_mode_enabled"]
+           "inference_mode", "is_grad_enabled", "is_inference_mode_enabled", "set_multithreading_enabled",
+           "is_multithreading_enabled", "Variable"]

@@ -132,6 +132,30 @@ class inference_mode(_GradModeContext):
         return self.__class__(self._inference)
 
 
+class set_multithreading_enabled:
+    """Per thread: whether backward runs CUDA nodes on their device threads (default) or all on the
+    calling thread. Takes effect at once; as a context manager, restores the old setting on exit."""
+
+    def __init__(self, mode: bool) -> None:
+        self._prev = _C._is_multithreading_enabled()
+        self.mode = bool(mode)
+        _C._set_multithreading_enabled(self.mode)
+
+    def __enter__(self) -> None:
+        pass
+
+    def __exit__(self, *exc: Any) -> None:
+        _C._set_multithreading_enabled(self._prev)
+
+    def clone(self) -> "set_multithreading_enabled":
+        return self.__class__(self.mode)
+
+
+def is_multithreading_enabled() -> bool:
+    """Whether this thread's backward calls use the engine's device threads."""
+    return _C._is_multithreading_enabled()
+
+
 def is_grad_enabled() -> bool:
     """Whether ops on this thread record the graph."""
     return _C._grad_enabled()
