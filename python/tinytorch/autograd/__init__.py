@@ -7,8 +7,10 @@ from __future__ import annotations
 
 from typing import Optional, Sequence, Union
 
+import numpy as np
+
 from .. import _C
-from .._tensor import Tensor
+from .._tensor import Tensor, _wrap
 from .grad_mode import (enable_grad, inference_mode, is_grad_enabled, is_inference_mode_enabled,
                         is_multithreading_enabled, no_grad, set_grad_enabled, set_multithreading_enabled)
 
@@ -50,11 +52,13 @@ def _make_grads(outputs: tuple, grads, is_grads_batched: bool = False) -> list:
     result = []
     for i, (out, g) in enumerate(zip(outputs, grads)):
         if g is None:
-            if out._requires_grad and out._data.size != 1:
+            d = out._data
+            if out._requires_grad and d.size != 1:
                 raise RuntimeError("grad can be implicitly created only for scalar outputs")
-            if not out.dtype.is_floating_point:
+            if d.dtype.kind != "f" and not out.dtype.is_floating_point:
                 raise RuntimeError(f"grad can be implicitly created only for real scalar outputs but got {out.dtype}")
-            g = ones_like(out)
+            # The common `loss.backward()`: a NumPy one without the generic factory's argument handling.
+            g = _wrap(np.ones_like(d)) if type(d) is np.ndarray else ones_like(out)
         elif not isinstance(g, Tensor):
             from .._creation import tensor
             g = tensor(g, dtype=out.dtype, device=out.device)
