@@ -198,3 +198,11 @@ def test_checkpoint_under_no_grad_just_runs():
     with torch.no_grad():
         y = checkpoint(lambda h: h * 2, x, use_reentrant=True)
     assert not y.requires_grad and torch.allclose(y, torch.full((2,), 2.0))
+
+
+def test_non_reentrant_segment_without_any_parameters_is_harmless():
+    x = torch.ones(2)
+    w = torch.ones(2, requires_grad=True)
+    y = checkpoint(lambda h: h * 2, x, use_reentrant=False)  # nothing in it requires grad
+    (y * w).sum().backward()
+    assert torch.allclose(w.grad, torch.full((2,), 2.0))

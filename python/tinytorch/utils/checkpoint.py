@@ -46,6 +46,7 @@ class CheckpointFunction(Function):
     def forward(ctx, run_function: Callable, preserve_rng_state: bool, anchor: Optional[Tensor], *args):
         ctx.run_function = run_function
         ctx.preserve_rng_state = preserve_rng_state
+        ctx.has_anchor = anchor is not None
         if preserve_rng_state:
             ctx.rng_state = _rng_state()
         ctx.inputs = [None if isinstance(a, Tensor) else a for a in args]
@@ -71,6 +72,8 @@ class CheckpointFunction(Function):
         pairs = [(o, g) for o, g in zip(outputs, grads)
                  if isinstance(o, Tensor) and o._requires_grad and g is not None]
         if not pairs:
+            if ctx.has_anchor:  # recorded only for possible closed-over parameters, and there were none
+                return (None,) * (3 + len(args))
             raise RuntimeError("none of output has requires_grad=True, this checkpoint() is not necessary")
         # The reentrant call: accumulates into the segment's parameters and into the detached inputs.
         autograd_backward([o for o, _ in pairs], [g for _, g in pairs])
