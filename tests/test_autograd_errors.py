@@ -135,6 +135,7 @@ def test_first_error_wins_and_later_nodes_do_not_run():
     assert ran == []
 
 
+@pytest.mark.filterwarnings("ignore:invalid value encountered:RuntimeWarning")
 def test_detect_anomaly_names_the_nan_node_with_forward_traceback():
     x = torch.tensor([0.0, 1.0], requires_grad=True)
 
@@ -156,12 +157,14 @@ def test_detect_anomaly_names_the_nan_node_with_forward_traceback():
     _still_works()
 
 
+@pytest.mark.filterwarnings("ignore:invalid value encountered:RuntimeWarning")
 def test_without_anomaly_mode_nan_passes_silently():
     x = torch.tensor([0.0], requires_grad=True)
     ((x * 0).sqrt() * 0).sum().backward()
     assert x.grad.isnan().all()
 
 
+@pytest.mark.filterwarnings("ignore:invalid value encountered:RuntimeWarning")
 def test_set_detect_anomaly_check_nan_false_skips_the_check():
     x = torch.tensor([0.0], requires_grad=True)
     with autograd.set_detect_anomaly(True, check_nan=False):

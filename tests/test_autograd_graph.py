@@ -246,3 +246,15 @@ def test_nonleaf_grad_warning_only_while_grad_is_unset():
     with warnings.catch_warnings():
         warnings.simplefilter("error")
         assert torch.equal(y.grad, torch.ones(2))
+
+
+def test_backward_create_graph_warns_once_about_the_reference_cycle():
+    import tinytorch.autograd as ag
+    ag._cycle_warned = False
+    x = torch.ones(2, requires_grad=True)
+    with pytest.warns(UserWarning, match="Using backward\\(\\) with create_graph=True will create a reference cycle"):
+        (x * x).sum().backward(create_graph=True)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        (x * x).sum().backward(create_graph=True)
+    x.grad = None

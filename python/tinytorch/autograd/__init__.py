@@ -5,6 +5,7 @@ calls and engine results into PyTorch's return values and errors.
 """
 from __future__ import annotations
 
+import warnings
 from typing import Optional, Sequence, Union
 
 import numpy as np
@@ -74,6 +75,21 @@ def _make_grads(outputs: tuple, grads, is_grads_batched: bool = False) -> list:
     return result
 
 
+_cycle_warned = False
+
+
+def _warn_create_graph_cycle() -> None:
+    """PyTorch's once-per-process warning: .grad built with a graph refers back to its parameter, and
+    the C++ nodes in between are invisible to Python's cycle collector."""
+    global _cycle_warned
+    if not _cycle_warned:
+        _cycle_warned = True
+        warnings.warn("Using backward() with create_graph=True will create a reference cycle between the parameter "
+                      "and its gradient which can cause a memory leak. We recommend using autograd.grad when creating "
+                      "the graph to avoid this. If you have to use this function, make sure to reset the .grad fields "
+                      "of your parameters to None after use to break the cycle and avoid the leak.", stacklevel=3)
+
+
 def backward(tensors: _TensorOrTensors, grad_tensors=None, retain_graph: Optional[bool] = None,
              create_graph: bool = False, grad_variables=None, inputs=None) -> None:
     """Accumulate the gradients of `tensors` into the .grad of the leaves (or only of `inputs`)."""
@@ -87,6 +103,8 @@ def backward(tensors: _TensorOrTensors, grad_tensors=None, retain_graph: Optiona
     grads = _make_grads(outputs, grad_tensors)
     if retain_graph is None:
         retain_graph = create_graph
+    if create_graph:
+        _warn_create_graph_cycle()
     if inputs:
         for t in inputs:
             # As PyTorch: a non-leaf in `inputs` gets its .grad through retain_grad (the engine captures
