@@ -1,6 +1,8 @@
 """no_grad / enable_grad / set_grad_enabled / inference_mode: context managers, decorators, per thread."""
 import threading
 
+import pytest
+
 import tinytorch as torch
 from tinytorch import autograd
 
@@ -105,6 +107,7 @@ def test_grad_mode_is_thread_local():
         assert result == [True]  # a new thread starts with grad on
 
 
+@pytest.mark.filterwarnings("ignore:Using backward\\(\\) with create_graph=True")
 def test_backward_runs_formulas_without_grad_unless_create_graph():
     modes = []
 
