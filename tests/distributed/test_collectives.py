@@ -317,7 +317,7 @@ def _stalled(rank, ws, port):
     dist.init_process_group("ring", init_method=f"tcp://127.0.0.1:{port}", rank=rank, world_size=ws, timeout=1.5)
     dist.barrier()
     if rank == 1:
-        time.sleep(5)
+        time.sleep(3)
         return None
     t = time.monotonic()
     try:
