@@ -110,7 +110,7 @@ def free_port() -> int:
 
 
 def table(name: str, transport: str, coll: str, rows: List[Dict[str, float]]) -> str:
-    lines = [f"### {coll} — {name} (transport: {transport})", "",
+    lines = [f"#### {coll} — {name} (transport: {transport})", "",
              "| size (B) | count (fp32) | time (us) | algbw (GB/s) | busbw (GB/s) |",
              "| ---: | ---: | ---: | ---: | ---: |"]
     for r in rows:
@@ -121,7 +121,7 @@ def table(name: str, transport: str, coll: str, rows: List[Dict[str, float]]) ->
 def comparison(report: Dict[str, Any]) -> str:
     if "torch_gloo" not in report:
         return "(torch not importable: no gloo comparison)"
-    lines = ["### ratios, tinytorch ring vs gloo (busbw ratio = ring/gloo; time ratio = ring/gloo)", "",
+    lines = ["#### ratios, tinytorch ring vs gloo (busbw ratio = ring/gloo; time ratio = ring/gloo)", "",
              "| collective | size (B) | busbw ratio | time ratio |", "| --- | ---: | ---: | ---: |"]
     for coll in COLLECTIVES:
         for a, b in zip(report["tinytorch_ring"]["results"][coll], report["torch_gloo"]["results"][coll]):

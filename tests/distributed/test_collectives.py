@@ -197,6 +197,14 @@ def _async_overlap(rank, ws, port):
     w4 = dist.all_reduce(np.ones(3, np.float32), async_op=True)
     w4.wait()
     assert w4.then(lambda fut: 42).wait(timeout=5) == 42
+    # A synchronous call issued behind pending async ones runs after them, in issue order.
+    p = np.full(300_000, 1.0, np.float32)
+    q = np.full(7, rank, np.int64)
+    wp = dist.all_reduce(p, async_op=True)
+    dist.all_reduce(q)
+    assert (q == sum(range(ws))).all()
+    wp.wait()
+    assert (p == ws).all()
     bw = dist.barrier(async_op=True)
     bw.wait()
     dist.destroy_process_group()
