@@ -1,5 +1,7 @@
 #include "engine/engine.h"
 
+#include "engine/profiler.h"
+
 #include <algorithm>
 #include <unordered_set>
 
@@ -344,18 +346,22 @@ void Engine::thread_main(const std::shared_ptr<GraphTask>& graph_task) {
   while (!graph_task || !graph_task->future_completed.load()) {
     NodeTask task = queue->pop();
     if (task.is_shutdown) break;
+    // Everything below may drop the last reference to Python objects (the task's gradients, or the
+    // GraphTask with its callbacks and queue when the caller has already returned): hold the GIL.
+    GilHold gil;
     std::shared_ptr<GraphTask> base = task.base.lock();
-    if (!base) {
-      GilHold gil;  // the task's gradients are Python objects
-      task = NodeTask();
-      continue;
-    }
-    if (task.fn) {
-      GilHold gil;
+    if (base && task.fn) {  // fn == null: a wake-up, only makes the loop re-check its condition
       if (!base->has_error.load()) {
         ScopedValue<bool> mode(grad_mode, base->grad_mode);
         try {
-          evaluate_function(base, task.fn, task.inputs);
+          NodeProfiler& profiler = NodeProfiler::get();
+          if (profiler.enabled()) {
+            const int64_t start = NodeProfiler::now_ns();
+            evaluate_function(base, task.fn, task.inputs);
+            profiler.add({task.fn->name(), start, NodeProfiler::now_ns(), 0});
+          } else {
+            evaluate_function(base, task.fn, task.inputs);
+          }
         } catch (py::error_already_set& e) {
           base->set_error(std::move(e), describe_failure(*task.fn));
         } catch (std::exception& e) {
@@ -364,21 +370,19 @@ void Engine::thread_main(const std::shared_ptr<GraphTask>& graph_task) {
         }
       }
       task = NodeTask();
-    }
-    --base->outstanding_tasks;
-    if (base->completed() && !base->future_completed.load()) {
-      base->mark_completed();
-      // Wake the owner if it sleeps on a different queue (this is a device or pool thread).
-      if (base->cpu_ready_queue != queue) {
-        NodeTask wake;
-        wake.base = base;
-        base->cpu_ready_queue->push(std::move(wake), false);
+      --base->outstanding_tasks;
+      if (base->completed() && !base->future_completed.load()) {
+        base->mark_completed();
+        // Wake the owner if it sleeps on a different queue (this is a device or pool thread).
+        if (base->cpu_ready_queue != queue) {
+          NodeTask wake;
+          wake.base = base;
+          base->cpu_ready_queue->push(std::move(wake), false);
+        }
       }
     }
-    if (base.use_count() == 1) {  // the last reference: the GraphTask holds Python objects
-      GilHold gil;
-      base.reset();
-    }
+    task = NodeTask();
+    base.reset();
   }
 }
 
@@ -439,7 +443,10 @@ std::vector<py::object> Engine::execute(const std::vector<Edge>& roots, std::vec
     throw py::error_already_set();
   }
   run_final_callbacks(graph_task);
-  return std::move(graph_task->captured_vars);
+  // Inputs no path reached were never captured: they come back as None (grad()'s allow_unused).
+  std::vector<py::object> captured = std::move(graph_task->captured_vars);
+  for (py::object& value : captured) value = as_object(value);
+  return captured;
 }
 
 void Engine::run_final_callbacks(const std::shared_ptr<GraphTask>& graph_task) {
@@ -451,6 +458,12 @@ void Engine::run_final_callbacks(const std::shared_ptr<GraphTask>& graph_task) {
   }
 }
 
+bool Engine::is_checkpoint_valid() const {
+  // A reentrant checkpoint replays its segment with a full backward(): only right when the
+  // surrounding backward runs every node (no grad() / inputs= pruning).
+  return current_graph_task == nullptr || current_graph_task->exec_info.empty();
+}
+
 void Engine::queue_callback(py::object callback) {
   if (!current_graph_task) throw std::runtime_error("Final callbacks can only be installed during backward pass.");
   current_graph_task->final_callbacks.push_back(std::move(callback));
@@ -458,19 +471,58 @@ void Engine::queue_callback(py::object callback) {
 
 namespace {
 
+// A snapshot of a hook dict's values: a hook may remove itself (handle.remove()) while it runs,
+// and a dict must not change size while it is being iterated.
+py::list hook_list(const py::object& hooks) {
+  PyObject* values = PyDict_Values(hooks.ptr());
+  if (!values) throw py::error_already_set();
+  return py::reinterpret_steal<py::list>(values);
+}
+
+std::string hook_name(const py::handle& hook) {
+  return py::hasattr(hook, "__name__") ? py::str(hook.attr("__name__")).cast<std::string>()
+                                       : py::repr(hook).cast<std::string>();
+}
+
+void check_same_size(const py::handle& hook, const py::object& before, const py::object& after) {
+  if (!before || before.is_none() || after.is_none()) return;
+  if (!before.attr("shape").equal(after.attr("shape")))
+    throw std::runtime_error("hook '" + hook_name(hook) + "' has changed the size of value");
+}
+
+// What a node pre-/post-hook returned: None (keep), or one value per gradient (replace).
+void replace_from_hook(const py::handle& hook, const py::object& result, std::vector<py::object>& values,
+                       bool check_sizes) {
+  if (result.is_none()) return;
+  py::tuple replaced(result);  // accepts a tuple or a list
+  if (replaced.size() != values.size()) {
+    throw std::runtime_error("hook '" + hook_name(hook) + "' has returned an incorrect number of values (got " +
+                             std::to_string(replaced.size()) + ", but expected " + std::to_string(values.size()) +
+                             ")");
+  }
+  for (size_t i = 0; i < values.size(); ++i) {
+    py::object value = replaced[i];
+    if (check_sizes) check_same_size(hook, values[i], value);
+    values[i] = std::move(value);
+  }
+}
+
 // Tensor hooks (and retain_grad) see the gradient of each forward output before the node runs.
 void call_tensor_pre_hooks(Node* fn, std::vector<py::object>& inputs) {
   for (uint32_t i = 0; i < inputs.size(); ++i) {
     py::object hooks = fn->tensor_pre_hooks(i);
     if (hooks && !hooks.is_none() && inputs[i] && !inputs[i].is_none()) {
-      for (auto item : py::reinterpret_borrow<py::dict>(hooks)) {
-        py::object result = py::reinterpret_borrow<py::object>(item.second)(inputs[i]);
-        if (!result.is_none()) inputs[i] = std::move(result);
+      for (auto hook : hook_list(hooks)) {
+        py::object result = hook(inputs[i]);
+        if (result.is_none()) continue;
+        check_same_size(hook, inputs[i], result);
+        inputs[i] = std::move(result);
       }
     }
   }
   if (fn->retains_grad_hooks) {
-    for (auto item : py::reinterpret_borrow<py::dict>(fn->retains_grad_hooks)) {
+    py::dict by_index = py::reinterpret_borrow<py::dict>(fn->retains_grad_hooks);
+    for (auto item : py::dict(by_index)) {  // a copy, for the same reason as hook_list
       uint32_t index = item.first.cast<uint32_t>();
       if (index < inputs.size() && inputs[index] && !inputs[index].is_none())
         py::reinterpret_borrow<py::object>(item.second)(inputs[index]);
@@ -482,27 +534,13 @@ void call_tensor_pre_hooks(Node* fn, std::vector<py::object>& inputs) {
 
 std::vector<py::object> Engine::call_function(GraphTask& graph_task, Node* fn, std::vector<py::object>& inputs) {
   if (fn->pre_hooks) {
-    for (auto item : py::reinterpret_borrow<py::dict>(fn->pre_hooks)) {
-      py::object result = py::reinterpret_borrow<py::object>(item.second)(as_tuple(inputs));
-      if (!result.is_none()) {
-        py::tuple replaced = py::reinterpret_borrow<py::tuple>(result);
-        if (replaced.size() != inputs.size())
-          throw std::runtime_error("pre-hook of " + fn->name() + " returned the wrong number of gradients");
-        for (size_t i = 0; i < inputs.size(); ++i) inputs[i] = replaced[i];
-      }
-    }
+    for (auto hook : hook_list(fn->pre_hooks)) replace_from_hook(hook, hook(as_tuple(inputs)), inputs, true);
   }
   std::vector<py::object> outputs = fn->apply(inputs);
-  if (anomaly_enabled.load() && check_nan_fn) check_nan_fn(fn->name(), as_tuple(outputs));
+  if (anomaly_enabled.load() && anomaly_check_nan.load() && check_nan_fn) check_nan_fn(fn->name(), as_tuple(outputs));
   if (fn->post_hooks) {
-    for (auto item : py::reinterpret_borrow<py::dict>(fn->post_hooks)) {
-      py::object result = py::reinterpret_borrow<py::object>(item.second)(as_tuple(outputs), as_tuple(inputs));
-      if (!result.is_none()) {
-        py::tuple replaced = py::reinterpret_borrow<py::tuple>(result);
-        if (replaced.size() != outputs.size())
-          throw std::runtime_error("post-hook of " + fn->name() + " returned the wrong number of gradients");
-        for (size_t i = 0; i < outputs.size(); ++i) outputs[i] = replaced[i];
-      }
+    for (auto hook : hook_list(fn->post_hooks)) {
+      replace_from_hook(hook, hook(as_tuple(outputs), as_tuple(inputs)), outputs, false);
     }
   }
   return outputs;

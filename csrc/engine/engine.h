@@ -98,13 +98,15 @@ class Engine {
                                   bool keep_graph, bool create_graph, bool accumulate_grad,
                                   const std::vector<Edge>& outputs);
   void queue_callback(py::object callback);  // GIL held; only during backward
+  bool is_checkpoint_valid() const;           // false inside a grad() / backward(inputs=) call
 
   // Python helpers the engine calls: set once at import, cleared at interpreter exit.
-  py::object accumulate_grad_fn;  // (variable, grad) -> None
+  py::object accumulate_grad_fn;  // (variable, grad, may_steal) -> None
   py::object check_nan_fn;        // (node name, outputs) -> None, raises on NaN
   py::object device_init_fn;      // (device index) -> None, on each device thread at start
   py::object tensor_class;        // tinytorch.Tensor: what counts as a tensor in `inputs`
-  std::atomic<bool> anomaly_enabled{false};
+  std::atomic<bool> anomaly_enabled{false};  // global, as PyTorch's anomaly mode
+  std::atomic<bool> anomaly_check_nan{true};
 
   void shutdown();  // joins every engine thread; GIL held
   ~Engine();

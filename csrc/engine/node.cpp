@@ -31,6 +31,12 @@ py::object Node::tensor_pre_hooks(uint32_t index) {
   return hooks ? py::reinterpret_borrow<py::object>(hooks) : py::object();
 }
 
+// PyTorch names the forward op: the node's name without its "Backward<n>" suffix.
+static std::string forward_op_name(const std::string& node_name) {
+  const size_t pos = node_name.rfind("Backward");
+  return pos == std::string::npos || pos == 0 ? node_name : node_name.substr(0, pos);
+}
+
 void PyNode::check_saved_versions() const {
   if (saved_.is_none()) return;
   py::tuple saved = py::reinterpret_borrow<py::tuple>(saved_);
@@ -38,14 +44,19 @@ void PyNode::check_saved_versions() const {
     if (saved[i].is_none()) continue;
     int64_t now = tensor_version(saved[i].ptr());
     if (now == saved_versions_[i]) continue;
+    // An output saved by its own node is an alias without history: name this node, as PyTorch does.
+    std::string origin;
+    const int64_t own_output = i < saved_output_nrs_.size() ? saved_output_nrs_[i] : -1;
     py::object producer = saved[i].attr("_grad_fn");
-    std::string origin = producer.is_none()
-                             ? "is a leaf"
-                             : "which is output " + py::str(saved[i].attr("_output_nr")).cast<std::string>() +
-                                   " of " + producer.attr("name")().cast<std::string>() + ",";
+    if (own_output >= 0) {
+      origin = ", which is output " + std::to_string(own_output) + " of " + forward_op_name(name()) + ",";
+    } else if (!producer.is_none()) {
+      origin = ", which is output " + py::str(saved[i].attr("_output_nr")).cast<std::string>() + " of " +
+               forward_op_name(producer.attr("name")().cast<std::string>()) + ",";
+    }
     throw std::runtime_error(
         "one of the variables needed for gradient computation has been modified by an inplace operation: " +
-        describe_tensor(saved[i]) + ", " + origin + " is at version " + std::to_string(now) + "; expected version " +
+        describe_tensor(saved[i]) + origin + " is at version " + std::to_string(now) + "; expected version " +
         std::to_string(saved_versions_[i]) +
         " instead. Hint: enable anomaly detection to find the operation that failed to compute its gradient, "
         "with tinytorch.autograd.set_detect_anomaly(True).");
@@ -122,7 +133,18 @@ std::vector<py::object> AccumulateGrad::apply(std::vector<py::object>& grads) {
   if (!var.attr("_grad_fn").is_none()) {
     throw std::runtime_error("leaf variable has been moved into the graph interior");
   }
-  Engine::get().accumulate_grad_fn(var, grads[0]);
+  // Take the gradient out of the input buffer: if nothing else refers to it (tensor and array),
+  // .grad may adopt it without a copy (PyTorch's "steal"); otherwise a later in-place += on one
+  // .grad would change a tensor someone else sees (AddBackward gives one tensor to both inputs).
+  py::object grad = std::move(grads[0]);
+  bool steal = Py_REFCNT(grad.ptr()) == 1;
+  if (steal) {
+    PyObject* data = PyObject_GetAttrString(grad.ptr(), "_data");
+    if (!data) throw py::error_already_set();
+    steal = Py_REFCNT(data) == 2;  // the tensor's reference and ours
+    Py_DECREF(data);
+  }
+  Engine::get().accumulate_grad_fn(var, grad, steal);
   return {};
 }
 

@@ -83,6 +83,8 @@ struct PyNode final : Node {
   void release_variables() override;
 
   void set_saved_versions(std::vector<int64_t> v) { saved_versions_ = std::move(v); }
+  // For each saved tensor: the index of this node's output it aliases, or -1 (for error messages).
+  void set_saved_output_nrs(std::vector<int64_t> v) { saved_output_nrs_ = std::move(v); }
   const py::object& saved() const { return saved_; }
 
  private:
@@ -92,6 +94,7 @@ struct PyNode final : Node {
   py::object fn_;
   py::object saved_;  // tuple of tensors whose in-place modification would make fn_ wrong, or None
   std::vector<int64_t> saved_versions_;
+  std::vector<int64_t> saved_output_nrs_;
   bool released_ = false;
   bool call_with_no_grads_;  // custom Functions materialize zeros; built-in formulas skip instead
 };

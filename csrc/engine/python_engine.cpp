@@ -7,6 +7,7 @@
 #include <sstream>
 
 #include "engine/engine.h"
+#include "engine/profiler.h"
 
 namespace tinytorch {
 
@@ -20,6 +21,7 @@ struct Names {  // interned attribute names of tinytorch.Tensor
   PyObject* output_nr = PyUnicode_InternFromString("_output_nr");
   PyObject* requires_grad = PyUnicode_InternFromString("_requires_grad");
   PyObject* grad_acc = PyUnicode_InternFromString("_grad_acc");
+  PyObject* vc = PyUnicode_InternFromString("_vc");
 };
 
 const Names& names() {
@@ -59,18 +61,30 @@ Edge gradient_edge(PyObject* tensor) {
   return {grad_accumulator(tensor), 0};
 }
 
-std::vector<int64_t> saved_versions(const py::tuple& saved) {
-  std::vector<int64_t> versions;
-  versions.reserve(saved.size());
-  for (auto t : saved) {
-    if (t.is_none()) {
-      versions.push_back(0);
-      continue;
+// Records the version of each saved tensor (backward checks it) and which of the node's own
+// outputs each one aliases (a saved output has no history of its own to name in that error).
+void note_saved(PyNode& node, const py::tuple& saved, PyObject* outputs, bool multi) {
+  std::vector<int64_t> versions(saved.size(), 0);
+  std::vector<int64_t> output_nrs(saved.size(), -1);
+  for (size_t i = 0; i < saved.size(); ++i) {
+    py::handle t = saved[i];
+    if (t.is_none()) continue;
+    py::object counter = get_attr(t.ptr(), names().vc);
+    if (counter.is_none()) continue;
+    versions[i] = py::reinterpret_borrow<py::list>(counter)[0].cast<int64_t>();
+    if (!get_attr(t.ptr(), names().grad_fn).is_none()) continue;
+    const Py_ssize_t n_out = multi ? PyTuple_GET_SIZE(outputs) : 1;
+    for (Py_ssize_t k = 0; k < n_out; ++k) {
+      PyObject* out = multi ? PyTuple_GET_ITEM(outputs, k) : outputs;
+      if (out == Py_None || out == t.ptr()) continue;
+      if (get_attr(out, names().vc).ptr() == counter.ptr()) {
+        output_nrs[i] = k;
+        break;
+      }
     }
-    py::object counter = t.attr("_vc");
-    versions.push_back(counter.is_none() ? 0 : py::reinterpret_borrow<py::list>(counter)[0].cast<int64_t>());
   }
-  return versions;
+  node.set_saved_versions(std::move(versions));
+  node.set_saved_output_nrs(std::move(output_nrs));
 }
 
 // _record(name, fn, outputs, inputs, saved=None, device=-1, custom=False) -> Node
@@ -102,7 +116,7 @@ PyObject* record(PyObject*, PyObject* const* args, Py_ssize_t nargs) {
     auto node = make_node<PyNode>(py::reinterpret_borrow<py::str>(args[0]), py::reinterpret_borrow<py::object>(args[1]),
                                   std::move(edges), n_out, saved, custom);
     if (nargs > 5 && args[5] != Py_None) node->device = static_cast<int>(PyLong_AsLong(args[5]));
-    if (!saved.is_none()) node->set_saved_versions(saved_versions(py::reinterpret_borrow<py::tuple>(saved)));
+    if (!saved.is_none()) note_saved(*node, py::reinterpret_borrow<py::tuple>(saved), outputs, multi);
     if (Engine::get().anomaly_enabled.load()) {
       py::dict metadata;
       py::list stack = py::module_::import("traceback").attr("format_stack")();
@@ -229,6 +243,8 @@ void init_engine(py::module_& m) {
       "Run backward from `roots` seeded with `grads`; returns the gradients captured for `inputs`.");
   m.def("_queue_callback", [](py::object cb) { Engine::get().queue_callback(std::move(cb)); },
         "Run `cb` once the current backward has finished (before it returns).");
+  m.def("_is_checkpoint_valid", []() { return Engine::get().is_checkpoint_valid(); },
+        "False while a node of a grad() or backward(inputs=...) call runs on this thread.");
   m.def("_current_node", []() -> py::object {
     NodePtr node = current_node();
     return node ? py::cast(node) : py::none();
@@ -241,8 +257,23 @@ void init_engine(py::module_& m) {
     e.check_nan_fn = std::move(check_nan);
     e.device_init_fn = std::move(device_init);
   });
-  m.def("_set_anomaly_enabled", [](bool on) { Engine::get().anomaly_enabled = on; });
+  m.def(
+      "_set_anomaly_enabled",
+      [](bool on, bool check_nan) {
+        Engine::get().anomaly_enabled = on;
+        Engine::get().anomaly_check_nan = check_nan;
+      },
+      py::arg("on"), py::arg("check_nan") = true);
+  m.def("_anomaly_check_nan", []() { return Engine::get().anomaly_check_nan.load(); });
   m.def("_is_anomaly_enabled", []() { return Engine::get().anomaly_enabled.load(); });
+  m.def("_profiler_enable", [](bool on) { NodeProfiler::get().set_enabled(on); },
+        "Record a span for every backward node the engine runs (tinytorch.profiler).");
+  m.def("_profiler_take", []() {
+    py::list out;
+    for (auto& s : NodeProfiler::get().take()) out.append(py::make_tuple(s.name, s.start_ns, s.end_ns, s.thread_id));
+    return out;
+  }, "The recorded (name, start_ns, end_ns, thread_id) spans; clears them.");
+  m.def("_monotonic_ns", &NodeProfiler::now_ns, "The profiler's clock (CLOCK_MONOTONIC).");
   m.def("_engine_shutdown", []() { Engine::get().shutdown(); }, "Join the engine's threads (at interpreter exit).");
 }
 

@@ -18,9 +18,14 @@ from ._ops.shape import (broadcast_tensors, broadcast_to, cat, chunk, clone, con
                          flatten, flip, hstack, movedim, narrow, permute, repeat_interleave, reshape, split, squeeze,
                          stack, t, tensor_split, tile, transpose, tril, triu, unbind, unflatten, unsqueeze, vstack)
 from ._ops.linalg import addmm, baddbmm, bmm, dot, einsum, matmul, mm, mv, outer
+from ._ops.indexing import (argwhere, gather, index_add, index_copy, index_fill, index_put, index_select,
+                            masked_scatter, masked_select, nonzero, scatter, scatter_add, take_along_dim)
+from ._ops.nn import log_softmax, softmax
 from .autograd.grad_mode import (enable_grad, inference_mode, is_grad_enabled, is_inference_mode_enabled, no_grad,
                                  set_grad_enabled)
 from . import autograd, cuda, utils  # noqa: E402
+from . import nn, optim  # noqa: E402
+from .serialization import load, save  # noqa: E402
 
 float = float32  # noqa: A001
 double = float64

@@ -170,10 +170,11 @@ empty_like = _like(empty)
 
 
 def full_like(t: Tensor, fill_value, dtype=None, device=None, requires_grad=False, **kw) -> Tensor:
+    """A tensor shaped like t filled with fill_value."""
     return full(t.shape, fill_value, dtype=dtype or t.dtype, device=device or t.device, requires_grad=requires_grad)
 
 
-def arange(start, end=None, step=1, *, dtype=None, device=None, requires_grad=False) -> Tensor:
+def arange(start=0, end=None, step=1, *, dtype=None, device=None, requires_grad=False) -> Tensor:
     """Values from start to end (exclusive) by step; integer dtype when all arguments are integers."""
     if end is None:
         start, end = 0, start
@@ -193,6 +194,7 @@ def arange(start, end=None, step=1, *, dtype=None, device=None, requires_grad=Fa
 
 
 def linspace(start, end, steps: int, *, dtype=None, device=None, requires_grad=False) -> Tensor:
+    """`steps` values evenly spaced from start to end (inclusive)."""
     dt = to_dtype(dtype) if dtype is not None else get_default_dtype()
     dev = to_device(device)
     with cuda_context(dev):
@@ -201,17 +203,20 @@ def linspace(start, end, steps: int, *, dtype=None, device=None, requires_grad=F
 
 
 def logspace(start, end, steps: int, base: float = 10.0, *, dtype=None, device=None, requires_grad=False) -> Tensor:
+    """base ** linspace(start, end, steps)."""
     t = linspace(start, end, steps, dtype=float64_or(dtype), device=device)
     return _finish(_wrap((base ** t._data).astype(to_dtype(dtype).np if dtype else get_default_dtype().np)),
                    requires_grad)
 
 
 def float64_or(dtype):
+    """float64 when dtype is None, else dtype."""
     from ._dtype import float64
     return float64 if dtype is None else dtype
 
 
 def eye(n: int, m: int | None = None, *, dtype=None, device=None, requires_grad=False) -> Tensor:
+    """An n x m identity matrix."""
     dt = to_dtype(dtype) if dtype is not None else get_default_dtype()
     dev = to_device(device)
     with cuda_context(dev):
@@ -274,18 +279,22 @@ def manual_seed(seed: int) -> Generator:
 
 
 def seed() -> int:
+    """Seed the default generator from the OS and return the seed."""
     return default_generator.seed()
 
 
 def initial_seed() -> int:
+    """The seed of the default generator."""
     return default_generator.initial_seed()
 
 
 def get_rng_state() -> Tensor:
+    """The default generator's state."""
     return default_generator.get_state()
 
 
 def set_rng_state(state: Tensor) -> None:
+    """Restore the default generator's state."""
     default_generator.set_state(state)
 
 
@@ -326,6 +335,8 @@ randn.__doc__ = "Standard normal samples."
 
 def randint(low, high=None, size=None, *, generator=None, dtype=None, device=None, requires_grad=False) -> Tensor:
     """Integers uniform in [low, high)."""
+    if size is None and isinstance(high, (tuple, list)):  # randint(high, size), PyTorch's short form
+        low, high, size = 0, low, high
     if high is None:
         low, high = 0, low
     if size is None:
@@ -357,10 +368,12 @@ randn_like = _like_random(randn)
 
 
 def randint_like(t: Tensor, low, high=None, *, dtype=None, device=None) -> Tensor:
+    """randint with t's shape."""
     return randint(low, high, tuple(t.shape), dtype=dtype or t.dtype, device=device or t.device)
 
 
 def bernoulli(p: Tensor, *, generator=None) -> Tensor:
+    """1 with probability p, else 0 (p's shape and dtype)."""
     rng = _generator_for(p.device, generator)
     with cuda_context(p.device):
         u = rng.random(p._data.shape, dtype=np.float64 if p._data.dtype == np.float64 else np.float32)
@@ -381,6 +394,7 @@ def multinomial(probs: Tensor, num_samples: int, replacement: bool = False, *, g
 
 
 def normal(mean, std, size=None, *, generator=None) -> Tensor:
+    """Normal samples with the given mean and std (tensors or numbers)."""
     if isinstance(mean, Tensor) or isinstance(std, Tensor):
         ref = mean if isinstance(mean, Tensor) else std
         return randn_like(ref, generator=generator) * std + mean if generator is None else \

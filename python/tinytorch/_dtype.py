@@ -3,24 +3,38 @@ from __future__ import annotations
 
 import numpy as np
 
-try:
-    import ml_dtypes as _ml_dtypes
-except ImportError:  # pragma: no cover - ml_dtypes is a declared dependency
-    _ml_dtypes = None
+
+def _bfloat16_numpy_dtype():
+    """NumPy's bfloat16 from ml_dtypes, imported on first use: the import costs ~0.5-2 s, which every
+    process (launcher workers, test subprocesses) would otherwise pay whether it uses bfloat16 or not."""
+    try:
+        import ml_dtypes
+    except ImportError as e:  # pragma: no cover - ml_dtypes is a declared dependency
+        raise RuntimeError("bfloat16 on the CPU needs the ml_dtypes package: pip install ml_dtypes") from e
+    d = np.dtype(ml_dtypes.bfloat16)
+    _BY_NP[d] = bfloat16
+    return d
 
 
 class dtype:
     """A tensor element type: PyTorch's name, its NumPy dtype and its promotion category."""
 
-    __slots__ = ("name", "np", "itemsize", "is_floating_point", "is_signed", "_category")
+    __slots__ = ("name", "_np", "itemsize", "is_floating_point", "is_signed", "_category")
 
-    def __init__(self, name: str, np_dtype, category: int) -> None:
+    def __init__(self, name: str, np_dtype, category: int, itemsize: int = 0) -> None:
         self.name = name
-        self.np = np.dtype(np_dtype) if np_dtype is not None else None
-        self.itemsize = self.np.itemsize if self.np is not None else 2
+        self._np = np.dtype(np_dtype) if np_dtype is not None else None
+        self.itemsize = self._np.itemsize if self._np is not None else itemsize
         self.is_floating_point = category == 2
         self.is_signed = name not in ("uint8", "bool")
         self._category = category  # 0 bool, 1 integer, 2 floating
+
+    @property
+    def np(self) -> np.dtype:
+        """The NumPy dtype that holds this type's elements."""
+        if self._np is None:
+            self._np = _bfloat16_numpy_dtype()
+        return self._np
 
     @property
     def is_complex(self) -> bool:
@@ -43,13 +57,13 @@ int16 = dtype("int16", np.int16, 1)
 int32 = dtype("int32", np.int32, 1)
 int64 = dtype("int64", np.int64, 1)
 float16 = dtype("float16", np.float16, 2)
-bfloat16 = dtype("bfloat16", _ml_dtypes.bfloat16 if _ml_dtypes else None, 2)
+bfloat16 = dtype("bfloat16", None, 2, itemsize=2)  # NumPy dtype resolved on first use
 float32 = dtype("float32", np.float32, 2)
 float64 = dtype("float64", np.float64, 2)
 
 ALL = (bool_, uint8, int8, int16, int32, int64, float16, bfloat16, float32, float64)
 _BY_NAME = {d.name: d for d in ALL}
-_BY_NP = {d.np: d for d in ALL if d.np is not None}
+_BY_NP = {d._np: d for d in ALL if d._np is not None}
 _INT_ORDER = {uint8: 0, int8: 0, int16: 1, int32: 2, int64: 3}
 
 
@@ -66,6 +80,8 @@ def from_numpy_dtype(np_dtype) -> dtype:
     d = np.dtype(np_dtype)
     if d in _BY_NP:
         return _BY_NP[d]
+    if d.name == "bfloat16" and d == bfloat16.np:  # an ml_dtypes array seen before our first bf16 use
+        return bfloat16
     if d.kind == "U" or d.kind == "S" or d.kind == "O":
         raise TypeError(f"can't convert np.ndarray of type {d}. The only supported types are: "
                         "float64, float32, float16, bfloat16, int64, int32, int16, int8, uint8, and bool.")

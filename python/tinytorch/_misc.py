@@ -13,6 +13,7 @@ def is_tensor(obj) -> bool:
 
 
 def numel(t: Tensor) -> int:
+    """The number of elements of t."""
     return t.numel()
 
 
@@ -22,6 +23,7 @@ def allclose(a: Tensor, b: Tensor, rtol: float = 1e-05, atol: float = 1e-08, equ
 
 
 def isclose(a: Tensor, b: Tensor, rtol: float = 1e-05, atol: float = 1e-08, equal_nan: bool = False) -> Tensor:
+    """Where |a - b| <= atol + rtol * |b|."""
     from ._creation import tensor
     return tensor(np.isclose(np.asarray(a), np.asarray(b), rtol=rtol, atol=atol, equal_nan=equal_nan))
 
@@ -32,6 +34,7 @@ def equal(a: Tensor, b: Tensor) -> bool:
 
 
 def get_num_threads() -> int:
+    """The number of CPU cores (NumPy's BLAS decides its own threads)."""
     import os as _os
     return _os.cpu_count() or 1
 

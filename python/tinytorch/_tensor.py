@@ -5,7 +5,7 @@ methods and operators to Tensor when it is imported, so this file holds only wha
 """
 from __future__ import annotations
 
-import sys
+import atexit
 import warnings
 
 import numpy as np
@@ -177,7 +177,7 @@ class Tensor:
 
     @property
     def grad(self):
-        if self._grad_fn is not None and not self._retains_grad:
+        if self._grad_fn is not None and not self._retains_grad and self._grad is None:
             warnings.warn(
                 "The .grad attribute of a Tensor that is not a leaf Tensor is being accessed. Its .grad attribute "
                 "won't be populated during autograd.backward(). If you indeed want the .grad field to be populated "
@@ -266,10 +266,9 @@ class Tensor:
             t = ref()
             if t is None:
                 return
+            # A copy: the gradient keeps flowing to the nodes below and must not alias .grad.
             if t._grad is None:
-                t._grad = grad.detach() if not _C._grad_enabled() else grad
-                if t._grad is grad or t._grad._data is grad._data:
-                    t._grad = _wrap(grad._data.copy()) if not _C._grad_enabled() else grad
+                t._grad = grad.clone() if _C._grad_enabled() else _wrap(grad._data.copy())
             else:
                 t._grad = t._grad + grad
 
@@ -432,19 +431,20 @@ def _wrap_dim(dim: int, ndim: int) -> int:
     return dim + n if dim < 0 else dim
 
 
-def _accumulate_grad(var: Tensor, grad: Tensor) -> None:
+def _accumulate_grad(var: Tensor, grad: Tensor, may_steal: bool = False) -> None:
     """AccumulateGrad's body: add `grad` into var.grad (in place when not building a graph), then
-    run the post-accumulate hooks (DDP marks the parameter ready there)."""
-    if _C._grad_enabled():  # create_graph: keep the sum differentiable
-        var._grad = grad if var._grad is None else var._grad + grad
-    elif var._grad is None:
+    run the post-accumulate hooks (DDP marks the parameter ready there). The engine passes
+    may_steal=True only when it holds the sole reference to `grad` and to its array."""
+    if var._grad is None:
         data = grad._data
-        # Steal the array only if nothing else can see it; otherwise a later in-place += on one
-        # .grad would change another (AddBackward hands one gradient to both of its inputs).
-        if data.base is not None or not data.flags.c_contiguous or not data.flags.writeable or \
-                sys.getrefcount(data) > 3 or data.dtype != var._data.dtype:
-            data = data.astype(var._data.dtype, copy=True, order="C")
-        var._grad = _wrap(data)
+        steal = may_steal and data.base is None and data.flags.c_contiguous and data.flags.writeable and \
+            data.dtype == var._data.dtype
+        if _C._grad_enabled():  # create_graph: .grad must stay differentiable
+            var._grad = grad if steal else grad.clone()
+        else:
+            var._grad = _wrap(data if steal else data.astype(var._data.dtype, copy=True, order="C"))
+    elif _C._grad_enabled():
+        var._grad = var._grad + grad
     else:
         g = var._grad
         g._data += grad._data
@@ -470,3 +470,6 @@ def _device_thread_init(index: int) -> None:
 
 
 _C._set_engine_helpers(Tensor, _accumulate_grad, _check_nan, _device_thread_init)
+# Join the engine's device and pool threads while the interpreter can still run them; registered at
+# import, so it runs after atexit handlers registered later (e.g. a process group's teardown).
+atexit.register(_C._engine_shutdown)

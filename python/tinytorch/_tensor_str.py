@@ -24,16 +24,15 @@ class _Formatter:
             self.width = max((len(str(v)) for v in values.reshape(-1)), default=1)
             return
         v = values.astype(np.float64).reshape(-1)
-        finite = v[np.isfinite(v)]
-        nonzero = np.abs(finite[finite != 0])
-        self.int_mode = bool(np.all(finite == np.ceil(finite))) if finite.size else True
-        if nonzero.size:
-            hi, lo = nonzero.max(), nonzero.min()
-            if self.int_mode:
-                self.sci = hi > 1e8
-            else:
-                self.sci = hi / lo > 1000.0 or hi > 1e8 or lo < 1e-4
-        self.width = max((len(self._fmt(x)) for x in v), default=1)
+        # As PyTorch: the mode and the column width come from the nonzero finite values only.
+        finite = v[np.isfinite(v) & (v != 0)]
+        if not finite.size:
+            return
+        self.int_mode = bool(np.all(finite == np.ceil(finite)))
+        nonzero = np.abs(finite)
+        hi, lo = nonzero.max(), nonzero.min()
+        self.sci = hi / lo > 1000.0 or hi > 1e8 or (not self.int_mode and lo < 1e-4)
+        self.width = max(len(self._fmt(x)) for x in finite)
 
     def _fmt(self, x) -> str:
         if self.kind == "b":
@@ -70,7 +69,7 @@ def _body(a: np.ndarray, fmt: _Formatter, indent: int, summarize: bool) -> str:
     if a.ndim == 1:
         items = [fmt(x) for x in a]
         if summarize and len(a) > 2 * EDGEITEMS:
-            items = items[:EDGEITEMS] + ["..."] + items[-EDGEITEMS:]
+            items = items[:EDGEITEMS] + [" ..."] + items[-EDGEITEMS:]
         per_line = max(1, (LINEWIDTH - indent) // (fmt.width + 2))
         lines = [", ".join(items[i:i + per_line]) for i in range(0, len(items), per_line)]
         return "[" + (",\n" + " " * (indent + 1)).join(lines) + "]"
@@ -97,11 +96,13 @@ def tensor_repr(t) -> str:
         body = "[]"
         if data.ndim != 1:
             suffixes.append(f"size={tuple(data.shape)}")
+        if dt is not get_default_dtype():  # PyTorch names every non-default dtype of an empty tensor
+            suffixes.append(f"dtype={dt!r}")
     else:
         summarize = data.size > THRESHOLD
         fmt = _Formatter(_summarize(data) if summarize else data)
         body = _body(data, fmt, len(prefix), summarize)
-    if dt not in (get_default_dtype(), int64, bool_):
+    if data.size and dt not in (get_default_dtype(), int64, bool_):
         suffixes.append(f"dtype={dt!r}")
     if t._grad_fn is not None:
         suffixes.append(f"grad_fn=<{t._grad_fn.name()}>")

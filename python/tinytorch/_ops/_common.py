@@ -51,7 +51,7 @@ def operands(a: Tensor, b):
         dt = result_type(a, b).np
         return x.astype(dt, copy=False), y.astype(dt, copy=False)
     if tb is float:
-        if x.dtype.kind == "f" or x.dtype == _BF16:
+        if x.dtype.kind in _FLOAT_KINDS:
             return x, b
         return x.astype(get_default_dtype().np), b
     if tb is int or tb is bool:
@@ -63,11 +63,9 @@ def operands(a: Tensor, b):
     raise TypeError(f"unsupported operand type for a Tensor op: '{type(b).__name__}'")
 
 
-try:
-    import ml_dtypes as _ml
-    _BF16 = np.dtype(_ml.bfloat16)
-except ImportError:  # pragma: no cover
-    _BF16 = None
+# ml_dtypes' bfloat16 is NumPy's only kind-'V' dtype a tensor can hold: testing the kind spares
+# importing ml_dtypes (slow) just to recognise it.
+_FLOAT_KINDS = ("f", "V")
 
 
 def _device_mismatch(a: Tensor, b: Tensor):
@@ -78,7 +76,7 @@ def _device_mismatch(a: Tensor, b: Tensor):
 def float_data(a: Tensor):
     """a's array, as floating point (ints and bools become the default dtype, as in PyTorch)."""
     x = a._data
-    if x.dtype.kind == "f" or x.dtype == _BF16:
+    if x.dtype.kind in _FLOAT_KINDS:
         return x
     return x.astype(get_default_dtype().np)
 
@@ -114,8 +112,13 @@ def device_index(t: Tensor):
     return None if type(d) is np.ndarray else int(d.device.id)
 
 
+_profile_op = None  # set by tinytorch.profiler while a profile is active: called with the node's name
+
+
 def record(name: str, backward, outputs, inputs: tuple, saved=None):
     """Record a node, routing CUDA nodes to their device's engine thread."""
+    if _profile_op is not None:
+        _profile_op(name)
     first = outputs[0] if type(outputs) is tuple else outputs
     if type(first._data) is np.ndarray:
         return _record(name, backward, outputs, inputs, saved)
@@ -171,7 +174,7 @@ def commit_inplace(t: Tensor, result: Tensor) -> Tensor:
 
 def _copy_into(dst, src) -> None:
     if src.dtype != dst.dtype and np.can_cast(src.dtype, dst.dtype, "same_kind") is False and \
-            not (dst.dtype.kind == "f" or dst.dtype == _BF16):
+            dst.dtype.kind not in _FLOAT_KINDS:
         raise TypeError
     dst[...] = src
 

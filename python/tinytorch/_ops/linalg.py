@@ -3,8 +3,9 @@ from __future__ import annotations
 
 import numpy as np
 
-from .._tensor import Tensor, _wrap
+from .._tensor import Tensor
 from ._common import attach, needs_grad, operands, record, sum_to
+from .pointwise import _result, broadcast_error_shapes
 
 
 def matmul(a: Tensor, b: Tensor) -> Tensor:
@@ -19,9 +20,19 @@ def matmul(a: Tensor, b: Tensor) -> Tensor:
         if x.ndim == 1 and y.ndim == 1:
             raise RuntimeError(f"inconsistent tensor size, expected tensor [{x.shape[0]}] and src [{y.shape[0]}] to have "
                                f"the same number of elements, but got {x.shape[0]} and {y.shape[0]} elements respectively")
+        if x.ndim == 2 and y.ndim == 1:
+            raise RuntimeError(f"size mismatch, got input ({x.shape[0]}), mat ({x.shape[0]}x{x.shape[1]}), "
+                               f"vec ({y.shape[0]})")
         raise RuntimeError(f"mat1 and mat2 shapes cannot be multiplied ({_rows(x)}x{x.shape[-1]} and "
                            f"{y.shape[-2] if y.ndim > 1 else y.shape[0]}x{y.shape[-1] if y.ndim > 1 else 1})")
-    out = _wrap(np.matmul(x, y))
+    try:
+        if x.dtype.itemsize == 2 and x.dtype.kind not in "iu":
+            # float16/bfloat16: float32 accumulation (as PyTorch), and BLAS instead of NumPy's slow 2-byte loop
+            out = _result(np.matmul(x.astype(np.float32), y.astype(np.float32)).astype(x.dtype))
+        else:
+            out = _result(np.matmul(x, y))
+    except ValueError:  # batch dimensions that don't broadcast
+        raise broadcast_error_shapes(x.shape[:-2], y.shape[:-2]) from None
     if needs_grad(a, b):
         ra, rb = a._requires_grad, b._requires_grad
         sa, sb = x.shape, y.shape
@@ -32,10 +43,10 @@ def matmul(a: Tensor, b: Tensor) -> Tensor:
             A = a if a.ndim > 1 else a.unsqueeze(0)
             B = b if b.ndim > 1 else b.unsqueeze(-1)
             G = g
+            if b.ndim == 1:  # first: for vector @ vector, g is 0-d and only unsqueeze(-1) is valid on it
+                G = G.unsqueeze(-1)
             if a.ndim == 1:
                 G = G.unsqueeze(-2)
-            if b.ndim == 1:
-                G = G.unsqueeze(-1)
             ga = gb = None
             if ra:
                 ga = G.matmul(B.transpose(-1, -2))
@@ -57,6 +68,7 @@ def _rows(x):
 
 
 def mm(a: Tensor, b: Tensor) -> Tensor:
+    """Matrix product of two 2-D tensors."""
     if a.ndim != 2:
         raise RuntimeError("self must be a matrix")
     if b.ndim != 2:
@@ -65,28 +77,37 @@ def mm(a: Tensor, b: Tensor) -> Tensor:
 
 
 def bmm(a: Tensor, b: Tensor) -> Tensor:
+    """Batched matrix product of two 3-D tensors (no broadcasting)."""
     if a.ndim != 3:
         raise RuntimeError("batch1 must be a 3D tensor")
     if b.ndim != 3:
         raise RuntimeError("batch2 must be a 3D tensor")
+    sa, sb = a._data.shape, b._data.shape
+    if sb[0] != sa[0] or sb[1] != sa[2]:
+        raise RuntimeError(f"Expected size for first two dimensions of batch2 tensor to be: [{sa[0]}, {sa[2]}] but "
+                           f"got: [{sb[0]}, {sb[1]}].")
     return matmul(a, b)
 
 
 def mv(a: Tensor, v: Tensor) -> Tensor:
+    """Matrix-vector product."""
     return matmul(a, v)
 
 
 def dot(a: Tensor, b: Tensor) -> Tensor:
+    """Inner product of two 1-D tensors."""
     if a.ndim != 1 or b.ndim != 1:
         raise RuntimeError(f"1D tensors expected, but got {a.ndim}D and {b.ndim}D tensors")
     return matmul(a, b)
 
 
 def outer(a: Tensor, b: Tensor) -> Tensor:
+    """Outer product of two 1-D tensors."""
     return a.unsqueeze(1) * b.unsqueeze(0)
 
 
 def addmm(bias: Tensor, a: Tensor, b: Tensor, *, beta=1, alpha=1) -> Tensor:
+    """beta * bias + alpha * (a @ b)."""
     out = matmul(a, b)
     if alpha != 1:
         out = out * alpha
@@ -94,6 +115,7 @@ def addmm(bias: Tensor, a: Tensor, b: Tensor, *, beta=1, alpha=1) -> Tensor:
 
 
 def baddbmm(bias: Tensor, a: Tensor, b: Tensor, *, beta=1, alpha=1) -> Tensor:
+    """beta * bias + alpha * (a @ b) for batches."""
     return addmm(bias, a, b, beta=beta, alpha=alpha)
 
 
@@ -109,10 +131,15 @@ def einsum(equation: str, *operands_) -> Tensor:
         letters = "".join(c for c in lhs if c.isalpha())
         rhs = "".join(sorted(c for c in set(letters) if letters.count(c) == 1))
     subs = lhs.split(",")
+    if len(subs) != len(operands_):
+        raise RuntimeError(f"einsum(): {len(subs)} operands were specified in the equation but "
+                           f"{len(operands_)} were given")
     if "." in eq:
-        raise RuntimeError("tinytorch.einsum does not support ellipsis ('...') yet; use explicit subscripts")
+        subs, rhs = _expand_ellipsis(subs, rhs if "->" in eq else None, operands_)
+        lhs = ",".join(subs)
+    operands_ = _broadcast_labels(subs, operands_)
     arrays = [t._data for t in operands_]
-    out = _wrap(np.einsum(f"{lhs}->{rhs}", *arrays))
+    out = _result(np.einsum(f"{lhs}->{rhs}", *arrays))
     if needs_grad(*operands_):
         sizes = {}
         for s, arr in zip(subs, arrays):
@@ -144,5 +171,46 @@ def einsum(equation: str, *operands_) -> Tensor:
     return out
 
 
+def _expand_ellipsis(subs: list, rhs, operands_) -> tuple:
+    """Replace '...' with explicit letters (right-aligned, as broadcasting aligns dimensions)."""
+    import string
+    used = set("".join(subs) + (rhs or ""))
+    free = [c for c in string.ascii_letters if c not in used]
+    counts = []
+    for s, t in zip(subs, operands_):
+        named = len(s.replace("...", ""))
+        counts.append(t._data.ndim - named if "..." in s else 0)
+        if counts[-1] < 0 or ("..." not in s and named != t._data.ndim):
+            raise RuntimeError(f"einsum(): the number of subscripts in the equation ({named}) does not match the "
+                               f"number of dimensions ({t._data.ndim}) for operand {len(counts) - 1}"
+                               + ("" if "..." in s else " and no ellipsis was given"))
+    n = max(counts)
+    ell = "".join(free[:n])
+    new_subs = [s.replace("...", ell[n - k:]) for s, k in zip(subs, counts)]
+    if rhs is None:  # implicit output: the ellipsis dimensions, then the letters that appear once, sorted
+        letters = "".join(s.replace("...", "") for s in subs)
+        rhs = ell + "".join(sorted(c for c in set(letters) if letters.count(c) == 1))
+    else:
+        rhs = rhs.replace("...", ell)
+    return new_subs, rhs
+
+
+def _broadcast_labels(subs: list, operands_) -> tuple:
+    """Expand size-1 dimensions that share a label with a larger one (PyTorch's einsum broadcasts them)."""
+    sizes = {}
+    for s, t in zip(subs, operands_):
+        for c, k in zip(s, t._data.shape):
+            if k != 1:
+                if sizes.get(c, k) != k:
+                    raise RuntimeError(f"einsum(): operands do not broadcast with remapped shapes (original->remapped):"
+                                       f" subscript {c} has sizes {sizes[c]} and {k}")
+                sizes[c] = k
+    out = []
+    for s, t in zip(subs, operands_):
+        target = tuple(sizes.get(c, 1) for c in s)
+        out.append(t if t._data.shape == target else t.expand(target))
+    return tuple(out)
+
+
 attach(matmul=matmul, mm=mm, bmm=bmm, mv=mv, dot=dot, outer=outer, addmm=addmm, __matmul__=matmul,
-       __rmatmul__=lambda a, b: matmul(b if isinstance(b, Tensor) else _wrap(np.asarray(b)), a))
+       __rmatmul__=lambda a, b: matmul(b if isinstance(b, Tensor) else _result(np.asarray(b)), a))

@@ -10,9 +10,46 @@ import operator
 
 import numpy as np
 
-from .._tensor import Tensor, _wrap
-from ._common import (alias, attach, float_data, inplace_binary, inplace_unary, is_scalar, needs_grad,
-                      operands, record, saved_output, sum_to, _grad_enabled)
+from .._tensor import Tensor
+from ._common import (alias, attach, check_inplace, commit_inplace, float_data, inplace_binary, inplace_unary,
+                      is_scalar, needs_grad, operands, record, saved_output, sum_to, _grad_enabled)
+
+_new = object.__new__
+_ND = np.ndarray
+_GENERIC = np.generic
+
+
+def _result(r) -> Tensor:
+    """Wrap an op's result array. NumPy returns a scalar (np.float32, not a 0-d array) when every
+    operand is 0-d; a tensor must hold an array, or it would pass for a CUDA tensor."""
+    t = _new(Tensor)
+    t._data = r if type(r) is _ND or not isinstance(r, _GENERIC) else np.asarray(r)
+    return t
+
+
+def _shape_of(v) -> tuple:
+    return v._data.shape if isinstance(v, Tensor) else np.shape(v)
+
+
+def broadcast_error(a, b, cause: Exception | None = None) -> RuntimeError:
+    """PyTorch's error for operands whose shapes don't broadcast (built only on the failure path).
+    When the shapes do broadcast, the NumPy error had another cause: keep its message."""
+    return broadcast_error_shapes(_shape_of(a), _shape_of(b), cause)
+
+
+def broadcast_error_shapes(sa: tuple, sb: tuple, cause: Exception | None = None) -> RuntimeError:
+    """broadcast_error for two shapes."""
+    n = len(sa) if len(sa) > len(sb) else len(sb)
+    for i in range(n - 1, -1, -1):
+        off = n - 1 - i
+        da = sa[len(sa) - 1 - off] if off < len(sa) else 1
+        db = sb[len(sb) - 1 - off] if off < len(sb) else 1
+        if da != db and da != 1 and db != 1:
+            return RuntimeError(f"The size of tensor a ({da}) must match the size of tensor b ({db}) at "
+                                f"non-singleton dimension {i}")
+    if cause is not None:
+        return RuntimeError(str(cause))
+    return RuntimeError(f"shapes {list(sa)} and {list(sb)} cannot be broadcast together")
 
 
 def _fit(g: Tensor, shape: tuple, dtype) -> Tensor:
@@ -42,9 +79,13 @@ def _lhs(a, b):
 
 def add(a, b, *, alpha=1) -> Tensor:
     """a + alpha * b."""
-    a = _lhs(a, b)
+    if not isinstance(a, Tensor):
+        a = _lhs(a, b)
     x, y = operands(a, b)
-    out = _wrap(x + y if alpha == 1 else x + alpha * y)
+    try:
+        out = _result(x + y if alpha == 1 else x + alpha * y)
+    except ValueError as e:
+        raise broadcast_error(a, b, e) from None
     if a._requires_grad or (isinstance(b, Tensor) and b._requires_grad):
         if _grad_enabled():
             if isinstance(b, Tensor):
@@ -65,11 +106,13 @@ def add(a, b, *, alpha=1) -> Tensor:
 def sub(a, b, *, alpha=1) -> Tensor:
     """a - alpha * b."""
     a = _lhs(a, b)
-    if a.dtype.name == "bool" and isinstance(b, Tensor) and b.dtype.name == "bool":
-        raise RuntimeError("Subtraction, the `-` operator, with two bool tensors is not supported. "
-                           "Use the `^` or `logical_xor()` operator instead.")
+    if a._data.dtype.kind == "b" or type(b) is bool or (isinstance(b, Tensor) and b._data.dtype.kind == "b"):
+        _sub_bool_error(a, b)
     x, y = operands(a, b)
-    out = _wrap(x - y if alpha == 1 else x - alpha * y)
+    try:
+        out = _result(x - y if alpha == 1 else x - alpha * y)
+    except ValueError as e:
+        raise broadcast_error(a, b, e) from None
     if needs_grad(a, b):
         if isinstance(b, Tensor):
             sa, da, sb, db = a._data.shape, a._data.dtype, b._data.shape, b._data.dtype
@@ -83,16 +126,30 @@ def sub(a, b, *, alpha=1) -> Tensor:
     return out
 
 
+def _sub_bool_error(a, b):
+    if isinstance(b, Tensor) and a._data.dtype.kind == "b" and b._data.dtype.kind == "b":
+        raise RuntimeError("Subtraction, the `-` operator, with two bool tensors is not supported. "
+                           "Use the `^` or `logical_xor()` operator instead.")
+    raise RuntimeError("Subtraction, the `-` operator, with a bool tensor is not supported. If you are trying to "
+                       "invert a mask, use the `~` or `logical_not()` operator instead.")
+
+
 def rsub(a: Tensor, b, *, alpha=1) -> Tensor:
     """b - alpha * a (Python's `2 - t`)."""
+    if a._data.dtype.kind == "b" or type(b) is bool:
+        _sub_bool_error(a, b)
     return add(neg(a) if alpha == 1 else mul(a, -alpha), b)
 
 
 def mul(a, b) -> Tensor:
     """a * b."""
-    a = _lhs(a, b)
+    if not isinstance(a, Tensor):
+        a = _lhs(a, b)
     x, y = operands(a, b)
-    out = _wrap(x * y)
+    try:
+        out = _result(x * y)
+    except ValueError as e:
+        raise broadcast_error(a, b, e) from None
     if a._requires_grad or (isinstance(b, Tensor) and b._requires_grad):
         if _grad_enabled():
             if isinstance(b, Tensor):
@@ -113,17 +170,23 @@ def div(a, b, *, rounding_mode=None) -> Tensor:
     if rounding_mode is not None:
         x, y = operands(a, b)
         if rounding_mode == "floor":
-            return _wrap(np.floor_divide(x, y) if x.dtype.kind in "iub" else np.floor(x / y).astype(np.result_type(x, y)))
+            return _result(np.floor_divide(x, y) if x.dtype.kind in "iub"
+                           else np.floor(x / y).astype(np.result_type(x, y)))
         if rounding_mode == "trunc":
             q = np.trunc(np.true_divide(x, y))
-            return _wrap(q.astype(np.result_type(x, y)) if x.dtype.kind in "iub" else q.astype(np.result_type(x, y)))
-        raise RuntimeError(f"div expected rounding_mode to be one of None, 'trunc', or 'floor' but found '{rounding_mode}'")
-    fa = a if a.dtype.is_floating_point else None
+            return _result(q.astype(np.result_type(x, y)) if x.dtype.kind in "iub" else q.astype(np.result_type(x, y)))
+        raise RuntimeError(f"div expected rounding_mode to be one of None, 'trunc', or 'floor' but found "
+                           f"'{rounding_mode}'")
     x, y = operands(a, b)
-    if fa is None and (not isinstance(b, Tensor) or not b.dtype.is_floating_point) and not isinstance(y, float):
+    if x.dtype.kind in "biu":  # integer division is true division, as in PyTorch
         from .._dtype import get_default_dtype
-        x = x.astype(get_default_dtype().np)  # integer division is true division, as in PyTorch
-    out = _wrap(x / y)
+        x = x.astype(get_default_dtype().np)
+        if type(y) is not float and type(y) is not int and type(y) is not bool:
+            y = y.astype(x.dtype)
+    try:
+        out = _result(x / y)
+    except ValueError as e:
+        raise broadcast_error(a, b, e) from None
     if needs_grad(a, b):
         if isinstance(b, Tensor):
             sa, da, sb, db = a._data.shape, a._data.dtype, b._data.shape, b._data.dtype
@@ -147,7 +210,7 @@ def neg(a: Tensor) -> Tensor:
     if a.dtype.name == "bool":
         raise RuntimeError("Negation, the `-` operator, on a bool tensor is not supported. If you are trying to "
                            "invert a mask, use the `~` or `logical_not()` operator instead.")
-    out = _wrap(-a._data)
+    out = _result(-a._data)
     if needs_grad(a):
         record("NegBackward0", lambda g: -g, out, (a,))
     return out
@@ -159,7 +222,12 @@ def pow(a, b) -> Tensor:
         return _rpow(b, a)
     if isinstance(b, Tensor):
         x, y = operands(a, b)
-        out = _wrap(np.power(x, y))
+        try:
+            out = _result(np.power(x, y))
+        except ValueError as e:
+            if x.dtype.kind not in "iu" or not (y < 0).any():
+                raise broadcast_error(a, b, e) from None
+            out = _result(_int_pow_negative(x, y))
         if needs_grad(a, b):
             sa, da, sb, db = a._data.shape, a._data.dtype, b._data.shape, b._data.dtype
             ra, rb = a._requires_grad, b._requires_grad
@@ -181,11 +249,11 @@ def pow(a, b) -> Tensor:
     if isinstance(e, int) and x.dtype.kind in "iu" and e < 0:
         raise RuntimeError("Integers to negative integer powers are not allowed.")
     if e == 2:
-        out = _wrap(x * x)
+        out = _result(x * x)
     elif e == 0.5:
-        out = _wrap(np.sqrt(x))
+        out = _result(np.sqrt(x))
     else:
-        out = _wrap(np.power(x, e))
+        out = _result(np.power(x, e))
     if needs_grad(a):
         def pow_scalar_backward(g):
             if e == 0:
@@ -195,10 +263,20 @@ def pow(a, b) -> Tensor:
     return out
 
 
+def _int_pow_negative(x, y):
+    """Integer ** integer tensor with negative exponents: NumPy refuses; PyTorch gives 1 / x**|y| truncated
+    (so 0, except for bases 1 and -1)."""
+    xp = np if type(x) is np.ndarray else x.__array_namespace__()
+    neg = y < 0
+    r = xp.power(x, xp.where(neg, 0, y))
+    small = xp.where(x == 1, 1, xp.where(x == -1, xp.where(y % 2 == 0, 1, -1), 0))
+    return xp.where(neg, small, r).astype(r.dtype, copy=False)
+
+
 def _rpow(b: Tensor, base) -> Tensor:
     """base ** b for a scalar base (Python's `2 ** t`)."""
     x, s = operands(b, base)
-    out = _wrap(np.power(s, float_data(b) if isinstance(s, float) or x.dtype.kind == "f" else x))
+    out = _result(np.power(s, float_data(b) if isinstance(s, float) or x.dtype.kind == "f" else x))
     if needs_grad(b):
         out_alias = alias(out)
         log_base = math.log(base) if base > 0 else float("nan")
@@ -211,6 +289,7 @@ def _rpow(b: Tensor, base) -> Tensor:
 
 
 def rpow(a: Tensor, base) -> Tensor:
+    """base ** a for a scalar base (Python's `2 ** t`)."""
     return _rpow(a, base)
 
 
@@ -220,7 +299,10 @@ def _extremum(a, b, pick, name: str) -> Tensor:
         from .._creation import tensor
         b = tensor(b, dtype=a.dtype, device=a.device)
     x, y = operands(a, b)
-    out = _wrap(pick(x, y))
+    try:
+        out = _result(pick(x, y))
+    except ValueError as e:
+        raise broadcast_error(a, b, e) from None
     if needs_grad(a, b):
         sa, da, sb, db = a._data.shape, a._data.dtype, b._data.shape, b._data.dtype
         ra, rb = a._requires_grad, b._requires_grad
@@ -251,7 +333,10 @@ def remainder(a, b) -> Tensor:
     """Python-style modulus (sign of the divisor); gradient 1 w.r.t. a."""
     a = _lhs(a, b)
     x, y = operands(a, b)
-    out = _wrap(np.mod(x, y))
+    try:
+        out = _result(np.mod(x, y))
+    except ValueError as e:
+        raise broadcast_error(a, b, e) from None
     if needs_grad(a, b):
         if isinstance(b, Tensor) and b._requires_grad:
             sb, db = b._data.shape, b._data.dtype
@@ -267,16 +352,29 @@ def remainder(a, b) -> Tensor:
 
 
 def fmod(a, b) -> Tensor:
-    """C-style modulus (sign of the dividend)."""
+    """C-style modulus (sign of the dividend); d/db = -trunc(a / b)."""
     a = _lhs(a, b)
     x, y = operands(a, b)
-    out = _wrap(np.fmod(x, y))
-    if needs_grad(a):
-        record("FmodBackward0", lambda g: g, out, (a,))
+    try:
+        out = _result(np.fmod(x, y))
+    except ValueError as e:
+        raise broadcast_error(a, b, e) from None
+    if needs_grad(a, b):
+        sa, da = a._data.shape, a._data.dtype
+        if isinstance(b, Tensor) and b._requires_grad:
+            sb, db = b._data.shape, b._data.dtype
+            ra = a._requires_grad
+
+            def fmod_backward(g):
+                return (_fit(g, sa, da) if ra else None, _fit(-g * (a / b).trunc(), sb, db))
+            record("FmodBackward1", fmod_backward, out, (a, b), (a, b))
+        else:
+            record("FmodBackward0", lambda g: _fit(g, sa, da), out, (a,))
     return out
 
 
 def floor_divide(a, b) -> Tensor:
+    """a // b: division rounded toward negative infinity (no gradient)."""
     return div(a, b, rounding_mode="floor")
 
 
@@ -292,7 +390,11 @@ def _unary(name: str, kernel, derivative=None, uses="x", floating=True, integer_
 
     def op(a: Tensor) -> Tensor:
         x = float_data(a) if floating else a._data
-        out = _wrap(kernel(x))
+        if floating and x.dtype.itemsize == 2:
+            # float16/bfloat16: compute in float32 and round once, as PyTorch's CPU kernels do
+            out = _result(kernel(x.astype(np.float32)).astype(x.dtype))
+        else:
+            out = _result(kernel(x))
         if derivative is not None and a._requires_grad and _grad_enabled():
             if uses == "x":
                 record(node_name, lambda g: derivative(g, a, None), out, (a,), (a,))
@@ -351,7 +453,8 @@ relu = _unary("relu", _relu_kernel, lambda g, x, y: g * (y > 0), uses="y", float
 
 def sign(a: Tensor) -> Tensor:
     """Elementwise sign (zero gradient)."""
-    out = _wrap(np.sign(a._data))
+    x = a._data
+    out = _result(np.sign(x) if x.dtype.kind != "b" else x.copy())  # NumPy has no sign for bool
     if needs_grad(a):
         record("SignBackward0", lambda g: g * 0, out, (a,))
     return out
@@ -359,7 +462,7 @@ def sign(a: Tensor) -> Tensor:
 
 def _rounding(name, kernel):
     def op(a: Tensor) -> Tensor:
-        out = _wrap(kernel(a._data))
+        out = _result(kernel(a._data))
         if needs_grad(a):
             record(name.capitalize() + "Backward0", lambda g: g * 0, out, (a,))
         return out
@@ -386,14 +489,23 @@ def clamp(a: Tensor, min=None, max=None) -> Tensor:
     x = a._data
     lo = min._data if isinstance(min, Tensor) else min
     hi = max._data if isinstance(max, Tensor) else max
+    from .._dtype import result_type
+    dt = result_type(a, min, max).np  # PyTorch promotes: an int tensor clamped to 0.5 becomes float32
+    if x.dtype != dt:
+        x = x.astype(dt)
+    if lo is not None and type(lo) is not float and type(lo) is not int and lo.dtype != dt:
+        lo = lo.astype(dt)
+    if hi is not None and type(hi) is not float and type(hi) is not int and hi.dtype != dt:
+        hi = hi.astype(dt)
     y = x
-    if lo is not None:
-        y = np.maximum(y, lo)
-    if hi is not None:
-        y = np.minimum(y, hi)
-    if y.dtype != x.dtype and not isinstance(min, Tensor) and not isinstance(max, Tensor):
-        y = y.astype(x.dtype) if not (isinstance(lo, float) or isinstance(hi, float)) or x.dtype.kind == "f" else y
-    out = _wrap(y)
+    try:
+        if lo is not None:
+            y = np.maximum(y, lo)
+        if hi is not None:
+            y = np.minimum(y, hi)
+    except ValueError:
+        raise broadcast_error(a, min if lo is not None and np.ndim(lo) else max) from None
+    out = _result(y)
     if needs_grad(a, min, max):
         ra = a._requires_grad
         rmin = isinstance(min, Tensor) and min._requires_grad
@@ -407,21 +519,33 @@ def clamp(a: Tensor, min=None, max=None) -> Tensor:
                 upper = a <= max
                 inside = upper if inside is None else inside & upper
             grads = [_fit(g * inside, a._data.shape, a._data.dtype) if ra else None]
+            # PyTorch's clamp_backward_min_max: when min > max the result is max, so max takes the gradient
             if isinstance(min, Tensor):
-                grads.append(_fit(g * (a < min), min._data.shape, min._data.dtype) if rmin else None)
+                below = a < min
+                if max is not None:
+                    below = below & (min < max)
+                grads.append(_fit(g * below, min._data.shape, min._data.dtype) if rmin else None)
             if isinstance(max, Tensor):
-                grads.append(_fit(g * (a > max), max._data.shape, max._data.dtype) if rmax else None)
+                above = a > max
+                if min is not None:
+                    above = above | (max < min)
+                grads.append(_fit(g * above, max._data.shape, max._data.dtype) if rmax else None)
             return tuple(grads) if len(grads) > 1 else grads[0]
         inputs = (a,) + tuple(t for t in (min, max) if isinstance(t, Tensor))
         record("ClampBackward1", clamp_backward, out, inputs, inputs)
     return out
 
 
+clip = clamp
+
+
 def clamp_min(a: Tensor, min) -> Tensor:
+    """clamp(a, min=min)."""
     return clamp(a, min=min)
 
 
 def clamp_max(a: Tensor, max) -> Tensor:
+    """clamp(a, max=max)."""
     return clamp(a, max=max)
 
 
@@ -435,6 +559,10 @@ def where(condition, a, b) -> Tensor:
     ref = a if isinstance(a, Tensor) else b
     cond = condition._data
     if cond.dtype != np.bool_:
+        if cond.dtype != np.uint8:  # PyTorch still takes uint8 (deprecated), nothing else
+            from ._common import _short
+            raise RuntimeError(f"where expected condition to be a boolean tensor, but got a tensor with dtype "
+                               f"{_short(condition.dtype)}")
         cond = cond.astype(bool)
     if isinstance(a, Tensor) and isinstance(b, Tensor):
         x, y = operands(a, b)
@@ -442,11 +570,19 @@ def where(condition, a, b) -> Tensor:
         x, y = operands(a, b)
     else:
         y, x = operands(b, a)
-    out = _wrap(np.where(cond, x, y))
+    try:
+        out = _result(np.where(cond, x, y))
+    except ValueError:
+        sa, sb = _shape_of(a), _shape_of(b)
+        try:
+            np.broadcast_shapes(sa, sb)
+        except ValueError as e:
+            raise broadcast_error(a, b, e) from None
+        raise broadcast_error(condition, x if len(np.shape(x)) >= len(np.shape(y)) else y) from None
     if needs_grad(a, b):
         ra = isinstance(a, Tensor) and a._requires_grad
         rb = isinstance(b, Tensor) and b._requires_grad
-        mask = condition
+        mask = condition if cond is condition._data else _result(cond)  # a uint8 condition, as bool
 
         def where_backward(g):
             grads = []
@@ -474,18 +610,18 @@ def masked_fill(a: Tensor, mask: Tensor, value) -> Tensor:
     else:
         v = np.asarray(value).astype(a._data.dtype) if type(a._data) is np.ndarray else value
     m = mask._data
-    if m.ndim > a._data.ndim or np.broadcast_shapes(m.shape, a._data.shape) != a._data.shape:
-        raise RuntimeError(f"The size of the mask ({list(m.shape)}) must match the size of the tensor "
-                           f"({list(a._data.shape)}) after broadcasting")
-    out = _wrap(np.where(m, v, a._data))
+    try:
+        out = _result(np.where(m, v, a._data))  # a mask with more dims broadcasts the result, as in PyTorch
+    except ValueError:
+        raise broadcast_error(mask, a) from None
     if needs_grad(a, value):
-        ra = a._requires_grad
+        ra, sa, da = a._requires_grad, a._data.shape, a._data.dtype
         if isinstance(value, Tensor) and value._requires_grad:
             def masked_fill_backward(g):
-                return (g.masked_fill(mask, 0.0) if ra else None, (g * mask).sum())
+                return (_fit(g.masked_fill(mask, 0.0), sa, da) if ra else None, (g * mask).sum())
             record("MaskedFillBackward1", masked_fill_backward, out, (a, value))
         else:
-            record("MaskedFillBackward0", lambda g: g.masked_fill(mask, 0.0), out, (a,))
+            record("MaskedFillBackward0", lambda g: _fit(g.masked_fill(mask, 0.0), sa, da), out, (a,))
     return out
 
 
@@ -495,15 +631,18 @@ def lerp(a: Tensor, end, weight) -> Tensor:
 
 
 def addcmul(a: Tensor, t1: Tensor, t2: Tensor, *, value=1) -> Tensor:
+    """a + value * t1 * t2."""
     return a + t1 * t2 * value if value != 1 else a + t1 * t2
 
 
 def addcdiv(a: Tensor, t1: Tensor, t2: Tensor, *, value=1) -> Tensor:
+    """a + value * t1 / t2."""
     return a + t1 / t2 * value if value != 1 else a + t1 / t2
 
 
 def nan_to_num(a: Tensor, nan: float = 0.0, posinf=None, neginf=None) -> Tensor:
-    out = _wrap(np.nan_to_num(a._data, nan=nan, posinf=posinf, neginf=neginf))
+    """Replace nan, +inf and -inf with finite numbers (gradient 1 where a is finite)."""
+    out = _result(np.nan_to_num(a._data, nan=nan, posinf=posinf, neginf=neginf))
     if needs_grad(a):
         record("NanToNumBackward0", lambda g: g * a.isfinite(), out, (a,), (a,))
     return out
@@ -516,7 +655,10 @@ def _compare(kernel):
         if not isinstance(a, Tensor):
             a = _lhs(a, b)
         x, y = operands(a, b)
-        return _wrap(kernel(x, y))
+        try:
+            return _result(kernel(x, y))
+        except ValueError as e:
+            raise broadcast_error(a, b, e) from None
     return op
 
 
@@ -531,10 +673,13 @@ ge = _compare(np.greater_equal)
 def _logical(kernel):
     def op(a, b=None) -> Tensor:
         if b is None:
-            return _wrap(kernel(a._data.astype(bool, copy=False)))
+            return _result(kernel(a._data.astype(bool, copy=False)))
         x = a._data.astype(bool, copy=False)
         y = b._data.astype(bool, copy=False) if isinstance(b, Tensor) else bool(b)
-        return _wrap(kernel(x, y))
+        try:
+            return _result(kernel(x, y))
+        except ValueError as e:
+            raise broadcast_error(a, b, e) from None
     return op
 
 
@@ -546,15 +691,22 @@ logical_not = _logical(np.logical_not)
 
 def _bitwise(kernel, name):
     def op(a, b) -> Tensor:
-        if isinstance(a, Tensor) and a.dtype.is_floating_point:
-            raise RuntimeError(f'"{name}_cpu" not implemented for \'{_short_name(a)}\'')
+        a = _lhs(a, b)
         x, y = operands(a, b)
-        return _wrap(kernel(x, y))
+        if x.dtype.kind not in "biu":  # bool & bool stays bool; bool & int promotes, as in PyTorch
+            from ._common import _short
+            from .._dtype import from_numpy_dtype
+            raise NotImplementedError(f'"{name}_cpu" not implemented for \'{_short(from_numpy_dtype(x.dtype))}\'')
+        try:
+            return _result(kernel(x, y))
+        except ValueError as e:
+            raise broadcast_error(a, b, e) from None
     return op
 
 
 def _short_name(a: Tensor) -> str:
-    return {"float32": "Float", "float64": "Double", "float16": "Half", "bfloat16": "BFloat16"}.get(a.dtype.name, a.dtype.name)
+    return {"float32": "Float", "float64": "Double", "float16": "Half", "bfloat16": "BFloat16"}.get(a.dtype.name,
+                                                                                                  a.dtype.name)
 
 
 bitwise_and = _bitwise(np.bitwise_and, "bitwise_and")
@@ -563,21 +715,31 @@ bitwise_xor = _bitwise(np.bitwise_xor, "bitwise_xor")
 
 
 def bitwise_not(a: Tensor) -> Tensor:
+    """Elementwise ~ of an integer or bool tensor."""
     if a.dtype.is_floating_point:
-        raise RuntimeError(f"\"bitwise_not_cpu\" not implemented for '{_short_name(a)}'")
-    return _wrap(np.invert(a._data))
+        raise NotImplementedError(f"\"bitwise_not_cpu\" not implemented for '{_short_name(a)}'")
+    return _result(np.invert(a._data))
+
+
+def _invert(a: Tensor) -> Tensor:
+    if a.dtype.is_floating_point:
+        raise TypeError("~ (operator.invert) is only implemented on integer and Boolean-type tensors")
+    return _result(np.invert(a._data))
 
 
 def isnan(a: Tensor) -> Tensor:
-    return _wrap(np.isnan(a._data))
+    """Where a is nan."""
+    return _result(np.isnan(a._data))
 
 
 def isinf(a: Tensor) -> Tensor:
-    return _wrap(np.isinf(a._data))
+    """Where a is +inf or -inf."""
+    return _result(np.isinf(a._data))
 
 
 def isfinite(a: Tensor) -> Tensor:
-    return _wrap(np.isfinite(a._data))
+    """Where a is neither nan nor infinite."""
+    return _result(np.isfinite(a._data))
 
 
 def _is_equal(a: Tensor, b) -> Tensor:
@@ -618,47 +780,160 @@ attach(
     __rfloordiv__=_swap(floor_divide), __mod__=remainder, __rmod__=_swap(remainder), __pow__=pow,
     __rpow__=rpow, __neg__=neg, __pos__=lambda a: a, __abs__=abs,
     __eq__=_is_equal, __ne__=_is_not_equal, __lt__=lt, __le__=le, __gt__=gt, __ge__=ge,
-    __and__=lambda a, b: bitwise_and(a, b) if a.dtype.name != "bool" else logical_and(a, b),
-    __or__=lambda a, b: bitwise_or(a, b) if a.dtype.name != "bool" else logical_or(a, b),
-    __xor__=lambda a, b: bitwise_xor(a, b) if a.dtype.name != "bool" else logical_xor(a, b),
-    __rand__=lambda a, b: bitwise_and(a, b) if a.dtype.name != "bool" else logical_and(a, b),
-    __ror__=lambda a, b: bitwise_or(a, b) if a.dtype.name != "bool" else logical_or(a, b),
-    __invert__=lambda a: logical_not(a) if a.dtype.name == "bool" else bitwise_not(a),
+    __and__=bitwise_and, __or__=bitwise_or, __xor__=bitwise_xor, __rand__=bitwise_and, __ror__=bitwise_or,
+    __rxor__=bitwise_xor, __invert__=_invert,
 )
 
 
 # In-place variants: a NumPy in-place kernel when nothing is recorded, else out of place + rebase.
+def _inplace(a: Tensor, b, kernel, out_of_place) -> Tensor:
+    try:
+        return inplace_binary(a, b, kernel, out_of_place)
+    except ValueError:  # shapes: PyTorch's messages instead of NumPy's
+        sa, sb = a._data.shape, _shape_of(b)
+        try:
+            target = np.broadcast_shapes(sa, sb)
+        except ValueError as e:
+            raise broadcast_error(a, b, e) from None
+        raise RuntimeError(f"output with shape {list(sa)} doesn't match the broadcast shape {list(target)}") from None
+
+
 def add_(a: Tensor, b, *, alpha=1) -> Tensor:
+    """a += alpha * b, in place."""
     if alpha == 1:
-        return inplace_binary(a, b, operator.iadd, add)
-    return inplace_binary(a, b, lambda x, y: x.__iadd__(y * alpha), lambda s, o: add(s, o, alpha=alpha))
+        return _inplace(a, b, operator.iadd, add)
+    return _inplace(a, b, lambda x, y: x.__iadd__(y * alpha), lambda s, o: add(s, o, alpha=alpha))
 
 
 def sub_(a: Tensor, b, *, alpha=1) -> Tensor:
+    """a -= alpha * b, in place."""
     if alpha == 1:
-        return inplace_binary(a, b, operator.isub, sub)
-    return inplace_binary(a, b, lambda x, y: x.__isub__(y * alpha), lambda s, o: sub(s, o, alpha=alpha))
+        return _inplace(a, b, operator.isub, sub)
+    return _inplace(a, b, lambda x, y: x.__isub__(y * alpha), lambda s, o: sub(s, o, alpha=alpha))
 
 
 def mul_(a: Tensor, b) -> Tensor:
-    return inplace_binary(a, b, operator.imul, mul)
+    """a *= b, in place."""
+    return _inplace(a, b, operator.imul, mul)
 
 
 def div_(a: Tensor, b, *, rounding_mode=None) -> Tensor:
+    """a /= b, in place (true division needs a floating-point a, as in PyTorch)."""
     if rounding_mode is not None:
         return inplace_unary(a, lambda s: div(s, b, rounding_mode=rounding_mode))
-    return inplace_binary(a, b, operator.itruediv, div)
+    if a._data.dtype.kind in "biu":
+        from ._common import _short
+        raise RuntimeError(f"result type Float can't be cast to the desired output type {_short(a.dtype)}")
+    return _inplace(a, b, operator.itruediv, div)
 
 
 def pow_(a: Tensor, b) -> Tensor:
-    return inplace_binary(a, b, operator.ipow, pow)
+    """a **= b, in place."""
+    return _inplace(a, b, operator.ipow, pow)
+
+
+def fill_(a: Tensor, value) -> Tensor:
+    """Set every element to `value` (a number or a 0-d tensor), in place."""
+    if isinstance(value, Tensor) and value._data.ndim != 0:
+        raise RuntimeError(f"fill_ only supports 0-dimension value tensor but got tensor with "
+                           f"{value._data.ndim} dimensions.")
+    if needs_grad(a, value):
+        check_inplace(a)
+        return commit_inplace(a, _filled(a, value))
+    x = a._data
+    if isinstance(value, Tensor):
+        v = value._data
+        x[...] = v if type(v) is type(x) else v.item()  # a CPU 0-d value may fill a CUDA tensor
+    else:
+        x[...] = value
+    a._bump_version()
+    return a
+
+
+def _filled(a: Tensor, value) -> Tensor:
+    """Out-of-place fill for the recorded path: zero gradient to a's history, the sum to a value tensor."""
+    x = a._data
+    xp = np if type(x) is np.ndarray else x.__array_namespace__()
+    v = value.item() if isinstance(value, Tensor) else value
+    out = _result(xp.full(x.shape, v, dtype=x.dtype))
+    if isinstance(value, Tensor) and value._requires_grad:
+        ra, vdt = a._requires_grad, value.dtype
+        record("FillBackward3", lambda g: (g * 0 if ra else None, g.sum().to(vdt)), out, (a, value))
+    else:
+        record("FillBackward2", lambda g: g * 0, out, (a,))
+    return out
+
+
+def zero_(a: Tensor) -> Tensor:
+    """Set every element to zero, in place."""
+    return fill_(a, 0)
+
+
+def copy_(a: Tensor, src: Tensor, non_blocking: bool = False) -> Tensor:
+    """Copy src into a, in place: src broadcasts to a's shape and is cast to a's dtype and device."""
+    if not isinstance(src, Tensor):
+        raise TypeError(f"copy_(): argument 'other' (position 1) must be Tensor, not {type(src).__name__}")
+    x, y = a._data, src._data
+    if y.shape != x.shape:
+        try:
+            target = np.broadcast_shapes(x.shape, y.shape)
+        except ValueError:
+            raise broadcast_error(a, src) from None
+        if target != x.shape:
+            raise RuntimeError(f"output with shape {list(x.shape)} doesn't match the broadcast shape {list(target)}")
+    if needs_grad(a, src):
+        check_inplace(a)
+        return commit_inplace(a, _copied(a, src))
+    if type(y) is not type(x):
+        from .._device import move
+        y = move(y, a.device)
+    x[...] = y  # NumPy/CuPy cast and broadcast on assignment; overlapping memory is handled by the library
+    a._bump_version()
+    return a
+
+
+def _copied(a: Tensor, src: Tensor) -> Tensor:
+    """Out-of-place copy_ for the recorded path: a's old history gets zeros, src gets g summed to its shape."""
+    prev = _grad_enabled()
+    from .. import _C
+    _C._set_grad_enabled(False)
+    try:
+        moved = src.to(a.device, a.dtype)
+    finally:
+        _C._set_grad_enabled(prev)
+    xp = np if type(a._data) is np.ndarray else a._data.__array_namespace__()
+    out = _result(xp.array(xp.broadcast_to(moved._data, a._data.shape), copy=True))
+    ra, rs = a._requires_grad, src._requires_grad
+    s_shape, s_dt, s_dev = src._data.shape, src.dtype, src.device
+
+    def copy_backward(g):
+        gs = sum_to(g, s_shape).to(s_dev, s_dt) if rs else None
+        return (g * 0 if ra else None), gs
+    record("CopyBackwards", copy_backward, out, (a, src))
+    return out
+
+
+def _inplace_call(a: Tensor, out_of_place, others) -> Tensor:
+    """inplace_unary, except that a tensor argument requiring grad (clamp_(min=t), addcmul_(t1, t2), ...)
+    makes the op recorded even when `a` itself does not require grad, as in PyTorch."""
+    if not a._requires_grad and _grad_enabled():
+        for o in others:
+            if isinstance(o, Tensor) and o._requires_grad:
+                check_inplace(a)
+                return commit_inplace(a, out_of_place(a.clone()))
+    return inplace_unary(a, out_of_place)
 
 
 def _inplace_of(fn):
-    return lambda a, *args, **kwargs: inplace_unary(a, lambda s, *r: fn(s, *r, **kwargs), *args)
+    def op(a: Tensor, *args, **kwargs) -> Tensor:
+        return _inplace_call(a, lambda s: fn(s, *args, **kwargs), args + tuple(kwargs.values()))
+    op.__name__ = fn.__name__ + "_"
+    op.__doc__ = f"In-place {fn.__name__}."
+    return op
 
 
 attach(
+    fill_=fill_, zero_=zero_, copy_=copy_,
     add_=add_, sub_=sub_, subtract_=sub_, mul_=mul_, multiply_=mul_, div_=div_, divide_=div_, pow_=pow_,
     __iadd__=add_, __isub__=sub_, __imul__=mul_, __itruediv__=div_, __ipow__=pow_,
     neg_=_inplace_of(neg), abs_=_inplace_of(abs), exp_=_inplace_of(exp), log_=_inplace_of(log),
@@ -667,14 +942,15 @@ attach(
     ceil_=_inplace_of(ceil), round_=_inplace_of(round), trunc_=_inplace_of(trunc), sign_=_inplace_of(sign),
     reciprocal_=_inplace_of(reciprocal), square_=_inplace_of(square), clamp_=_inplace_of(clamp),
     clip_=_inplace_of(clamp), clamp_min_=_inplace_of(clamp_min), clamp_max_=_inplace_of(clamp_max),
-    masked_fill_=lambda a, mask, value: inplace_unary(a, lambda s: masked_fill(s, mask, value)),
-    lerp_=lambda a, end, weight: inplace_unary(a, lambda s: lerp(s, end, weight)),
-    addcmul_=lambda a, t1, t2, value=1: inplace_unary(a, lambda s: addcmul(s, t1, t2, value=value)),
-    addcdiv_=lambda a, t1, t2, value=1: inplace_unary(a, lambda s: addcdiv(s, t1, t2, value=value)),
+    masked_fill_=lambda a, mask, value: _inplace_call(a, lambda s: masked_fill(s, mask, value), (value,)),
+    lerp_=lambda a, end, weight: _inplace_call(a, lambda s: lerp(s, end, weight), (end, weight)),
+    addcmul_=lambda a, t1, t2, value=1: _inplace_call(a, lambda s: addcmul(s, t1, t2, value=value), (t1, t2)),
+    addcdiv_=lambda a, t1, t2, value=1: _inplace_call(a, lambda s: addcdiv(s, t1, t2, value=value), (t1, t2)),
     nan_to_num_=lambda a, nan=0.0, posinf=None, neginf=None: inplace_unary(
         a, lambda s: nan_to_num(s, nan, posinf, neginf)),
 )
 
 __all__ = [n for n in dir() if not n.startswith("_") and callable(globals()[n]) and n not in (
-    "attach", "alias", "float_data", "inplace_binary", "inplace_unary", "is_scalar", "needs_grad", "operands",
+    "attach", "alias", "check_inplace", "commit_inplace", "broadcast_error", "broadcast_error_shapes", "copy_",
+    "float_data", "inplace_binary", "inplace_unary", "is_scalar", "needs_grad", "operands",
     "record", "saved_output", "sum_to", "Tensor", "math", "np", "operator")]

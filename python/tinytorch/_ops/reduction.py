@@ -8,10 +8,26 @@ from collections import namedtuple
 import numpy as np
 
 from .._dtype import get_default_dtype, int64, to_dtype
-from .._tensor import Tensor, _wrap, _wrap_dim
+from .._tensor import Tensor, _wrap_dim
 from ._common import alias, attach, float_data, needs_grad, record, saved_output, sum_to, _grad_enabled
+from .pointwise import _result
 
-values_indices = namedtuple("return_types", ["values", "indices"])
+def _return_type(name: str):
+    """PyTorch's torch.return_types.<name>: a (values, indices) namedtuple that prints like it."""
+    base = namedtuple(name, ["values", "indices"])
+
+    class ReturnType(base):
+        __slots__ = ()
+
+        def __repr__(self) -> str:
+            return f"tinytorch.return_types.{name}(\nvalues={self.values!r},\nindices={self.indices!r})"
+    ReturnType.__name__ = ReturnType.__qualname__ = name
+    ReturnType.__module__ = "tinytorch.return_types"
+    return ReturnType
+
+
+_max_type, _min_type = _return_type("max"), _return_type("min")
+values_indices = _max_type  # kept for callers that build a (values, indices) pair
 
 
 def _dims(dim, ndim: int):
@@ -22,10 +38,19 @@ def _dims(dim, ndim: int):
         if len(dim) == 0:
             return None
         axes = tuple(sorted(_wrap_dim(d, ndim) for d in dim))
-        if len(set(axes)) != len(axes):
-            raise RuntimeError(f"dim {axes[0]} appears multiple times in the list of dims")
-        return axes
-    return (_wrap_dim(dim, ndim),)
+        for i in range(1, len(axes)):
+            if axes[i] == axes[i - 1]:
+                raise RuntimeError(f"dim {axes[i]} appears multiple times in the list of dims")
+    else:
+        axes = (_wrap_dim(dim, ndim),)
+    # A 0-d tensor accepts dim 0 / -1 (as PyTorch does); reducing it over "all" axes is the same thing.
+    return axes if ndim else None
+
+
+def _wide(x):
+    """float16/bfloat16 arrays as float32: PyTorch accumulates reduced-precision reductions in float32
+    (NumPy would accumulate in the 2-byte type: a bfloat16 mean of 10,000 values came out 20x too small)."""
+    return x.astype(np.float32) if x.dtype.itemsize == 2 and x.dtype.kind not in "iu" else x
 
 
 def _expand_back(g: Tensor, in_shape: tuple, axes, keepdim: bool) -> Tensor:
@@ -48,8 +73,11 @@ def sum(a: Tensor, dim=None, keepdim: bool = False, *, dtype=None) -> Tensor:
         x = x.astype(to_dtype(dtype).np)
     elif x.dtype.kind in "bui" and x.dtype != np.int64:
         x = x.astype(np.int64)  # PyTorch sums integers and bools as int64
-    out = _wrap(np.asarray(x.sum(axis=axes, keepdims=keepdim)) if type(x) is np.ndarray
-                else x.sum(axis=axes, keepdims=keepdim))
+    if x.dtype.itemsize == 2 and x.dtype.kind not in "iu":  # float16/bfloat16 accumulate in float32, as PyTorch
+        r = x.sum(axis=axes, keepdims=keepdim, dtype=np.float32).astype(x.dtype)
+    else:
+        r = x.sum(axis=axes, keepdims=keepdim)
+    out = _result(r)
     if a._requires_grad and _grad_enabled():
         shape = x.shape
         record("SumBackward0" if axes is None else "SumBackward1",
@@ -65,7 +93,7 @@ def sum_to_size(a: Tensor, *size) -> Tensor:
         return a
     lead = x.ndim - len(shape)
     axes = tuple(range(lead)) + tuple(i + lead for i, s in enumerate(shape) if s == 1 and x.shape[i + lead] != 1)
-    out = _wrap((x.sum(axis=axes, keepdims=True) if axes else x).reshape(shape))
+    out = _result((x.sum(axis=axes, keepdims=True) if axes else x).reshape(shape))
     if needs_grad(a):
         in_shape = x.shape
         record("SumToSizeBackward0", lambda g: g.expand(in_shape), out, (a,))
@@ -80,8 +108,7 @@ def mean(a: Tensor, dim=None, keepdim: bool = False, *, dtype=None) -> Tensor:
     x = a._data if dtype is None else a._data.astype(to_dtype(dtype).np)
     axes = _dims(dim, x.ndim)
     n = x.size if axes is None else int(np.prod([x.shape[i] for i in axes]))
-    out = _wrap(np.asarray(x.mean(axis=axes, keepdims=keepdim)).astype(x.dtype, copy=False) if type(x) is np.ndarray
-                else x.mean(axis=axes, keepdims=keepdim))
+    out = _result(_wide(x).mean(axis=axes, keepdims=keepdim).astype(x.dtype, copy=False))
     if needs_grad(a):
         shape = x.shape
         record("MeanBackward0" if axes is None else "MeanBackward1",
@@ -94,20 +121,26 @@ def _pretty(dt) -> str:
         dt.name, dt.name)
 
 
-def var(a: Tensor, dim=None, *, correction=None, keepdim: bool = False, unbiased=None) -> Tensor:
-    """Variance with Bessel's correction by default (correction=1)."""
-    if isinstance(correction, bool):  # var(x, dim, unbiased) positional legacy form
-        unbiased, correction = correction, None
+def var(a: Tensor, dim=None, unbiased=None, keepdim: bool = False, *, correction=None) -> Tensor:
+    """Variance with Bessel's correction by default (correction=1); var(x, dim, unbiased, keepdim) also works."""
+    if isinstance(dim, bool):  # var(x, unbiased): PyTorch's legacy overload
+        dim, unbiased = None, dim
+    if unbiased is not None and correction is not None:
+        raise RuntimeError("var: can't specify both unbiased and correction")
     if correction is None:
         correction = 1 if unbiased is None or unbiased else 0
-    x = float_data(a)
+    if not a.dtype.is_floating_point:
+        raise RuntimeError("std and var only support floating point and complex dtypes")
+    x = a._data
     axes = _dims(dim, x.ndim)
     n = x.size if axes is None else int(np.prod([x.shape[i] for i in axes]))
-    mu = x.mean(axis=axes, keepdims=True)
-    d = x - mu
+    xw = _wide(x)
+    mu = xw.mean(axis=axes, keepdims=True)
+    d = xw - mu
     denom = builtins.max(n - correction, 0)
-    out = _wrap(((d * d).sum(axis=axes, keepdims=keepdim) / denom).astype(x.dtype, copy=False)
-                if denom > 0 else np.full((d * d).sum(axis=axes, keepdims=keepdim).shape, np.nan, x.dtype))
+    ss = (d * d).sum(axis=axes, keepdims=keepdim)
+    out = _result((ss / denom).astype(x.dtype, copy=False) if denom > 0
+                  else (ss * np.nan).astype(x.dtype, copy=False))  # no degrees of freedom left: nan, as PyTorch
     if needs_grad(a):
         shape = x.shape
 
@@ -118,26 +151,36 @@ def var(a: Tensor, dim=None, *, correction=None, keepdim: bool = False, unbiased
     return out
 
 
-def std(a: Tensor, dim=None, *, correction=None, keepdim: bool = False, unbiased=None) -> Tensor:
+def std(a: Tensor, dim=None, unbiased=None, keepdim: bool = False, *, correction=None) -> Tensor:
     """Standard deviation: sqrt(var)."""
-    return var(a, dim, correction=correction, keepdim=keepdim, unbiased=unbiased).sqrt()
+    return var(a, dim, unbiased, keepdim, correction=correction).sqrt()
 
 
-def var_mean(a: Tensor, dim=None, *, correction=None, keepdim: bool = False, unbiased=None):
-    return var(a, dim, correction=correction, keepdim=keepdim, unbiased=unbiased), a.mean(dim, keepdim)
+def var_mean(a: Tensor, dim=None, unbiased=None, keepdim: bool = False, *, correction=None):
+    """(var, mean) over dim."""
+    if isinstance(dim, bool):
+        dim, unbiased = None, dim
+    return var(a, dim, unbiased, keepdim, correction=correction), a.mean(dim, keepdim)
 
 
-def std_mean(a: Tensor, dim=None, *, correction=None, keepdim: bool = False, unbiased=None):
-    return std(a, dim, correction=correction, keepdim=keepdim, unbiased=unbiased), a.mean(dim, keepdim)
+def std_mean(a: Tensor, dim=None, unbiased=None, keepdim: bool = False, *, correction=None):
+    """(std, mean) over dim."""
+    if isinstance(dim, bool):
+        dim, unbiased = None, dim
+    return std(a, dim, unbiased, keepdim, correction=correction), a.mean(dim, keepdim)
 
 
 def _reduce_extremum(a: Tensor, axes, keepdim: bool, kernel, name: str) -> Tensor:
     """amax/amin: the gradient is shared evenly among the elements that attain the extremum."""
     x = a._data
     if x.size == 0:
-        raise RuntimeError(f"{name.lower()}(): Expected reduction dim to be specified for input.numel() == 0. "
-                           "Specify the reduction dim with the 'dim' argument.")
-    out = _wrap(np.asarray(kernel(x, axis=axes, keepdims=keepdim)) if type(x) is np.ndarray
+        if axes is None:
+            raise RuntimeError(f"{name.lower()}(): Expected reduction dim to be specified for input.numel() == 0. "
+                               "Specify the reduction dim with the 'dim' argument.")
+        for ax in axes:
+            if x.shape[ax] == 0:
+                raise IndexError(f"{name.lower()}(): Expected reduction dim {ax} to have non-zero size.")
+    out = _result(np.asarray(kernel(x, axis=axes, keepdims=keepdim)) if type(x) is np.ndarray
                 else kernel(x, axis=axes, keepdims=keepdim))
     if needs_grad(a):
         shape = x.shape
@@ -163,10 +206,11 @@ def amin(a: Tensor, dim=(), keepdim: bool = False) -> Tensor:
 
 
 def _extremum_with_indices(a: Tensor, dim, keepdim: bool, arg_kernel, name: str):
+    result_type = _max_type if name == "Max" else _min_type
     x = a._data
     axis = _wrap_dim(dim, x.ndim)
     if x.ndim == 0:
-        return values_indices(a.clone() if needs_grad(a) else _wrap(x.copy()), _wrap(np.zeros((), np.int64)))
+        return result_type(a.clone() if needs_grad(a) else _result(x.copy()), _result(np.zeros((), np.int64)))
     if x.shape[axis] == 0:
         raise IndexError(f"{name.lower()}(): Expected reduction dim {axis} to have non-zero size.")
     idx = arg_kernel(x, axis=axis, keepdims=True)
@@ -174,8 +218,8 @@ def _extremum_with_indices(a: Tensor, dim, keepdim: bool, arg_kernel, name: str)
     if not keepdim:
         values = values.squeeze(axis)
         idx = idx.squeeze(axis)
-    out = _wrap(values)
-    indices = _wrap(idx.astype(np.int64, copy=False))
+    out = _result(values)
+    indices = _result(idx.astype(np.int64, copy=False))
     if needs_grad(a):
         shape = x.shape
 
@@ -185,7 +229,7 @@ def _extremum_with_indices(a: Tensor, dim, keepdim: bool, arg_kernel, name: str)
             from .._creation import zeros
             return zeros(*shape, dtype=g.dtype, device=g.device).scatter(axis, gi, gg)
         record(name + "Backward0", extremum_backward, out, (a,))
-    return values_indices(out, indices)
+    return result_type(out, indices)
 
 
 def max(a: Tensor, dim=None, keepdim: bool = False):
@@ -218,25 +262,27 @@ def argmax(a: Tensor, dim=None, keepdim: bool = False) -> Tensor:
     """Index of the largest element (of the flattened tensor when dim is None)."""
     x = a._data
     if dim is None:
-        return _wrap(np.asarray(np.argmax(x.reshape(-1))).astype(np.int64))
-    return _wrap(np.argmax(x, axis=_wrap_dim(dim, x.ndim), keepdims=keepdim).astype(np.int64, copy=False))
+        return _result(np.asarray(np.argmax(x.reshape(-1))).astype(np.int64))
+    return _result(np.argmax(x, axis=_wrap_dim(dim, x.ndim), keepdims=keepdim).astype(np.int64, copy=False))
 
 
 def argmin(a: Tensor, dim=None, keepdim: bool = False) -> Tensor:
+    """Index of the smallest element (of the flattened tensor when dim is None)."""
     x = a._data
     if dim is None:
-        return _wrap(np.asarray(np.argmin(x.reshape(-1))).astype(np.int64))
-    return _wrap(np.argmin(x, axis=_wrap_dim(dim, x.ndim), keepdims=keepdim).astype(np.int64, copy=False))
+        return _result(np.asarray(np.argmin(x.reshape(-1))).astype(np.int64))
+    return _result(np.argmin(x, axis=_wrap_dim(dim, x.ndim), keepdims=keepdim).astype(np.int64, copy=False))
 
 
 def logsumexp(a: Tensor, dim, keepdim: bool = False) -> Tensor:
     """log(sum(exp(a))) over dim, computed stably."""
     x = float_data(a)
     axes = _dims(dim, x.ndim)
-    m = x.max(axis=axes, keepdims=True) if x.size else np.zeros((1,) * x.ndim, x.dtype)
+    xw = _wide(x)
+    m = xw.max(axis=axes, keepdims=True) if x.size else np.zeros((1,) * x.ndim, xw.dtype)
     m = np.where(np.isfinite(m), m, 0)
-    s = np.log(np.exp(x - m).sum(axis=axes, keepdims=True)) + m
-    out = _wrap((s if keepdim else s.squeeze(axis=axes) if axes is not None else s.reshape(())).astype(x.dtype, copy=False))
+    s = np.log(np.exp(xw - m).sum(axis=axes, keepdims=True)) + m
+    out = _result((s if keepdim else s.squeeze(axis=axes) if axes is not None else s.reshape(())).astype(x.dtype, copy=False))
     if needs_grad(a):
         shape = x.shape
         out_alias = alias(out)
@@ -256,6 +302,10 @@ def norm(a: Tensor, p="fro", dim=None, keepdim: bool = False, dtype=None) -> Ten
         raise RuntimeError(f"norm: unsupported norm type {p}")
     axes = _dims(dim, a._data.ndim)
     x = a if dtype is None else a.to(dtype)
+    if not x.dtype.is_floating_point:
+        from ._common import _short
+        raise RuntimeError(f"linalg.vector_norm: Expected a floating point or complex tensor as input. "
+                           f"Got {_short(x.dtype)}")
     if p == float("inf"):
         return x.abs().amax(axes if axes is not None else (), keepdim)
     if p == float("-inf"):
@@ -271,14 +321,16 @@ def norm(a: Tensor, p="fro", dim=None, keepdim: bool = False, dtype=None) -> Ten
 
 def _norm2(a: Tensor, axes, keepdim: bool) -> Tensor:
     x = float_data(a)
-    out = _wrap(np.sqrt((x * x).sum(axis=axes, keepdims=keepdim)).astype(x.dtype, copy=False))
+    xw = _wide(x)
+    out = _result(np.sqrt((xw * xw).sum(axis=axes, keepdims=keepdim)).astype(x.dtype, copy=False))
     if needs_grad(a):
         shape = x.shape
         out_alias = alias(out)
 
         def norm_backward(g):
             res = saved_output(out_alias, lambda: _norm2(a, axes, keepdim))
-            scale = (g / res).masked_fill(res == 0, 0.0)  # subgradient 0 at the origin, as in PyTorch
+            zero = res == 0  # subgradient 0 at the origin, as in PyTorch (and no 0/0 on the way)
+            scale = (g / res.masked_fill(zero, 1.0)).masked_fill(zero, 0.0)
             return a * _expand_back(scale, shape, axes, keepdim)
         record("NormBackward1", norm_backward, out, (a,), (a, out_alias))
     return out
@@ -290,7 +342,9 @@ def prod(a: Tensor, dim=None, keepdim: bool = False, *, dtype=None) -> Tensor:
     if x.dtype.kind in "bui":
         x = x.astype(np.int64)
     axis = None if dim is None else _wrap_dim(dim, x.ndim)
-    out = _wrap(np.asarray(x.prod(axis=axis, keepdims=keepdim)))
+    if x.ndim == 0:
+        axis = None
+    out = _result(_wide(x).prod(axis=axis, keepdims=keepdim).astype(x.dtype, copy=False))
     if needs_grad(a):
         shape = x.shape
         axes = None if axis is None else (axis,)
@@ -302,10 +356,13 @@ def prod(a: Tensor, dim=None, keepdim: bool = False, *, dtype=None) -> Tensor:
             parts = []
             for i in range(n):  # product of all the others; safe when some elements are zero
                 others = [flat.narrow(ax, j, 1) for j in range(n) if j != i]
+                if not others:  # a single factor: d(prod)/dx = 1
+                    parts.append(flat.narrow(ax, i, 1) * 0 + 1)
+                    continue
                 p = others[0]
                 for o in others[1:]:
                     p = p * o
-                parts.append(p if others else flat.narrow(ax, i, 1) * 0 + 1)
+                parts.append(p)
             from .shape import cat
             d = cat(parts, ax).reshape(shape)
             return _expand_back(g, shape, axes, keepdim) * d
@@ -319,22 +376,25 @@ def cumsum(a: Tensor, dim: int, *, dtype=None) -> Tensor:
     if x.dtype.kind in "bui":
         x = x.astype(np.int64)
     axis = _wrap_dim(dim, x.ndim)
-    out = _wrap(np.cumsum(x, axis=axis) if x.ndim else x.copy())
+    out = _result(np.cumsum(_wide(x), axis=axis).astype(x.dtype, copy=False) if x.ndim else x.copy())
     if needs_grad(a):
         record("CumsumBackward0", lambda g: g.flip(axis).cumsum(axis).flip(axis) if g.ndim else g, out, (a,))
     return out
 
 
 def all(a: Tensor, dim=None, keepdim: bool = False) -> Tensor:
-    return _wrap(np.asarray(a._data.astype(bool).all(axis=_dims(dim, a._data.ndim), keepdims=keepdim)))
+    """Whether every element (along dim) is nonzero."""
+    return _result(np.asarray(a._data.astype(bool).all(axis=_dims(dim, a._data.ndim), keepdims=keepdim)))
 
 
 def any(a: Tensor, dim=None, keepdim: bool = False) -> Tensor:
-    return _wrap(np.asarray(a._data.astype(bool).any(axis=_dims(dim, a._data.ndim), keepdims=keepdim)))
+    """Whether some element (along dim) is nonzero."""
+    return _result(np.asarray(a._data.astype(bool).any(axis=_dims(dim, a._data.ndim), keepdims=keepdim)))
 
 
 def count_nonzero(a: Tensor, dim=None) -> Tensor:
-    return _wrap(np.asarray(np.count_nonzero(a._data, axis=_dims(dim, a._data.ndim))).astype(np.int64))
+    """The number of nonzero elements (along dim)."""
+    return _result(np.asarray(np.count_nonzero(a._data, axis=_dims(dim, a._data.ndim))).astype(np.int64))
 
 
 attach(sum=sum, sum_to_size=sum_to_size, mean=mean, var=var, std=std, amax=amax, amin=amin, max=max, min=min,

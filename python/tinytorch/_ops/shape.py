@@ -22,6 +22,9 @@ def _infer(shape: tuple, numel: int, old: tuple) -> tuple:
         for s in shape:
             if s != -1:
                 rest *= s
+        if rest == 0 and numel == 0:
+            raise RuntimeError(f"cannot reshape tensor of 0 elements into shape {list(shape)} because the "
+                               "unspecified dimension size -1 can be any value and is ambiguous")
         if rest == 0 or numel % rest:
             raise RuntimeError(f"shape '{list(shape)}' is invalid for input of size {numel}")
         shape = tuple(numel // rest if s == -1 else s for s in shape)
@@ -75,10 +78,12 @@ def reshape(a: Tensor, *shape) -> Tensor:
 
 
 def view_as(a: Tensor, other: Tensor) -> Tensor:
+    """view(other.shape)."""
     return view(a, other.shape)
 
 
 def reshape_as(a: Tensor, other: Tensor) -> Tensor:
+    """reshape(other.shape)."""
     return reshape(a, other.shape)
 
 
@@ -95,6 +100,7 @@ def flatten(a: Tensor, start_dim: int = 0, end_dim: int = -1) -> Tensor:
 
 
 def unflatten(a: Tensor, dim: int, sizes) -> Tensor:
+    """Split dimension dim into `sizes`."""
     d = _wrap_dim(dim, a._data.ndim)
     shape = a._data.shape
     return reshape(a, shape[:d] + tuple(sizes) + shape[d + 1:])
@@ -121,20 +127,29 @@ def permute(a: Tensor, *dims) -> Tensor:
 def transpose(a: Tensor, dim0: int, dim1: int) -> Tensor:
     """Swap two dimensions (a view)."""
     nd = a._data.ndim
-    if nd == 0:
-        return _view_result(a, a._data.view())
     d0, d1 = _wrap_dim(dim0, nd), _wrap_dim(dim1, nd)
+    if nd == 0:  # dims 0/-1 only (checked above): an identity view that stays in the graph
+        return _identity_view(a, "TransposeBackward0")
     out = _view_result(a, a._data.swapaxes(d0, d1))
     if needs_grad(a):
         record("TransposeBackward0", lambda g: g.transpose(d0, d1), out, (a,))
     return out
 
 
+def _identity_view(a: Tensor, name: str) -> Tensor:
+    out = _view_result(a, a._data.view())
+    if needs_grad(a):
+        record(name, lambda g: g, out, (a,))
+    return out
+
+
 def t(a: Tensor) -> Tensor:
-    """Transpose of a matrix (1-D and 0-D tensors are returned as they are)."""
+    """Transpose of a matrix (1-D and 0-D tensors come back as views of themselves)."""
     if a._data.ndim > 2:
         raise RuntimeError(f"t() expects a tensor with <= 2 dimensions, but self is {a._data.ndim}D")
-    return transpose(a, 0, 1) if a._data.ndim == 2 else _view_result(a, a._data.view()) if not needs_grad(a) else a * 1
+    if a._data.ndim == 2:
+        return transpose(a, 0, 1)
+    return _identity_view(a, "TBackward0")
 
 
 def _T(a: Tensor) -> Tensor:
@@ -148,6 +163,7 @@ def _mT(a: Tensor) -> Tensor:
 
 
 def movedim(a: Tensor, source, destination) -> Tensor:
+    """Move dims from `source` to `destination` (a view)."""
     nd = a._data.ndim
     src = [source] if isinstance(source, int) else list(source)
     dst = [destination] if isinstance(destination, int) else list(destination)
@@ -192,6 +208,10 @@ def expand(a: Tensor, *sizes) -> Tensor:
                            f"provided ({len(sizes)}) must be greater or equal to the number of dimensions in the "
                            f"tensor ({x.ndim})")
     lead = len(sizes) - x.ndim
+    for i in range(lead):
+        if sizes[i] < 0:
+            raise RuntimeError(f"The expanded size of the tensor ({sizes[i]}) isn't allowed in a leading, "
+                               f"non-existing dimension {i}")
     target = tuple(x.shape[i - lead] if s == -1 else s for i, s in enumerate(sizes))
     for i in range(x.ndim):
         if x.shape[i] != 1 and x.shape[i] != target[i + lead]:
@@ -210,14 +230,17 @@ def expand(a: Tensor, *sizes) -> Tensor:
 
 
 def expand_as(a: Tensor, other: Tensor) -> Tensor:
+    """expand(other.shape)."""
     return expand(a, other.shape)
 
 
 def broadcast_to(a: Tensor, shape) -> Tensor:
+    """expand to `shape`."""
     return expand(a, tuple(shape))
 
 
 def broadcast_tensors(*tensors):
+    """Expand every tensor to the common broadcast shape."""
     shape = np.broadcast_shapes(*(t._data.shape for t in tensors))
     return tuple(expand(t, shape) for t in tensors)
 
@@ -340,11 +363,13 @@ def stack(tensors, dim: int = 0) -> Tensor:
 
 
 def hstack(tensors) -> Tensor:
+    """Concatenate along dim 1 (dim 0 for 1-D tensors)."""
     tensors = list(tensors)
     return cat(tensors, 0 if tensors[0]._data.ndim == 1 else 1)
 
 
 def vstack(tensors) -> Tensor:
+    """Concatenate as rows (1-D tensors become rows)."""
     return cat([t if t._data.ndim > 1 else t.reshape(1, -1) for t in tensors], 0)
 
 
@@ -379,6 +404,7 @@ def chunk(a: Tensor, chunks: int, dim: int = 0) -> tuple:
 
 
 def tensor_split(a: Tensor, sections, dim: int = 0) -> tuple:
+    """Split into `sections` near-equal pieces, or at the given indices."""
     d = _wrap_dim(dim, a._data.ndim)
     n = a._data.shape[d]
     if isinstance(sections, int):
@@ -417,9 +443,9 @@ def triu(a: Tensor, diagonal: int = 0) -> Tensor:
     return _triangle(a, diagonal, True)
 
 
-def flip(a: Tensor, dims) -> Tensor:
-    """Reverse the order of elements along dims (a copy, as in PyTorch)."""
-    dims = (dims,) if isinstance(dims, int) else tuple(dims)
+def flip(a: Tensor, *dims) -> Tensor:
+    """Reverse the order of elements along dims (a copy, as in PyTorch); flip(0, 2) or flip((0, 2))."""
+    dims = _shape_arg(dims)
     axes = tuple(_wrap_dim(d, a._data.ndim) for d in dims)
     xp = np if type(a._data) is np.ndarray else a._data.__array_namespace__()
     out = _wrap(xp.flip(a._data, axis=axes).copy())
@@ -451,6 +477,7 @@ def repeat(a: Tensor, *sizes) -> Tensor:
 
 
 def tile(a: Tensor, dims) -> Tensor:
+    """repeat, with missing leading dims taken as 1."""
     dims = tuple(dims)
     if len(dims) < a._data.ndim:
         dims = (1,) * (a._data.ndim - len(dims)) + dims
@@ -458,6 +485,7 @@ def tile(a: Tensor, dims) -> Tensor:
 
 
 def repeat_interleave(a: Tensor, repeats, dim=None) -> Tensor:
+    """Repeat each element `repeats` times along dim (flattened when dim is None)."""
     if dim is None:
         a, dim = a.reshape(-1), 0
     d = _wrap_dim(dim, a._data.ndim)
@@ -471,20 +499,29 @@ def repeat_interleave(a: Tensor, repeats, dim=None) -> Tensor:
 
 
 def diagonal(a: Tensor, offset: int = 0, dim1: int = 0, dim2: int = 1) -> Tensor:
+    """The diagonal of dims (dim1, dim2), as a view whose last dimension runs along it."""
     x = a._data
     d1, d2 = _wrap_dim(dim1, x.ndim), _wrap_dim(dim2, x.ndim)
+    if d1 == d2:
+        raise RuntimeError(f"diagonal dimensions cannot be identical {dim1}, {dim2}")
     out = _view_result(a, x.diagonal(offset, d1, d2))
     if needs_grad(a):
-        shape, dt = x.shape, a.dtype
+        shape = x.shape
+        record("DiagonalBackward0", lambda g: _diagonal_scatter(g, shape, offset, d1, d2), out, (a,))
+    return out
 
-        def diagonal_backward(g):
-            from .._creation import zeros
-            z = zeros(*shape, dtype=dt, device=g.device)
-            z._data.diagonal(offset, d1, d2)[...] = g._data
-            if _grad_enabled():
-                raise RuntimeError("double backward through diagonal is not supported in tinytorch")
-            return z
-        record("DiagonalBackward0", diagonal_backward, out, (a,))
+
+def _diagonal_scatter(g: Tensor, shape: tuple, offset: int, d1: int, d2: int) -> Tensor:
+    """Zeros of `shape` with g written on the diagonal: diagonal's backward (its own backward is diagonal)."""
+    xp = np if type(g._data) is np.ndarray else g._data.__array_namespace__()
+    z = xp.zeros(shape, dtype=g._data.dtype)
+    n = g._data.shape[-1] if g._data.ndim else 0
+    rows = xp.arange(n) + (0 if offset >= 0 else -offset)
+    cols = xp.arange(n) + (offset if offset >= 0 else 0)
+    xp.moveaxis(z, (d1, d2), (-2, -1))[..., rows, cols] = g._data  # numpy's diagonal() views are read-only
+    out = _wrap(z)
+    if needs_grad(g):
+        record("DiagonalBackwardBackward0", lambda gg: diagonal(gg, offset, d1, d2), out, (g,))
     return out
 
 

@@ -16,6 +16,7 @@ _TensorOrTensors = Union[Tensor, Sequence[Tensor]]
 
 
 def _tensors(x) -> tuple:
+    """A tensor or a sequence of tensors, as a tuple."""
     if isinstance(x, Tensor):
         return (x,)
     return tuple(x)
@@ -30,8 +31,7 @@ def _make_grads(outputs: tuple, grads, is_grads_batched: bool = False) -> list:
         grads = (grads,)
     grads = tuple(grads)
     if len(grads) != len(outputs):
-        raise RuntimeError(f"grad can be implicitly created only for scalar outputs" if not grads else
-                           f"got {len(grads)} gradients for {len(outputs)} outputs")
+        raise RuntimeError(f"got {len(outputs)} tensors and {len(grads)} gradients")
     result = []
     for i, (out, g) in enumerate(zip(outputs, grads)):
         if g is None:
@@ -68,14 +68,13 @@ def backward(tensors: _TensorOrTensors, grad_tensors=None, retain_graph: Optiona
     grads = _make_grads(outputs, grad_tensors)
     if retain_graph is None:
         retain_graph = create_graph
-    from ..utils.checkpoint import _check_backward_allowed
-    _check_backward_allowed(inputs is not None)
-    captured = _C._run_backward(outputs, grads, retain_graph, create_graph, True, inputs or ())
-    # Non-leaf `inputs` were captured rather than accumulated: put them into .grad as PyTorch does.
     if inputs:
-        for t, g in zip(inputs, captured):
-            if g is not None and t._grad_fn is not None:
-                t._grad = g if t._grad is None else t._grad + g
+        for t in inputs:
+            # As PyTorch: a non-leaf in `inputs` gets its .grad through retain_grad (the engine captures
+            # its gradient where it is computed and does not run the nodes beyond it).
+            if isinstance(t, Tensor) and t._grad_fn is not None:
+                t.retain_grad()
+    _C._run_backward(outputs, grads, retain_graph, create_graph, True, inputs or ())
 
 
 def grad(outputs: _TensorOrTensors, inputs: _TensorOrTensors, grad_outputs=None, retain_graph: Optional[bool] = None,
@@ -97,8 +96,6 @@ def grad(outputs: _TensorOrTensors, inputs: _TensorOrTensors, grad_outputs=None,
     grads = _make_grads(outs, grad_outputs)
     if retain_graph is None:
         retain_graph = create_graph
-    from ..utils.checkpoint import _check_backward_allowed
-    _check_backward_allowed(True)
     captured = _C._run_backward(outs, grads, retain_graph, create_graph, False, ins)
     result = []
     for t, g in zip(ins, captured):
@@ -113,11 +110,11 @@ def grad(outputs: _TensorOrTensors, inputs: _TensorOrTensors, grad_outputs=None,
     return tuple(result)
 
 
-from . import graph  # noqa: E402
+from . import functional, graph  # noqa: E402
 from .anomaly_mode import detect_anomaly, set_detect_anomaly  # noqa: E402
 from .function import Function, FunctionCtx, once_differentiable  # noqa: E402
 from .gradcheck import gradcheck, gradgradcheck  # noqa: E402
 
-__all__ = ["backward", "grad", "Function", "FunctionCtx", "once_differentiable", "gradcheck", "gradgradcheck",
-           "detect_anomaly", "set_detect_anomaly", "graph", "no_grad", "enable_grad", "set_grad_enabled",
+__all__ = ["backward", "grad", "functional", "Function", "FunctionCtx", "once_differentiable", "gradcheck",
+           "gradgradcheck", "detect_anomaly", "set_detect_anomaly", "graph", "no_grad", "enable_grad", "set_grad_enabled",
            "inference_mode", "is_grad_enabled", "is_inference_mode_enabled"]

@@ -80,7 +80,8 @@ class Function:
     @classmethod
     def apply(cls, *args, **kwargs):
         ctx = FunctionCtx()
-        ctx.needs_input_grad = tuple(isinstance(a, Tensor) and a._requires_grad for a in args)
+        grad_on = _C._grad_enabled()
+        ctx.needs_input_grad = tuple(grad_on and isinstance(a, Tensor) and a._requires_grad for a in args)
         separate_setup = cls.setup_context is not Function.setup_context
         from .grad_mode import no_grad
         with no_grad():
@@ -90,7 +91,7 @@ class Function:
             else:
                 output = cls.forward(ctx, *args, **kwargs)
         tensor_inputs = tuple(a for a in args if isinstance(a, Tensor))
-        if not (_C._grad_enabled() and any(t._requires_grad for t in tensor_inputs)):
+        if not (grad_on and any(t._requires_grad for t in tensor_inputs)):
             return output
         single = not isinstance(output, tuple)
         outs = (output,) if single else output
@@ -172,14 +173,13 @@ class Function:
                 out.append(r)
             return tuple(out) if len(out) != 1 else out[0]
 
-        _C._record(name, backward, tuple(recorded) if not single else recorded[0] or final[0], tensor_inputs,
+        # Always a tuple: the node has one input per forward output, None where no gradient flows.
+        # (The in-place op inside forward already bumped a dirty tensor's version, as in PyTorch.)
+        _C._record(name, backward, tuple(recorded), tensor_inputs,
                    tuple(t for t in ctx._saved if isinstance(t, Tensor)) or None, None, True)
-        if single and recorded[0] is None:
-            final[0]._grad_fn = None
-            final[0]._requires_grad = False
         for o, r in zip(final, recorded):
-            if isinstance(o, Tensor) and id(o) in ctx._dirty:
-                o._bump_version()
+            if isinstance(o, Tensor) and r is None and id(o) in ctx._dirty:
+                o._grad_fn, o._output_nr, o._requires_grad = None, 0, False
         return final[0] if single else tuple(final)
 
 

@@ -1,34 +1,74 @@
-"""Grad modes (thread-local, kept by the C++ engine): no_grad, enable_grad, set_grad_enabled, inference_mode."""
+"""Grad modes (thread-local, kept by the C++ engine): no_grad, enable_grad, set_grad_enabled, inference_mode.
+
+Each is a context manager and a decorator (`@no_grad()`, and like PyTorch also bare `@no_grad`).
+"""
 from __future__ import annotations
 
 import functools
+import inspect
 import threading
+from typing import Any, Callable
 
 from .. import _C
 
 _inference = threading.local()
 
 
+def _decorate(make_ctx: Callable[[], Any], fn: Callable) -> Callable:
+    """Wrap fn (or generator fn) so that each call runs inside a fresh context from make_ctx."""
+    if inspect.isgeneratorfunction(fn):
+        @functools.wraps(fn)
+        def gen_wrapper(*args, **kwargs):
+            gen = fn(*args, **kwargs)
+            # The mode holds only while the generator runs, not between its yields.
+            with make_ctx():
+                value = next(gen)
+            while True:
+                try:
+                    sent = yield value
+                except GeneratorExit:
+                    with make_ctx():
+                        gen.close()
+                    raise
+                except BaseException as exc:
+                    with make_ctx():
+                        value = gen.throw(exc)
+                else:
+                    try:
+                        with make_ctx():
+                            value = gen.send(sent)
+                    except StopIteration as stop:
+                        return stop.value
+        return gen_wrapper
+
+    @functools.wraps(fn)
+    def wrapper(*args, **kwargs):
+        with make_ctx():
+            return fn(*args, **kwargs)
+    return wrapper
+
+
 class _GradModeContext:
-    """Base of the grad-mode context managers; each also works as a decorator."""
+    """Base of no_grad/enable_grad: sets grad mode for a block; usable as (bare) decorator."""
 
     mode: bool = True
+
+    def __new__(cls, orig_func: Callable | None = None):
+        if orig_func is None:
+            return super().__new__(cls)
+        return cls()(orig_func)  # bare @no_grad
 
     def __enter__(self) -> None:
         self._prev = _C._grad_enabled()
         _C._set_grad_enabled(self.mode)
 
-    def __exit__(self, *exc) -> None:
+    def __exit__(self, *exc: Any) -> None:
         _C._set_grad_enabled(self._prev)
 
-    def __call__(self, fn):
-        @functools.wraps(fn)
-        def wrapper(*args, **kwargs):
-            with self.__class__():
-                return fn(*args, **kwargs)
-        return wrapper
+    def __call__(self, fn: Callable) -> Callable:
+        return _decorate(self.clone, fn)
 
-    def clone(self):
+    def clone(self) -> "_GradModeContext":
         return self.__class__()
 
 
@@ -47,6 +87,9 @@ class enable_grad(_GradModeContext):
 class set_grad_enabled(_GradModeContext):
     """Set grad mode on or off: immediately as a call, or for a block as a context manager."""
 
+    def __new__(cls, mode: bool):
+        return object.__new__(cls)
+
     def __init__(self, mode: bool) -> None:
         self._prev = _C._grad_enabled()
         self.mode = bool(mode)
@@ -55,46 +98,37 @@ class set_grad_enabled(_GradModeContext):
     def __enter__(self) -> None:
         pass
 
-    def __call__(self, fn):
-        mode = self.mode
+    def __call__(self, fn: Callable) -> Callable:
         _C._set_grad_enabled(self._prev)  # used as a decorator: don't change the mode now
+        mode = self.mode
+        return _decorate(lambda: set_grad_enabled(mode), fn)
 
-        @functools.wraps(fn)
-        def wrapper(*args, **kwargs):
-            with set_grad_enabled(mode):
-                return fn(*args, **kwargs)
-        return wrapper
-
-    def clone(self):
+    def clone(self) -> "set_grad_enabled":
         return self.__class__(self.mode)
 
 
 class inference_mode(_GradModeContext):
     """Like no_grad, for code that will never be differentiated (tinytorch treats it as no_grad)."""
 
+    def __new__(cls, mode_or_fn: Any = True):
+        if isinstance(mode_or_fn, bool):
+            return object.__new__(cls)
+        return cls(True)(mode_or_fn)  # bare @inference_mode
+
     def __init__(self, mode: bool = True) -> None:
-        self.mode = not mode
         self._inference = bool(mode)
+        self.mode = not self._inference
 
     def __enter__(self) -> None:
         super().__enter__()
         self._prev_inf = getattr(_inference, "on", False)
         _inference.on = self._inference
 
-    def __exit__(self, *exc) -> None:
+    def __exit__(self, *exc: Any) -> None:
         _inference.on = self._prev_inf
         super().__exit__(*exc)
 
-    def __call__(self, fn):
-        on = self._inference
-
-        @functools.wraps(fn)
-        def wrapper(*args, **kwargs):
-            with inference_mode(on):
-                return fn(*args, **kwargs)
-        return wrapper
-
-    def clone(self):
+    def clone(self) -> "inference_mode":
         return self.__class__(self._inference)
 
 

@@ -38,4 +38,11 @@ def current_node():
     return _C._current_node()
 
 
-__all__ = ["Node", "queue_callback", "current_node"]
+__all__ = ["Node", "queue_callback", "current_node", "increment_version"]
+
+
+def increment_version(tensor) -> None:
+    """Mark `tensor` as modified in place by code autograd does not see (e.g. a NumPy/CuPy `out=` write),
+    so that backward through a node that saved it raises instead of using the changed values."""
+    for t in (tensor if isinstance(tensor, (list, tuple)) else (tensor,)):
+        t._bump_version()

@@ -5,13 +5,6 @@ from typing import Any, Tuple
 
 import numpy as np
 
-try:
-    import ml_dtypes
-
-    _BF16 = np.dtype(ml_dtypes.bfloat16)
-except ImportError:  # pragma: no cover - ml_dtypes is a declared dependency
-    _BF16 = None
-
 # Codes match csrc/nccl_ring/dtypes.hpp.
 _CODES = {
     np.dtype(np.float16): 0,
@@ -20,8 +13,7 @@ _CODES = {
     np.dtype(np.int32): 4,
     np.dtype(np.int64): 5,
 }
-if _BF16 is not None:
-    _CODES[_BF16] = 1
+_BFLOAT16_CODE = 1  # ml_dtypes' bfloat16, recognised by name so ml_dtypes need not be imported here
 
 SUPPORTED = "float16, bfloat16, float32, float64, int32, int64"
 
@@ -47,7 +39,8 @@ def is_cuda(a: Any) -> bool:
 
 def dtype_code(a: Any, op: str) -> int:
     """The C++ dtype code of an array, or a TypeError naming the op and the supported dtypes."""
-    code = _CODES.get(np.dtype(a.dtype))
+    d = np.dtype(a.dtype)
+    code = _CODES.get(d, _BFLOAT16_CODE if d.name == "bfloat16" else None)
     if code is None:
         raise TypeError(f"{op}: dtype {a.dtype} is not supported (supported: {SUPPORTED})")
     return code

@@ -1,2 +1,2 @@
 """tinytorch.utils: data loading, checkpointing, hooks."""
-from . import checkpoint, hooks  # noqa: F401
+from . import checkpoint, data, hooks  # noqa: F401

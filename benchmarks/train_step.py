@@ -1,0 +1,88 @@
+"""W2 (MLP) and W3 (GPT-mini) training steps, tinytorch beside PyTorch in one run.
+
+Both start from identical weights (tinytorch's initial state copied into PyTorch's model) and see the
+same batch; each step is zero_grad, forward, cross-entropy, backward, AdamW step. Prints the median
+step time of each, their ratio, and the losses, which must agree (1e-4 relative on the first step,
+within 1% over the run). Writes JSON.
+
+    python benchmarks/train_step.py [--steps 20] [--workloads W2 W3] [--json PATH]
+"""
+import argparse
+import json
+import os
+import statistics
+import sys
+import time
+
+import numpy as np
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import models  # noqa: E402
+
+
+def run(torch, workload: str, steps: int, state=None, device: str = "cpu"):
+    """Train `steps` steps; return (step times, losses, initial state as NumPy arrays)."""
+    torch.manual_seed(0)
+    model = (models.mlp if workload == "W2" else models.gpt)(torch)
+    if state is None:
+        state = {k: v.detach().cpu().numpy().copy() for k, v in model.state_dict().items()}
+    else:
+        model.load_state_dict({k: torch.from_numpy(v.copy()) for k, v in state.items()})
+    model = model.to(device)
+    x_np, y_np = models.batch(workload)
+    x, y = torch.from_numpy(x_np).to(device), torch.from_numpy(y_np).to(device)
+    opt = torch.optim.AdamW(model.parameters(), lr=1e-3)
+    F = torch.nn.functional
+    times, losses = [], []
+    for _ in range(steps):
+        t0 = time.perf_counter()
+        opt.zero_grad()
+        loss = F.cross_entropy(model(x), y)
+        loss.backward()
+        opt.step()
+        losses.append(loss.item())  # .item() also waits for a GPU to finish the step
+        times.append(time.perf_counter() - t0)
+    return times, losses, state
+
+
+def main(argv=None) -> dict:
+    p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    p.add_argument("--steps", type=int, default=20)
+    p.add_argument("--warmup", type=int, default=2, help="steps left out of the median")
+    p.add_argument("--workloads", nargs="+", default=["W2", "W3"])
+    p.add_argument("--device", default="cpu")
+    p.add_argument("--json", default=os.path.join(os.path.dirname(__file__), "results", "train_step.json"))
+    args = p.parse_args(argv)
+
+    import tinytorch
+    try:
+        import torch
+        torch.set_num_threads(os.cpu_count() or 1)
+    except ImportError:
+        torch = None
+    results = {"device": args.device, "steps": args.steps, "threads": os.cpu_count(), "workloads": {}}
+    print(f"{'workload':10} {'tinytorch ms':>13} {'torch ms':>10} {'ratio':>7} {'loss[0] rel diff':>17} "
+          f"{'max loss rel diff':>18}")
+    for w in args.workloads:
+        t_times, t_losses, state = run(tinytorch, w, args.steps, device=args.device)
+        row = {"tinytorch_ms": 1e3 * statistics.median(t_times[args.warmup:]), "tinytorch_losses": t_losses}
+        if torch is not None:
+            p_times, p_losses, _ = run(torch, w, args.steps, state=state, device=args.device)
+            rel = [abs(a - b) / abs(b) for a, b in zip(t_losses, p_losses)]
+            row.update(torch_ms=1e3 * statistics.median(p_times[args.warmup:]), torch_losses=p_losses,
+                       ratio=None, first_loss_rel_diff=rel[0], max_loss_rel_diff=max(rel))
+            row["ratio"] = row["tinytorch_ms"] / row["torch_ms"]
+            print(f"{w:10} {row['tinytorch_ms']:13.1f} {row['torch_ms']:10.1f} {row['ratio']:7.2f} "
+                  f"{rel[0]:17.2e} {max(rel):18.2e}")
+        else:
+            print(f"{w:10} {row['tinytorch_ms']:13.1f} {'-':>10} {'-':>7}")
+        results["workloads"][w] = row
+    os.makedirs(os.path.dirname(os.path.abspath(args.json)), exist_ok=True)
+    with open(args.json, "w") as f:
+        json.dump(results, f, indent=1)
+    print(f"wrote {args.json}")
+    return results
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,1036 @@
+"""Neural-network ops: fused softmax/log_softmax, losses, layer_norm, linear, activations, dropout,
+attention, padding; each forward beside its derivative.
+
+The fused ops compute forward and backward directly on arrays in a few passes (on CUDA float32/16
+through the kernels in src/*.cu). Under create_graph their backward is written with tensor ops
+instead, so that double backward sees how the gradient depends on the inputs.
+"""
+from __future__ import annotations
+
+import math
+import warnings
+
+import numpy as np
+
+from .. import _C
+from .._tensor import Tensor, _wrap, _wrap_dim
+from ._common import (_grad_enabled, alias, attach, float_data, inplace_unary, needs_grad, record, saved_output)
+from . import pointwise as _pw
+
+_SQRT1_2 = 1.0 / math.sqrt(2.0)
+_INV_SQRT_2PI = 1.0 / math.sqrt(2.0 * math.pi)
+_SQRT_2_OVER_PI = math.sqrt(2.0 / math.pi)
+_TWO_OVER_SQRT_PI = 2.0 / math.sqrt(math.pi)
+
+
+def _xp(a):
+    """numpy or cupy, whichever holds `a`."""
+    if type(a) is np.ndarray:
+        return np
+    from .._device import cupy
+    return cupy()
+
+
+def _is_cuda(a) -> bool:
+    return type(a) is not np.ndarray
+
+
+def _kernel_ok(a) -> bool:
+    """Whether the CUDA kernels in src/ handle this array (float32 compute; halves are upcast)."""
+    return _is_cuda(a) and a.dtype in (np.float32, np.float16)
+
+
+def _compute(a):
+    """The array in a dtype fit to accumulate in: halves (float16, bfloat16) compute in float32."""
+    return a.astype(np.float32) if a.dtype.itemsize < 4 else a
+
+
+def _to_tensor(x, like: Tensor) -> Tensor:
+    if isinstance(x, Tensor):
+        return x
+    from .._creation import tensor
+    return tensor(x, dtype=like.dtype, device=like.device)
+
+
+# ------------------------------------------------------------------ erf (NumPy has none)
+
+# W. J. Cody's rational Chebyshev approximations (CALERF), relative error below 1e-15 in float64.
+_ERF_A = (3.16112374387056560e00, 1.13864154151050156e02, 3.77485237685302021e02, 3.20937758913846947e03,
+          1.85777706184603153e-1)
+_ERF_B = (2.36012909523441209e01, 2.44024637934444173e02, 1.28261652607737228e03, 2.84423683343917062e03)
+_ERF_C = (5.64188496988670089e-1, 8.88314979438837594e00, 6.61191906371416295e01, 2.98635138197400131e02,
+          8.81952221241769090e02, 1.71204761263407058e03, 2.05107837782607147e03, 1.23033935479799725e03,
+          2.15311535474403846e-8)
+_ERF_D = (1.57449261107098347e01, 1.17693950891312499e02, 5.37181101862009858e02, 1.62138957456669019e03,
+          3.29079923573345963e03, 4.36261909014324716e03, 3.43936767414372164e03, 1.23033935480374942e03)
+_ERF_P = (3.05326634961232344e-1, 3.60344899949804439e-1, 1.25781726111229246e-1, 1.60837851487422766e-2,
+          6.58749161529837803e-4, 1.63153871373020978e-2)
+_ERF_Q = (2.56852019228982242e00, 1.87295284992346725e00, 5.27905102951428412e-1, 6.05183413124413191e-2,
+          2.33520497626869185e-3)
+
+
+def _erfc_tail(y, mid: bool):
+    """erfc(y) for y > 0.46875: the middle range (y <= 4) or the asymptotic range."""
+    if mid:
+        num, den = _ERF_C[8] * y, y
+        for i in range(7):
+            num = (num + _ERF_C[i]) * y
+            den = (den + _ERF_D[i]) * y
+        r = (num + _ERF_C[7]) / (den + _ERF_D[7])
+    else:
+        z = 1 / (y * y)
+        num, den = _ERF_P[5] * z, z
+        for i in range(4):
+            num = (num + _ERF_P[i]) * z
+            den = (den + _ERF_Q[i]) * z
+        r = (0.56418958354775628695 - z * (num + _ERF_P[4]) / (den + _ERF_Q[4])) / y
+    # exp(-y^2) split in two so that the rounding of y^2 does not cost accuracy.
+    t = np.trunc(y * 16) / 16
+    return np.exp(-t * t) * np.exp(-(y - t) * (y + t)) * r
+
+
+# float32: one rational function x * P(x^2) / Q(x^2) on [-4, 4] (Eigen's generic_fast_erf_float), within
+# 4 ulp and without the branches that float64 accuracy needs.
+_ERF32_P = (-2.72614225801306e-10, 2.77068142495902e-08, -2.10102402082508e-06, -5.69250639462346e-05,
+            -7.34990630326855e-04, -2.95459980854025e-03, -1.60960333262415e-02)
+_ERF32_Q = (-1.45660718464996e-05, -2.13374055278905e-04, -1.68282697438203e-03, -7.37332916720468e-03,
+            -1.42647390514189e-02)
+
+
+def _erf_float32(x):
+    x = np.clip(x, np.float32(-4.0), np.float32(4.0))
+    z = x * x
+    p = np.full_like(z, _ERF32_P[0])
+    for c in _ERF32_P[1:]:
+        p *= z
+        p += np.float32(c)
+    q = np.full_like(z, _ERF32_Q[0])
+    for c in _ERF32_Q[1:]:
+        q *= z
+        q += np.float32(c)
+    p *= x
+    p /= q
+    return p
+
+
+def erf_array(x):
+    """erf of a NumPy array (float64 to 1e-15, others in float32 to a few ulp), or of a CuPy array."""
+    if _is_cuda(x):
+        from cupyx.scipy.special import erf as cupy_erf
+        return cupy_erf(x)
+    x = np.asarray(x)
+    out_dtype = x.dtype
+    if out_dtype != np.float64:
+        return _erf_float32(x.astype(np.float32, copy=False)).astype(out_dtype, copy=False)
+    y = np.abs(x)
+    out = np.empty_like(x)
+    small = y <= 0.46875
+    if small.all():  # the common case for activations near zero: one branch, no masking
+        z = x * x
+        num, den = _ERF_A[4] * z, z
+        for i in range(3):
+            num = (num + _ERF_A[i]) * z
+            den = (den + _ERF_B[i]) * z
+        return (x * (num + _ERF_A[3]) / (den + _ERF_B[3])).astype(out_dtype, copy=False)
+    xs = x[small]
+    z = xs * xs
+    num, den = _ERF_A[4] * z, z
+    for i in range(3):
+        num = (num + _ERF_A[i]) * z
+        den = (den + _ERF_B[i]) * z
+    out[small] = xs * (num + _ERF_A[3]) / (den + _ERF_B[3])
+    mid = ~small & (y <= 4.0)
+    out[mid] = np.copysign(1 - _erfc_tail(y[mid], True), x[mid])
+    big = y > 4.0
+    if big.any():
+        yb = np.minimum(y[big], 27.0)  # erfc underflows to 0 long before 27; keeps 1/y^2 finite for inf
+        out[big] = np.copysign(1 - _erfc_tail(yb, False), x[big])
+    nan = np.isnan(x)
+    if nan.any():
+        out[nan] = np.nan
+    return out.astype(out_dtype, copy=False)
+
+
+def erf(a: Tensor) -> Tensor:
+    """Elementwise error function."""
+    out = _wrap(erf_array(float_data(a)))
+    if needs_grad(a):
+        record("ErfBackward0", lambda g: g * (-(a * a)).exp() * _TWO_OVER_SQRT_PI, out, (a,), (a,))
+    return out
+
+
+# ------------------------------------------------------------------ softmax / log_softmax
+
+
+def _softmax_dim(name: str, ndim: int) -> int:
+    warnings.warn(f"Implicit dimension choice for {name} has been deprecated. Change the call to include dim=X "
+                  "as an argument.", stacklevel=4)
+    return 0 if ndim in (0, 1, 3) else 1
+
+
+def _softmax_array(x, axis: int, log: bool, safe: bool = False):
+    """softmax (or log_softmax) along axis in three passes: max, sum of exp, normalise."""
+    if x.ndim == 0:
+        return _xp(x).zeros_like(x) if log else _xp(x).ones_like(x)
+    if _kernel_ok(x) and axis == x.ndim - 1 and x.size:
+        from .. import _kernels
+        return _kernels.softmax_forward(x, log, safe)
+    xp = _xp(x)
+    c = _compute(x)
+    m = c.max(axis=axis, keepdims=True) if c.size else c.sum(axis=axis, keepdims=True)
+    if safe:  # fully masked rows (all -inf) give 0, not nan (PyTorch's _safe_softmax for attention)
+        m = xp.where(xp.isneginf(m), 0, m).astype(c.dtype, copy=False)
+    z = c - m
+    e = xp.exp(z)
+    s = e.sum(axis=axis, keepdims=True)
+    if log:
+        out = z - xp.log(s)
+    else:
+        with np.errstate(invalid="ignore", divide="ignore"):
+            out = e / s if not safe else xp.where(s > 0, e / xp.where(s > 0, s, 1), 0)
+    return out.astype(x.dtype, copy=False)
+
+
+def _softmax_backward_array(y, g, axis: int, log: bool):
+    if y.ndim == 0:
+        return _xp(g).zeros_like(g)
+    if _kernel_ok(y) and axis == y.ndim - 1 and y.dtype == g.dtype and y.size:
+        from .. import _kernels
+        return _kernels.softmax_backward(y, g, log)
+    yc, gc = _compute(y), _compute(g)
+    if log:
+        dx = gc - _xp(yc).exp(yc) * gc.sum(axis=axis, keepdims=True)
+    else:
+        gy = gc * yc
+        dx = gy - yc * gy.sum(axis=axis, keepdims=True)
+    return dx.astype(y.dtype, copy=False)
+
+
+def _softmax_op(x: Tensor, dim, dtype, log: bool, safe: bool = False, allowed=None) -> Tensor:
+    """softmax/log_softmax; `allowed` (a bool array broadcasting to x) masks the other positions to -inf
+    inside the same node (softmax only: its gradient is already zero where the output is)."""
+    name = "log_softmax" if log else "softmax"
+    if dim is None:
+        dim = _softmax_dim(name, x._data.ndim)
+    if dtype is not None:
+        x = x.to(dtype)
+    if not x.dtype.is_floating_point:
+        from ._common import _short
+        raise RuntimeError(f"\"{name}_lastdim_kernel_impl\" not implemented for '{_short(x.dtype)}'")
+    d = _wrap_dim(dim, x._data.ndim)
+    xd = x._data
+    if allowed is not None:
+        xd = _xp(xd).where(allowed, xd, xd.dtype.type(-np.inf))
+    out = _wrap(_softmax_array(xd, d, log, safe))
+    if needs_grad(x):
+        y_alias = alias(out)
+
+        def softmax_backward(g):
+            if _grad_enabled():
+                y = saved_output(y_alias, lambda: _softmax_op(x, d, None, log, safe, allowed))
+                if log:
+                    return g - y.exp() * g.sum(d, keepdim=True)
+                return y * (g - (g * y).sum(d, keepdim=True))
+            return _wrap(_softmax_backward_array(y_alias._data, g._data, d, log))
+        record("LogSoftmaxBackward0" if log else "SoftmaxBackward0", softmax_backward, out, (x,), (y_alias,))
+    return out
+
+
+def softmax(input: Tensor, dim: int | None = None, _stacklevel: int = 3, dtype=None) -> Tensor:
+    """exp(x) / sum(exp(x)) along dim, computed stably."""
+    return _softmax_op(input, dim, dtype, log=False)
+
+
+def log_softmax(input: Tensor, dim: int | None = None, _stacklevel: int = 3, dtype=None) -> Tensor:
+    """x - logsumexp(x) along dim."""
+    return _softmax_op(input, dim, dtype, log=True)
+
+
+def softmin(input: Tensor, dim: int | None = None, _stacklevel: int = 3, dtype=None) -> Tensor:
+    """softmax(-x) along dim."""
+    return _softmax_op(-input if dtype is None else -input.to(dtype), dim, None, log=False)
+
+
+# ------------------------------------------------------------------ nll_loss / cross_entropy
+
+
+def _check_reduction(reduction: str) -> None:
+    if reduction not in ("none", "mean", "sum"):
+        raise ValueError(f"{reduction} is not a valid value for reduction")
+
+
+def _class_targets(x: Tensor, target: Tensor, weight, ignore_index: int):
+    """Validate class-index targets; return (flat targets clamped to range, valid mask, per-row weight,
+    weight array or None, rows, classes). Errors use PyTorch's messages."""
+    shape = x._data.shape
+    if x._data.ndim == 0:
+        raise RuntimeError("input tensor should be 1D or 2D")
+    t = target._data
+    if t.dtype.kind not in "iu":
+        from ._common import _short
+        raise RuntimeError(f"expected scalar type Long but found {_short(target.dtype)}")
+    if x._data.ndim == 1:
+        if t.ndim != 0:
+            raise RuntimeError("0D or 1D target tensor expected, multi-target not supported")
+        C = shape[0]
+    else:
+        C = shape[1]
+        if t.ndim == 0 or t.shape[0] != shape[0]:
+            raise ValueError(f"Expected input batch_size ({shape[0]}) to match target batch_size "
+                             f"({t.shape[0] if t.ndim else 0}).")
+        want = (shape[0],) + tuple(shape[2:])
+        if tuple(t.shape) != want:
+            raise RuntimeError(f"Expected target size {list(want)}, got {list(t.shape)}")
+    xp = _xp(x._data)
+    tf = t.reshape(-1)
+    if type(tf) is not type(x._data):
+        tf = xp.asarray(tf) if xp is not np else tf.get()
+    valid = tf != ignore_index
+    if tf.size:
+        tv = tf[valid]
+        if tv.size and (int(tv.max()) >= C or int(tv.min()) < 0):
+            bad = int(tv.max()) if int(tv.max()) >= C else int(tv.min())
+            raise IndexError(f"Target {bad} is out of bounds.")
+    tc = xp.where(valid, tf, 0).astype(np.int64, copy=False)
+    w = None
+    if weight is not None:
+        w = weight._data
+        if w.ndim != 1 or w.shape[0] != C:
+            raise RuntimeError(f"weight tensor should be defined either for all {C} classes or no classes but got "
+                               f"weight tensor of shape: {list(w.shape)}")
+        w = _compute(w)
+        wt = xp.where(valid, w[tc], 0)
+    else:
+        wt = valid.astype(_compute(x._data).dtype)
+    return tc, valid, wt, w, tc.shape[0], C
+
+
+def _rows(a, C: int):
+    """View (N, C, d1, ...) as rows of C classes: (N * d1 * ..., C)."""
+    if a.ndim == 1:
+        return a.reshape(1, C)
+    if a.ndim == 2:
+        return a
+    return _xp(a).moveaxis(a, 1, -1).reshape(-1, C)
+
+
+def _unrows(a, shape: tuple):
+    """Undo _rows."""
+    if len(shape) <= 2:
+        return a.reshape(shape)
+    moved = (shape[0],) + tuple(shape[2:]) + (shape[1],)
+    return _xp(a).moveaxis(a.reshape(moved), -1, 1)
+
+
+def _class_dense(tc, b, r, u, rows: int, C: int, dtype):
+    """The dense target matrix A = b * onehot(t) + r * u (rows x C) that the loss dots with log-probs."""
+    xp = _xp(tc)
+    A = xp.zeros((rows, C), dtype)
+    A[xp.arange(rows), tc] = b
+    if r is not None:
+        A += r[:, None] * u
+    return A
+
+
+def _cross_entropy_class(x: Tensor, target: Tensor, weight, ignore_index: int, reduction: str,
+                         label_smoothing: float) -> Tensor:
+    """Fused log_softmax + nll_loss (+ label smoothing) for class-index targets."""
+    tc, valid, wt, w, M, C = _class_targets(x, target, weight, ignore_index)
+    xp = _xp(x._data)
+    shape = x._data.shape
+    eps = float(label_smoothing)
+    x2 = _rows(x._data, C)
+    dt = _compute(x2).dtype
+    with np.errstate(invalid="ignore", divide="ignore"):
+        if reduction == "mean":
+            d1 = wt.sum()
+            b = (1 - eps) * wt / d1
+            d2 = d1 if w is not None else valid.sum()
+        else:
+            b = (1 - eps) * wt
+            d2 = 1
+        r = u = None
+        if eps > 0:
+            r = valid.astype(dt) / d2
+            u = (w if w is not None else xp.ones(C, dt)) * (eps / C)
+        if _kernel_ok(x2) and x2.size:
+            from .. import _kernels
+            lse, nll, smooth = _kernels.cross_entropy_forward(x2, tc, u)
+        else:
+            xc = _compute(x2)
+            m = xc.max(axis=1, keepdims=True) if xc.size else xp.zeros((M, 1), dt)
+            lse = (xp.log(xp.exp(xc - m).sum(axis=1, keepdims=True)) + m).reshape(-1)
+            nll = lse - xc[xp.arange(M), tc]
+            smooth = (lse * u.sum() - xc @ u) if u is not None else None
+        rows_loss = b * nll
+        if r is not None:
+            rows_loss = rows_loss + r * smooth
+    if reduction == "none":
+        out_arr = rows_loss.reshape(target._data.shape)
+    else:
+        out_arr = rows_loss.sum()
+    out = _wrap(xp.asarray(out_arr).astype(x._data.dtype, copy=False))
+    if needs_grad(x):
+        s = b if r is None else b + r * u.sum()
+        class_dim = 0 if x._data.ndim == 1 else 1
+
+        def cross_entropy_backward(g):
+            if _grad_enabled():
+                A = _wrap(_unrows(_class_dense(tc, b, r, u, M, C, x2.dtype), shape))
+                st = _wrap(_unrows(s.reshape(-1, 1).astype(x2.dtype), shape[:1] + (1,) + shape[2:])
+                           if x._data.ndim > 1 else s.astype(x2.dtype))
+                gexp = g if reduction != "none" else (g.unsqueeze(class_dim) if x._data.ndim > 1 else g)
+                return gexp * (softmax(x, class_dim) * st - A)
+            gd = _compute(g._data)
+            grow = gd.reshape(-1) if reduction == "none" else gd
+            if _kernel_ok(x2) and x2.size:
+                from .. import _kernels
+                cr = None if r is None else grow * r
+                dx = _kernels.cross_entropy_backward(x2, lse, tc, grow * s, grow * b, cr, u)
+            else:
+                xc = _compute(x2)
+                coef = grow * s
+                if reduction != "none":
+                    coef = xp.broadcast_to(coef, (M,))
+                dx = xp.exp(xc - lse[:, None]) * coef[:, None]
+                dx[xp.arange(M), tc] -= grow * b
+                if r is not None:
+                    dx -= (grow * r)[:, None] * u
+            return _wrap(_unrows(dx.astype(x2.dtype, copy=False), shape))
+        record("NllLossBackward0", cross_entropy_backward, out, (x,), (x,))
+    return out
+
+
+def cross_entropy(input: Tensor, target: Tensor, weight: Tensor | None = None, size_average=None,
+                  ignore_index: int = -100, reduce=None, reduction: str = "mean",
+                  label_smoothing: float = 0.0) -> Tensor:
+    """Cross entropy between logits and class indices or class probabilities (log_softmax + nll)."""
+    reduction = _legacy_reduction(size_average, reduce, reduction)
+    _check_reduction(reduction)
+    if not 0.0 <= label_smoothing <= 1.0:
+        raise RuntimeError(f"label_smoothing must be between 0.0 and 1.0. Got: {label_smoothing}")
+    if target.dtype.is_floating_point:
+        return _cross_entropy_probs(input, target, weight, reduction, label_smoothing)
+    return _cross_entropy_class(input, target, weight, ignore_index, reduction, label_smoothing)
+
+
+def _cross_entropy_probs(x: Tensor, target: Tensor, weight, reduction: str, eps: float) -> Tensor:
+    if tuple(x._data.shape) != tuple(target._data.shape):
+        if x._data.ndim >= 1 and target._data.ndim >= 1 and x._data.shape[0] != target._data.shape[0]:
+            raise ValueError(f"Expected input batch_size ({x._data.shape[0]}) to match target batch_size "
+                             f"({target._data.shape[0]}).")
+        from ._common import _short
+        raise RuntimeError(f"expected scalar type Long but found {_short(target.dtype)}")
+    class_dim = 0 if x._data.ndim == 1 else 1
+    C = x._data.shape[class_dim]
+    logp = log_softmax(x, class_dim)
+    t = target * (1 - eps) + eps / C if eps > 0 else target
+    if weight is not None:
+        shape = [1] * x._data.ndim
+        shape[class_dim] = C
+        t = t * weight.reshape(shape)
+    loss = -(logp * t).sum(class_dim)
+    if reduction == "mean":
+        return loss.sum() / (x._data.size // C if C else 0)
+    if reduction == "sum":
+        return loss.sum()
+    return loss
+
+
+def nll_loss(input: Tensor, target: Tensor, weight: Tensor | None = None, size_average=None,
+             ignore_index: int = -100, reduce=None, reduction: str = "mean") -> Tensor:
+    """Negative log-likelihood of log-probabilities at the target classes."""
+    reduction = _legacy_reduction(size_average, reduce, reduction)
+    _check_reduction(reduction)
+    x = input
+    tc, valid, wt, w, M, C = _class_targets(x, target, weight, ignore_index)
+    xp = _xp(x._data)
+    shape = x._data.shape
+    x2 = _rows(x._data, C)
+    with np.errstate(invalid="ignore", divide="ignore"):
+        b = wt / wt.sum() if reduction == "mean" else wt
+        rows_loss = -b * _compute(x2)[xp.arange(M), tc]
+    out_arr = rows_loss.reshape(target._data.shape) if reduction == "none" else rows_loss.sum()
+    out = _wrap(xp.asarray(out_arr).astype(x._data.dtype, copy=False))
+    if needs_grad(x):
+        class_dim = 0 if x._data.ndim == 1 else 1
+        dt = x2.dtype
+
+        def nll_loss_backward(g):
+            A = _wrap(_unrows(_class_dense(tc, b, None, None, M, C, dt), shape))
+            gexp = g if reduction != "none" else (g.unsqueeze(class_dim) if len(shape) > 1 else g)
+            return -(gexp * A)
+        record("NllLossBackward0", nll_loss_backward, out, (x,))
+    return out
+
+
+def _legacy_reduction(size_average, reduce, reduction: str) -> str:
+    if size_average is None and reduce is None:
+        return reduction
+    size_average = True if size_average is None else size_average
+    reduce = True if reduce is None else reduce
+    return ("mean" if size_average else "sum") if reduce else "none"
+
+
+# ------------------------------------------------------------------ layer_norm
+
+
+def layer_norm(input: Tensor, normalized_shape, weight: Tensor | None = None, bias: Tensor | None = None,
+               eps: float = 1e-5) -> Tensor:
+    """Normalise over the trailing normalized_shape dims to zero mean and unit variance, then scale and shift."""
+    ns = (int(normalized_shape),) if isinstance(normalized_shape, (int, np.integer)) else tuple(normalized_shape)
+    x = input
+    shape = x._data.shape
+    k = len(ns)
+    if k == 0 or tuple(shape[len(shape) - k:]) != ns or len(shape) < k:
+        raise RuntimeError(f"Given normalized_shape={list(ns)}, expected input with shape "
+                           f"[*, {', '.join(str(s) for s in ns)}], but got input of size{list(shape)}")
+    for name, p in (("weight", weight), ("bias", bias)):
+        if p is not None and tuple(p._data.shape) != ns:
+            raise RuntimeError(f"Expected {name} to be of same shape as normalized_shape, but got {name} of shape "
+                               f"{list(p._data.shape)} and normalized_shape = {list(ns)}")
+    n = int(np.prod(ns))
+    xd = x._data
+    x2 = xd.reshape(-1, n)
+    w = weight._data.reshape(-1) if weight is not None else None
+    bb = bias._data.reshape(-1) if bias is not None else None
+    xp = _xp(xd)
+    if _kernel_ok(x2) and x2.size and (w is None or w.dtype == x2.dtype) and (bb is None or bb.dtype == x2.dtype):
+        from .. import _kernels
+        y, mean, rstd = _kernels.layer_norm_forward(x2, w, bb, eps)
+    else:
+        xc = _compute(x2)
+        mean = xc.mean(axis=1, keepdims=True)
+        d = xc - mean
+        rstd = 1 / xp.sqrt((d * d).mean(axis=1, keepdims=True) + eps)
+        y = d * rstd
+        if w is not None:
+            y *= w
+        if bb is not None:
+            y += bb
+        y = y.astype(xd.dtype, copy=False)
+    out = _wrap(y.reshape(shape))
+    if needs_grad(x, weight, bias):
+        rx = x._requires_grad
+        rw = weight is not None and weight._requires_grad
+        rb = bias is not None and bias._requires_grad
+
+        def layer_norm_backward(g):
+            if _grad_enabled():
+                return _layer_norm_backward_graph(g, x, weight, bias is not None, n, ns, eps, rx, rw, rb)
+            g2 = g._data.reshape(-1, n)
+            if _kernel_ok(x2) and x2.size and g2.dtype == x2.dtype and (w is None or w.dtype == x2.dtype):
+                from .. import _kernels
+                dx, dw, db = _kernels.layer_norm_backward(x2, g2, w, mean, rstd)
+            else:
+                gc = _compute(g2)
+                xhat = (_compute(x2) - mean) * rstd
+                dw = (gc * xhat).sum(axis=0) if rw else None
+                db = gc.sum(axis=0) if rb else None
+                dx = None
+                if rx:
+                    gx = gc * w if w is not None else gc
+                    dx = rstd * (gx - gx.mean(axis=1, keepdims=True) - xhat * (gx * xhat).mean(axis=1, keepdims=True))
+            res = [_wrap(dx.astype(xd.dtype, copy=False).reshape(shape)) if rx else None]
+            if weight is not None:
+                res.append(_wrap(dw.astype(weight._data.dtype, copy=False).reshape(ns)) if rw else None)
+            if bias is not None:
+                res.append(_wrap(db.astype(bias._data.dtype, copy=False).reshape(ns)) if rb else None)
+            return tuple(res) if len(res) > 1 else res[0]
+        inputs = (x,) + tuple(p for p in (weight, bias) if p is not None)
+        record("NativeLayerNormBackward0", layer_norm_backward, out, inputs, inputs)
+    return out
+
+
+def _layer_norm_backward_graph(g, x, weight, has_bias, n, ns, eps, rx, rw, rb):
+    """layer_norm's backward in tensor ops (differentiable again, for create_graph)."""
+    xs = x.reshape(-1, n)
+    mean = xs.mean(1, keepdim=True)
+    d = xs - mean
+    rstd = ((d * d).mean(1, keepdim=True) + eps).rsqrt()
+    xhat = d * rstd
+    g2 = g.reshape(-1, n)
+    res = [None]
+    if rx:
+        gx = g2 * weight.reshape(-1) if weight is not None else g2
+        dx = rstd * (gx - gx.mean(1, keepdim=True) - xhat * (gx * xhat).mean(1, keepdim=True))
+        res[0] = dx.reshape(x.shape)
+    if weight is not None:
+        res.append((g2 * xhat).sum(0).reshape(ns) if rw else None)
+    if has_bias:
+        res.append(g2.sum(0).reshape(ns) if rb else None)
+    return tuple(res) if len(res) > 1 else res[0]
+
+
+# ------------------------------------------------------------------ linear
+
+
+def linear(input: Tensor, weight: Tensor, bias: Tensor | None = None) -> Tensor:
+    """input @ weight.T + bias, with one matrix product over all leading dims."""
+    x, w = input, weight
+    xd, wd = x._data, w._data
+    if wd.ndim == 1:
+        out = (x * w).sum(-1)
+        return out + bias if bias is not None else out
+    if xd.ndim == 0 or wd.ndim != 2:
+        raise RuntimeError(f"t() expects a tensor with <= 2 dimensions, but self is {wd.ndim}D" if wd.ndim > 2 else
+                           "both arguments to linear need to be at least 1D, but they are 0D and 2D")
+    K = xd.shape[-1]
+    if K != wd.shape[1]:
+        m = xd.size // K if K else 0
+        raise RuntimeError(f"mat1 and mat2 shapes cannot be multiplied ({m}x{K} and {wd.shape[1]}x{wd.shape[0]})")
+    if xd.dtype != wd.dtype or (bias is not None and bias._data.dtype != xd.dtype):
+        from ._common import _short
+        other = wd.dtype if xd.dtype != wd.dtype else bias._data.dtype
+        raise RuntimeError(f"mat1 and mat2 must have the same dtype, but got {_short(x.dtype)} and "
+                           f"{_short(_dt(other))}")
+    lead = xd.shape[:-1]
+    x2 = xd.reshape(-1, K)
+    y = x2 @ wd.T
+    if bias is not None:
+        y += bias._data
+    out = _wrap(y.reshape(lead + (wd.shape[0],)))
+    if needs_grad(x, w, bias):
+        rx, rw = x._requires_grad, w._requires_grad
+        rb = bias is not None and bias._requires_grad
+        O = wd.shape[0]
+
+        def linear_backward(g):
+            g2 = g.reshape(-1, O)
+            gx = (g2 @ w).reshape(x.shape) if rx else None
+            gw = g2.t() @ x.reshape(-1, K) if rw else None
+            if bias is None:
+                return gx, gw
+            return gx, gw, (g2.sum(0) if rb else None)
+        inputs = (x, w) if bias is None else (x, w, bias)
+        record("AddmmBackward0" if bias is not None else "MmBackward0", linear_backward, out, inputs, (x, w))
+    return out
+
+
+def _dt(np_dtype):
+    from .._dtype import from_numpy_dtype
+    return from_numpy_dtype(np_dtype)
+
+
+# ------------------------------------------------------------------ activations
+
+
+def _activation(name: str, forward, backward):
+    """An elementwise op: forward(array) -> array; backward(g, x) with tensor ops (so differentiable)."""
+    node = name.capitalize() + "Backward0"
+
+    def op(a: Tensor) -> Tensor:
+        out = _wrap(forward(float_data(a)))
+        if needs_grad(a):
+            record(node, lambda g: backward(g, a), out, (a,), (a,))
+        return out
+    op.__name__ = name
+    return op
+
+
+def _cpu_fusable(*arrays) -> bool:
+    """Contiguous float32/float64 NumPy arrays of one dtype: the fused C++ CPU kernels take them."""
+    first = arrays[0]
+    return all(type(a) is np.ndarray and a.dtype == first.dtype and a.flags.c_contiguous for a in arrays) and \
+        first.dtype in (np.float32, np.float64)
+
+
+def _gelu_array(x, approximate: str):
+    if _kernel_ok(x):
+        from .. import _kernels
+        return _kernels.gelu_forward(x, approximate == "tanh")
+    if _cpu_fusable(x):  # one pass in C++ instead of a dozen NumPy passes for erf
+        out = np.empty_like(x)
+        _C._cpu.gelu(x, out, approximate == "tanh")
+        return out
+    xp = _xp(x)
+    c = _compute(x)
+    if approximate == "tanh":
+        y = 0.5 * c * (1 + xp.tanh(_SQRT_2_OVER_PI * (c + 0.044715 * c * c * c)))
+    else:
+        y = 0.5 * c * (1 + erf_array(c * _SQRT1_2))
+    return y.astype(x.dtype, copy=False)
+
+
+def _gelu_backward_array(x, g, approximate: str):
+    if _kernel_ok(x) and g.dtype == x.dtype:
+        from .. import _kernels
+        return _kernels.gelu_backward(x, g, approximate == "tanh")
+    if _cpu_fusable(x, g):
+        out = np.empty_like(x)
+        _C._cpu.gelu_backward(g, x, out, approximate == "tanh")
+        return out
+    xp = _xp(x)
+    c, gc = _compute(x), _compute(g)
+    if approximate == "tanh":
+        t = xp.tanh(_SQRT_2_OVER_PI * (c + 0.044715 * c * c * c))
+        d = 0.5 * (1 + t) + 0.5 * c * (1 - t * t) * _SQRT_2_OVER_PI * (1 + 3 * 0.044715 * c * c)
+    else:
+        d = 0.5 * (1 + erf_array(c * _SQRT1_2)) + c * xp.exp(-0.5 * c * c) * _INV_SQRT_2PI
+    return (gc * d).astype(x.dtype, copy=False)
+
+
+def gelu(input: Tensor, approximate: str = "none") -> Tensor:
+    """x * Phi(x) (exact, with erf), or its tanh approximation."""
+    if approximate not in ("none", "tanh"):
+        raise RuntimeError("approximate argument must be either none or tanh.")
+    x = input
+    xd = float_data(x)
+    cdf = None
+    if approximate == "none" and not _kernel_ok(xd) and not _cpu_fusable(xd) and needs_grad(x):
+        # Keep Phi(x) for the backward: one erf evaluation instead of two, for one saved array.
+        c = _compute(xd)
+        cdf = (erf_array(c * _SQRT1_2) + 1) * 0.5
+        out = _wrap((c * cdf).astype(xd.dtype, copy=False))
+    else:
+        out = _wrap(_gelu_array(xd, approximate))
+    if needs_grad(x):
+        def gelu_backward(g):
+            if cdf is not None and not _grad_enabled():
+                c, gc = _compute(x._data), _compute(g._data)
+                d = c * np.exp(-0.5 * c * c)
+                d *= _INV_SQRT_2PI
+                d += cdf
+                d *= gc
+                return _wrap(d.astype(x._data.dtype, copy=False))
+            if _grad_enabled():
+                if approximate == "tanh":
+                    t = ((x + x * x * x * 0.044715) * _SQRT_2_OVER_PI).tanh()
+                    inner = x * (1 - t * t) * (0.5 * _SQRT_2_OVER_PI) * (x * x * (3 * 0.044715) + 1)
+                    return g * ((t + 1) * 0.5 + inner)
+                return g * ((erf(x * _SQRT1_2) + 1) * 0.5 + x * (x * x * -0.5).exp() * _INV_SQRT_2PI)
+            return _wrap(_gelu_backward_array(x._data, g._data, approximate))
+        record("GeluBackward0", gelu_backward, out, (x,), (x,))
+    return out
+
+
+def relu(input: Tensor, inplace: bool = False) -> Tensor:
+    """max(x, 0)."""
+    return input.relu_() if inplace else _pw.relu(input)
+
+
+def _sigmoid_array(x):
+    xp = _xp(x)
+    e = xp.exp(-xp.abs(x))
+    return xp.where(x >= 0, 1 / (1 + e), e / (1 + e)).astype(x.dtype, copy=False)
+
+
+silu_op = _activation("silu", lambda x: x * _sigmoid_array(x),
+                      lambda g, x: _silu_grad(g, x))
+
+
+def _silu_grad(g, x):
+    s = x.sigmoid()
+    return g * s * (x * (1 - s) + 1)
+
+
+def silu(input: Tensor, inplace: bool = False) -> Tensor:
+    """x * sigmoid(x)."""
+    if inplace:
+        return inplace_unary(input, silu_op)
+    return silu_op(input)
+
+
+def leaky_relu(input: Tensor, negative_slope: float = 0.01, inplace: bool = False) -> Tensor:
+    """x where x > 0, else negative_slope * x."""
+    op = _activation("leaky_relu", lambda x: _xp(x).where(x > 0, x, x * negative_slope),
+                     lambda g, x: _pw.where(x > 0, g, g * negative_slope))
+    return inplace_unary(input, op) if inplace else op(input)
+
+
+def elu(input: Tensor, alpha: float = 1.0, inplace: bool = False) -> Tensor:
+    """x where x > 0, else alpha * (exp(x) - 1)."""
+    op = _activation("elu", lambda x: _xp(x).where(x > 0, x, alpha * _xp(x).expm1(_xp(x).minimum(x, 0))),
+                     lambda g, x: _pw.where(x > 0, g, g * x.clamp(max=0).exp() * alpha))
+    return inplace_unary(input, op) if inplace else op(input)
+
+
+def softplus(input: Tensor, beta: float = 1.0, threshold: float = 20.0) -> Tensor:
+    """log(1 + exp(beta * x)) / beta, linear above threshold."""
+    def fwd(x):
+        xp = _xp(x)
+        bx = x * beta
+        return xp.where(bx > threshold, x, xp.logaddexp(0, bx) / beta).astype(x.dtype, copy=False)
+    op = _activation("softplus", fwd, lambda g, x: _pw.where(x * beta > threshold, g, g * (x * beta).sigmoid()))
+    return op(input)
+
+
+def logsigmoid(input: Tensor) -> Tensor:
+    """log(sigmoid(x)), computed stably as -softplus(-x)."""
+    return -softplus(-input)
+
+
+def tanh(input: Tensor) -> Tensor:
+    """Elementwise tanh."""
+    return _pw.tanh(input)
+
+
+def sigmoid(input: Tensor) -> Tensor:
+    """Elementwise logistic sigmoid."""
+    return _pw.sigmoid(input)
+
+
+def hardtanh(input: Tensor, min_val: float = -1.0, max_val: float = 1.0, inplace: bool = False) -> Tensor:
+    """x clamped to [min_val, max_val]."""
+    return input.clamp_(min_val, max_val) if inplace else input.clamp(min_val, max_val)
+
+
+def relu6(input: Tensor, inplace: bool = False) -> Tensor:
+    """min(max(x, 0), 6)."""
+    return hardtanh(input, 0.0, 6.0, inplace)
+
+
+# ------------------------------------------------------------------ dropout
+
+
+def dropout(input: Tensor, p: float = 0.5, training: bool = True, inplace: bool = False, *,
+            generator=None) -> Tensor:
+    """Zero each element with probability p and scale the rest by 1 / (1 - p) (identity when not training)."""
+    if p < 0.0 or p > 1.0:
+        raise ValueError(f"dropout probability has to be between 0 and 1, but got {p}")
+    if not training or p == 0.0:
+        return input
+    from .._creation import _generator_for
+    from .._device import cuda_context
+    x = input
+    dev = x.device
+    xp = _xp(x._data)
+    if p == 1.0:
+        mask = xp.zeros(x._data.shape, x._data.dtype)
+    else:
+        with cuda_context(dev):
+            u = _generator_for(dev, generator).random(x._data.shape, dtype=np.float32)
+        mask = ((u >= p) * (1.0 / (1.0 - p))).astype(float_data(x).dtype, copy=False)
+    m = _wrap(mask)
+    if inplace:
+        return x.mul_(m)
+    return x * m
+
+
+# ------------------------------------------------------------------ regression and binary losses
+
+
+def _reduce(loss: Tensor, reduction: str) -> Tensor:
+    _check_reduction(reduction)
+    if reduction == "mean":
+        return loss.mean()
+    if reduction == "sum":
+        return loss.sum()
+    return loss
+
+
+def _warn_broadcast(name: str, input: Tensor, target: Tensor) -> None:
+    if tuple(input.shape) != tuple(target.shape):
+        warnings.warn(f"Using a target size ({target.shape}) that is different to the input size ({input.shape}). "
+                      "This will likely lead to incorrect results due to broadcasting. Please ensure they have the "
+                      "same size.", stacklevel=3)
+
+
+def mse_loss(input: Tensor, target: Tensor, size_average=None, reduce=None, reduction: str = "mean",
+             weight=None) -> Tensor:
+    """Mean squared error."""
+    reduction = _legacy_reduction(size_average, reduce, reduction)
+    _warn_broadcast("mse_loss", input, target)
+    d = input - target
+    loss = d * d
+    if weight is not None:
+        loss = loss * weight
+    return _reduce(loss, reduction)
+
+
+def l1_loss(input: Tensor, target: Tensor, size_average=None, reduce=None, reduction: str = "mean",
+            weight=None) -> Tensor:
+    """Mean absolute error."""
+    reduction = _legacy_reduction(size_average, reduce, reduction)
+    _warn_broadcast("l1_loss", input, target)
+    loss = (input - target).abs()
+    if weight is not None:
+        loss = loss * weight
+    return _reduce(loss, reduction)
+
+
+def smooth_l1_loss(input: Tensor, target: Tensor, size_average=None, reduce=None, reduction: str = "mean",
+                   beta: float = 1.0) -> Tensor:
+    """Squared error below beta, absolute error (shifted) above."""
+    reduction = _legacy_reduction(size_average, reduce, reduction)
+    if beta < 0:
+        raise RuntimeError("smooth_l1_loss does not support negative values for beta.")
+    _warn_broadcast("smooth_l1_loss", input, target)
+    d = (input - target).abs()
+    if beta == 0.0:
+        return _reduce(d, reduction)
+    loss = _pw.where(d < beta, d * d * (0.5 / beta), d - 0.5 * beta)
+    return _reduce(loss, reduction)
+
+
+def huber_loss(input: Tensor, target: Tensor, reduction: str = "mean", delta: float = 1.0,
+               weight=None) -> Tensor:
+    """Squared error below delta, delta-scaled absolute error above."""
+    _warn_broadcast("huber_loss", input, target)
+    d = (input - target).abs()
+    loss = _pw.where(d < delta, d * d * 0.5, (d - 0.5 * delta) * delta)
+    if weight is not None:
+        loss = loss * weight
+    return _reduce(loss, reduction)
+
+
+def binary_cross_entropy(input: Tensor, target: Tensor, weight: Tensor | None = None, size_average=None,
+                         reduce=None, reduction: str = "mean") -> Tensor:
+    """-(t log(x) + (1 - t) log(1 - x)), with the logs clamped at -100 as in PyTorch."""
+    reduction = _legacy_reduction(size_average, reduce, reduction)
+    if tuple(target.shape) != tuple(input.shape):
+        raise ValueError(f"Using a target size ({target.shape}) that is different to the input size "
+                         f"({input.shape}) is deprecated. Please ensure they have the same size.")
+    xd = input._data
+    if xd.size and (bool((xd < 0).any()) or bool((xd > 1).any())):
+        raise RuntimeError("all elements of input should be between 0 and 1")
+    with np.errstate(divide="ignore"):  # log(0) = -inf is expected here: it is clamped to -100
+        log_x = input.log().clamp(min=-100)
+        log_1mx = (1 - input).log().clamp(min=-100)
+    loss = -(target * log_x + (1 - target) * log_1mx)
+    if weight is not None:
+        loss = loss * weight
+    return _reduce(loss, reduction)
+
+
+def binary_cross_entropy_with_logits(input: Tensor, target: Tensor, weight: Tensor | None = None,
+                                     size_average=None, reduce=None, reduction: str = "mean",
+                                     pos_weight: Tensor | None = None) -> Tensor:
+    """Sigmoid + binary cross entropy in one stable formula: (1 - t) x + (1 + (pw - 1) t) softplus(-x)."""
+    reduction = _legacy_reduction(size_average, reduce, reduction)
+    if tuple(target.shape) != tuple(input.shape):
+        raise ValueError(f"Target size ({target.shape}) must be the same as input size ({input.shape})")
+    sp = softplus(-input)
+    if pos_weight is not None:
+        loss = (1 - target) * input + (1 + (pos_weight - 1) * target) * sp
+    else:
+        loss = (1 - target) * input + sp
+    if weight is not None:
+        loss = loss * weight
+    return _reduce(loss, reduction)
+
+
+# ------------------------------------------------------------------ normalize, pad
+
+
+def normalize(input: Tensor, p: float = 2.0, dim: int = 1, eps: float = 1e-12, out=None) -> Tensor:
+    """x / max(||x||_p, eps) along dim."""
+    denom = input.norm(p, dim, keepdim=True).clamp_min(eps)
+    return input / denom
+
+
+def pad(input: Tensor, pad, mode: str = "constant", value: float | None = None) -> Tensor:
+    """Pad (or, with negative amounts, crop) the last len(pad) // 2 dims: pad = (left, right, top, bottom, ...)."""
+    pad = [int(p) for p in pad]
+    if len(pad) % 2:
+        raise RuntimeError("Padding length must be divisible by 2")
+    nd = input._data.ndim
+    if len(pad) // 2 > nd:
+        raise RuntimeError(f"Padding length should be less than or equal to two times the input dimension but got "
+                           f"padding length {len(pad)} and input of dimension {nd}")
+    if mode == "constant":
+        return _pad_constant(input, pad, 0.0 if value is None else value)
+    if mode not in ("reflect", "replicate", "circular"):
+        raise NotImplementedError(f"Unrecognised padding mode {mode}")
+    if value not in (None, 0, 0.0):
+        raise RuntimeError(f"Padding mode \"{mode}\" doesn't take in value argument.")
+    from .indexing import index_select
+    from .._creation import tensor
+    out = input
+    for i in range(len(pad) // 2):
+        d = nd - 1 - i
+        lo, hi = pad[2 * i], pad[2 * i + 1]
+        n = out._data.shape[d]
+        pos = np.arange(-lo, n + hi)
+        if mode == "replicate":
+            idx = np.clip(pos, 0, n - 1)
+        elif mode == "circular":
+            if lo > n or hi > n:
+                raise RuntimeError("Padding value causes wrapping around more than once.")
+            idx = np.mod(pos, n)
+        else:
+            if lo >= n or hi >= n:
+                raise RuntimeError(f"Argument #4: Padding size should be less than the corresponding input dimension, "
+                                   f"but got: padding ({lo}, {hi}) at dimension {d} of input {list(input.shape)}")
+            period = 2 * (n - 1) if n > 1 else 1
+            m = np.mod(pos, period)
+            idx = np.where(m < n, m, period - m)
+        out = index_select(out, d, tensor(idx.astype(np.int64), device=input.device))
+    return out
+
+
+def _pad_constant(x: Tensor, pads: list, value) -> Tensor:
+    shape = list(x._data.shape)
+    nd = len(shape)
+    src, dst = [slice(None)] * nd, [slice(None)] * nd
+    for i in range(len(pads) // 2):
+        d = nd - 1 - i
+        lo, hi = pads[2 * i], pads[2 * i + 1]
+        n = shape[d]
+        new = n + lo + hi
+        if new < 0:
+            raise RuntimeError(f"The input size {n}, plus negative padding {lo} and {hi} resulted in a negative "
+                               f"output size, which is invalid. Check dimension {d} of your input.")
+        src[d] = slice(max(-lo, 0), n - max(-hi, 0))
+        dst[d] = slice(max(lo, 0), max(lo, 0) + max(n - max(-lo, 0) - max(-hi, 0), 0))
+        shape[d] = new
+    xp = _xp(x._data)
+    out_data = xp.full(tuple(shape), value, dtype=x._data.dtype)
+    out_data[tuple(dst)] = x._data[tuple(src)]
+    out = _wrap(out_data)
+    if needs_grad(x):
+        neg = [-p for p in pads]
+
+        def pad_backward(g):
+            return _pad_constant(g, neg, 0.0)  # the adjoint of padding is cropping (and vice versa)
+        record("ConstantPadNdBackward0", pad_backward, out, (x,))
+    return out
+
+
+# ------------------------------------------------------------------ attention
+
+
+def scaled_dot_product_attention(query: Tensor, key: Tensor, value: Tensor, attn_mask: Tensor | None = None,
+                                 dropout_p: float = 0.0, is_causal: bool = False, scale: float | None = None,
+                                 enable_gqa: bool = False) -> Tensor:
+    """softmax(q k^T * scale + mask) v; a bool mask marks the positions that may be attended to."""
+    if is_causal and attn_mask is not None:
+        raise RuntimeError("_scaled_dot_product_attention: Explicit attn_mask should not be set when is_causal=True")
+    q, k, v = query, key, value
+    if q._data.shape[-1] != k._data.shape[-1]:
+        raise RuntimeError(f"Expected query and key to have the same last dimension, but got "
+                           f"{q._data.shape[-1]} and {k._data.shape[-1]}")
+    L, S = q._data.shape[-2], k._data.shape[-2]
+    if enable_gqa and q._data.ndim >= 3 and k._data.shape[-3] != q._data.shape[-3]:
+        rep = q._data.shape[-3] // k._data.shape[-3]
+        k = k.repeat_interleave(rep, dim=-3)
+        v = v.repeat_interleave(rep, dim=-3)
+    sc = 1.0 / math.sqrt(q._data.shape[-1]) if scale is None else scale
+    # Scaling q (L x E) is cheaper than scaling the scores (L x S) when E < S.
+    scores = (q * sc) @ k.transpose(-2, -1)
+    xp = _xp(q._data)
+    allowed = None
+    if is_causal:
+        allowed = xp.tril(xp.ones((L, S), dtype=np.bool_))
+    elif attn_mask is not None:
+        if attn_mask.dtype.name == "bool":
+            allowed = attn_mask._data if type(attn_mask._data) is type(scores._data) else xp.asarray(attn_mask._data)
+        else:
+            scores = scores + attn_mask
+    attn = _softmax_op(scores, -1, None, log=False, safe=True, allowed=allowed)
+    if dropout_p > 0.0:
+        attn = dropout(attn, dropout_p, training=True)
+    return attn @ v
+
+
+# ------------------------------------------------------------------ methods
+
+if not hasattr(Tensor, "erf"):
+    attach(erf=erf)
+attach(softmax=lambda a, dim=None, dtype=None: softmax(a, dim, dtype=dtype),
+       log_softmax=lambda a, dim=None, dtype=None: log_softmax(a, dim, dtype=dtype))
+
+__all__ = ["softmax", "log_softmax", "softmin", "cross_entropy", "nll_loss", "layer_norm", "linear", "gelu",
+           "relu", "silu", "leaky_relu", "elu", "softplus", "logsigmoid", "tanh", "sigmoid", "hardtanh", "relu6",
+           "dropout", "mse_loss", "l1_loss", "smooth_l1_loss", "huber_loss", "binary_cross_entropy",
+           "binary_cross_entropy_with_logits", "normalize", "pad", "scaled_dot_product_attention", "erf"]

@@ -1,0 +1,1 @@
+"""Elastic launch: the agent that rendezvouses nodes, starts workers, watches and restarts them."""

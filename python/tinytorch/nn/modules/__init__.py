@@ -1,0 +1,15 @@
+"""The layer classes of tinytorch.nn."""
+from .activation import ELU, GELU, LeakyReLU, LogSoftmax, ReLU, SiLU, Sigmoid, Softmax, Softplus, Tanh
+from .container import ModuleDict, ModuleList, Sequential
+from .dropout import Dropout
+from .linear import Flatten, Identity, Linear
+from .loss import (BCELoss, BCEWithLogitsLoss, CrossEntropyLoss, HuberLoss, L1Loss, MSELoss, NLLLoss,
+                   SmoothL1Loss)
+from .module import Module
+from .normalization import LayerNorm
+from .sparse import Embedding
+
+__all__ = ["Module", "Identity", "Linear", "Flatten", "Embedding", "LayerNorm", "Dropout", "ReLU", "LeakyReLU", "ELU",
+           "GELU", "Tanh", "Sigmoid", "SiLU", "Softplus", "Softmax", "LogSoftmax", "Sequential", "ModuleList",
+           "ModuleDict", "CrossEntropyLoss", "NLLLoss", "MSELoss", "L1Loss", "SmoothL1Loss", "HuberLoss", "BCELoss",
+           "BCEWithLogitsLoss"]

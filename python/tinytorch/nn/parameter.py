@@ -1,0 +1,52 @@
+"""Parameter: a Tensor that a Module registers as one of its learnable weights."""
+from __future__ import annotations
+
+from .._tensor import Tensor
+
+_new = object.__new__
+
+
+class Parameter(Tensor):
+    """A leaf tensor that Modules register as a parameter when assigned as an attribute.
+
+    Like PyTorch's, it shares memory with the tensor it is made from and requires grad by default.
+    """
+
+    _is_param = True
+
+    def __new__(cls, data: Tensor | None = None, requires_grad: bool = True) -> "Parameter":
+        if data is None:
+            from .._creation import empty
+            data = empty(0)
+        if not isinstance(data, Tensor):
+            raise TypeError(f"Parameter data must be a Tensor, got {type(data).__name__}")
+        p = _new(cls)
+        p._data = data._data
+        # Share the version counter too: an in-place write through either name is seen by both.
+        p._vc = data._shared_vc()
+        if requires_grad:
+            p.requires_grad_(True)
+        return p
+
+    def __init__(self, data: Tensor | None = None, requires_grad: bool = True) -> None:
+        pass  # everything happens in __new__; Tensor.__init__ is the legacy data constructor
+
+    def __repr__(self) -> str:
+        return "Parameter containing:\n" + super().__repr__()
+
+
+class Buffer(Tensor):
+    """A tensor that a Module registers as a buffer when assigned as an attribute (torch.nn.Buffer)."""
+
+    def __new__(cls, data: Tensor | None = None, *, persistent: bool = True) -> "Buffer":
+        if data is None:
+            from .._creation import empty
+            data = empty(0)
+        b = _new(cls)
+        b._data = data._data
+        b._vc = data._shared_vc()
+        b.persistent = persistent
+        return b
+
+    def __init__(self, data: Tensor | None = None, *, persistent: bool = True) -> None:
+        pass

@@ -1,0 +1,107 @@
+"""Gradient clipping: clip_grad_norm_ (with PyTorch's arithmetic) and clip_grad_value_."""
+from __future__ import annotations
+
+import math
+import warnings
+from typing import Iterable
+
+import numpy as np
+
+from ..._device import cuda_context, cupy, move
+from ..._tensor import Tensor, _wrap
+
+__all__ = ["clip_grad_norm_", "clip_grad_norm", "clip_grad_value_", "get_total_norm"]
+
+
+def _xp(a):
+    return np if type(a) is np.ndarray else cupy()
+
+
+def _array_norm(a, norm_type: float):
+    """The vector norm of an array as a 0-d array on its device, accumulated in the array's dtype."""
+    xp = _xp(a)
+    flat = a.reshape(-1)
+    if norm_type == math.inf:
+        return xp.abs(flat).max() if flat.size else xp.zeros((), a.dtype)
+    if norm_type == -math.inf:
+        return xp.abs(flat).min() if flat.size else xp.zeros((), a.dtype)
+    if norm_type == 2.0:
+        # dot is one BLAS pass with no temporary, unlike (a * a).sum().
+        return xp.sqrt(xp.dot(flat, flat)) if flat.dtype.kind == "f" and flat.dtype.itemsize >= 4 \
+            else xp.sqrt((flat.astype(np.float32) ** 2).sum()).astype(a.dtype)
+    if norm_type == 0:
+        return (flat != 0).sum().astype(a.dtype)
+    return (xp.abs(flat) ** norm_type).sum() ** (1.0 / norm_type)
+
+
+def _grads(parameters) -> list[Tensor]:
+    if isinstance(parameters, Tensor):
+        parameters = [parameters]
+    return [p._grad for p in parameters if p._grad is not None]
+
+
+def get_total_norm(tensors: Iterable[Tensor] | Tensor, norm_type: float = 2.0, error_if_nonfinite: bool = False,
+                   foreach: bool | None = None) -> Tensor:
+    """The norm of the norms of `tensors` (as if they were concatenated into one vector)."""
+    if isinstance(tensors, Tensor):
+        tensors = [tensors]
+    tensors = [t for t in tensors if t is not None]
+    norm_type = float(norm_type)
+    if len(tensors) == 0:
+        return _wrap(np.array(0.0, dtype=np.float32))
+    first = tensors[0]._data
+    dev = tensors[0].device
+    norms = []
+    for t in tensors:
+        with cuda_context(t.device):
+            norms.append(move(_array_norm(t._data, norm_type).reshape(1), dev))
+    xp = _xp(first)
+    with cuda_context(dev):
+        stacked = xp.concatenate([n.astype(first.dtype, copy=False) for n in norms])
+        total = xp.asarray(_array_norm(stacked, norm_type), dtype=first.dtype)
+    if error_if_nonfinite and not bool(xp.isfinite(total)):
+        raise RuntimeError(
+            f"The total norm of order {norm_type} for gradients from `parameters` is non-finite, so it cannot be "
+            "clipped. To disable this error and scale the gradients by the non-finite norm anyway, set "
+            "`error_if_nonfinite=False`")
+    return _wrap(total)
+
+
+def clip_grad_norm_(parameters: Iterable[Tensor] | Tensor, max_norm: float, norm_type: float = 2.0,
+                    error_if_nonfinite: bool = False, foreach: bool | None = None) -> Tensor:
+    """Scale all gradients together so that their total norm is at most max_norm; return the total norm."""
+    if isinstance(parameters, Tensor):
+        parameters = [parameters]
+    else:
+        parameters = list(parameters)  # a generator would be exhausted by the norm pass
+    grads = _grads(parameters)
+    total_norm = get_total_norm(grads, norm_type, error_if_nonfinite, foreach)
+    if not grads:
+        return total_norm
+    max_norm = float(max_norm)
+    tn = total_norm._data
+    xp = _xp(tn)
+    # PyTorch multiplies by min(max_norm / (norm + 1e-6), 1) unconditionally (no host sync on the norm).
+    coef = xp.minimum(xp.asarray(max_norm, dtype=tn.dtype) / (tn + tn.dtype.type(1e-6)), tn.dtype.type(1.0))
+    for g in grads:
+        with cuda_context(g.device):
+            c = coef if g.device == total_norm.device else move(coef, g.device)
+            _xp(g._data).multiply(g._data, c.astype(g._data.dtype, copy=False), out=g._data)
+        g._bump_version()
+    return total_norm
+
+
+def clip_grad_norm(parameters: Iterable[Tensor] | Tensor, max_norm: float, norm_type: float = 2.0,
+                   error_if_nonfinite: bool = False, foreach: bool | None = None) -> Tensor:
+    """Deprecated alias of clip_grad_norm_."""
+    warnings.warn("`torch.nn.utils.clip_grad_norm` is now deprecated in favor of `torch.nn.utils.clip_grad_norm_`.",
+                  FutureWarning, stacklevel=2)
+    return clip_grad_norm_(parameters, max_norm, norm_type, error_if_nonfinite, foreach)
+
+
+def clip_grad_value_(parameters: Iterable[Tensor] | Tensor, clip_value: float, foreach: bool | None = None) -> None:
+    """Clamp every gradient element into [-clip_value, clip_value] in place."""
+    clip_value = float(clip_value)
+    for g in _grads(parameters):
+        _xp(g._data).clip(g._data, -clip_value, clip_value, out=g._data)
+        g._bump_version()

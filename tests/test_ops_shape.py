@@ -1,0 +1,219 @@
+"""Shape ops: float64 gradcheck and gradgradcheck, view semantics (shared memory and version
+counter), values against NumPy and PyTorch's errors."""
+import numpy as np
+import pytest
+
+import tinytorch as torch
+from tinytorch.autograd import gradcheck
+from tinytorch.autograd import gradgradcheck as _gradgradcheck
+
+
+def _t(*shape, seed=0):
+    rng = np.random.default_rng(seed)
+    return torch.tensor(rng.uniform(-1, 1, size=shape), dtype=torch.float64, requires_grad=True)
+
+
+def _sq(out):
+    return tuple(o * o for o in out) if isinstance(out, (tuple, list)) else out * out
+
+
+def gradgradcheck(fn, inputs) -> bool:
+    """gradgradcheck of fn(x) and of fn(x)**2: a shape op's first-order gradient doesn't depend on x, so the plain
+    check would only test d(grad)/d(grad_output); squaring routes an x-dependent gradient through
+    the op's backward graph."""
+    return _gradgradcheck(fn, inputs) and _gradgradcheck(lambda *xs: _sq(fn(*xs)), inputs)
+
+
+VIEW_OPS = {
+    "view": lambda x: x.view(4, 6),
+    "view_infer": lambda x: x.view(-1, 3),
+    "reshape": lambda x: x.reshape(3, 8),
+    "reshape_noncontig": lambda x: x.transpose(0, 2).reshape(-1),
+    "permute": lambda x: x.permute(2, 0, 1),
+    "permute_neg": lambda x: torch.permute(x, (-1, -3, -2)),
+    "transpose": lambda x: x.transpose(0, 2),
+    "transpose_neg": lambda x: torch.transpose(x, -1, -2),
+    "T_2d": lambda x: x[0].T,
+    "mT": lambda x: x.mT,
+    "t": lambda x: x[1].t(),
+    "flatten": lambda x: x.flatten(),
+    "flatten_range": lambda x: torch.flatten(x, 1),
+    "unflatten": lambda x: x.unflatten(2, (2, 2)),
+    "unsqueeze": lambda x: x.unsqueeze(1),
+    "unsqueeze_neg": lambda x: x.unsqueeze(-1),
+    "squeeze": lambda x: x[:, :1].squeeze(),
+    "squeeze_dim": lambda x: x[:, :1].squeeze(1),
+    "expand": lambda x: x[:, :1].expand(2, 3, 4),
+    "expand_new_dims": lambda x: x[0, 0].expand(5, 2, 4),
+    "expand_as": lambda x: x[:1].expand_as(x),
+    "broadcast_to": lambda x: torch.broadcast_to(x[:, :, :1], (2, 3, 3)),
+    "contiguous": lambda x: x.transpose(0, 1).contiguous(),
+    "clone": lambda x: x.clone(),
+    "narrow": lambda x: x.narrow(2, 1, 2),
+    "movedim": lambda x: x.movedim(0, -1),
+    "flip": lambda x: x.flip(0, 2),
+    "flip_tuple": lambda x: torch.flip(x, (-1,)),
+    "repeat": lambda x: x[0].repeat(2, 1, 2),
+    "tile": lambda x: x[0].tile((2,)),
+    "tril": lambda x: x.tril(),
+    "tril_k": lambda x: torch.tril(x, -1),
+    "triu": lambda x: x.triu(),
+    "triu_k": lambda x: torch.triu(x[0], 1),
+    "index": lambda x: x[1, ::2, 1:3],
+    "index_neg": lambda x: x[..., -1],
+    "unbind": lambda x: x.unbind(1),
+    "split_int": lambda x: x.split(2, dim=2),
+    "split_sizes": lambda x: torch.split(x, [1, 2], 1),
+    "chunk": lambda x: x.chunk(3, dim=-1),
+    "tensor_split": lambda x: x.tensor_split(3, dim=1),
+    "repeat_interleave": lambda x: x.repeat_interleave(2, dim=1),
+    "view_as": lambda x: x.view_as(torch.ones(4, 6)),
+    "reshape_as": lambda x: x.transpose(0, 1).reshape_as(torch.ones(6, 4)),
+    "swapaxes": lambda x: x.swapaxes(0, 2),
+    "broadcast_tensors": lambda x: torch.broadcast_tensors(x[:, :1], x[0]),
+    "diagonal": lambda x: x.diagonal(0, 1, 2),
+    "diagonal_offset": lambda x: torch.diagonal(x[0], 1),
+    "diagonal_negative": lambda x: x.diagonal(-1, -1, 0),
+    "moveaxis_multi": lambda x: x.movedim((0, 1), (2, 0)),
+}
+
+
+@pytest.mark.parametrize("name", sorted(VIEW_OPS))
+def test_shape_op_gradcheck(name):
+    assert gradcheck(VIEW_OPS[name], (_t(2, 3, 4),))
+
+
+@pytest.mark.parametrize("name", ["view", "reshape", "reshape_noncontig", "transpose", "permute", "expand",
+                                  "expand_new_dims", "unsqueeze", "squeeze", "flatten", "split_int",
+                                  "split_sizes", "chunk", "narrow", "tril", "triu", "index", "T_2d", "unbind",
+                                  "diagonal", "diagonal_offset", "movedim", "flip", "repeat", "broadcast_tensors"])
+def test_shape_op_gradgradcheck(name):
+    assert gradgradcheck(VIEW_OPS[name], (_t(2, 3, 4),))
+
+
+CATS = {
+    "cat0": lambda a, b, c: torch.cat([a, b, c]),
+    "cat1": lambda a, b, c: torch.cat([a.transpose(0, 1), b.transpose(0, 1)], dim=1),
+    "cat_neg": lambda a, b, c: torch.cat((a, b), -1),
+    "stack0": lambda a, b, c: torch.stack([a, b, c]),
+    "stack1": lambda a, b, c: torch.stack([a, b, c], 1),
+    "stack_last": lambda a, b, c: torch.stack((a, b), dim=-1),
+    "hstack": lambda a, b, c: torch.hstack([a, b]),
+    "vstack": lambda a, b, c: torch.vstack([a, c]),
+}
+
+
+@pytest.mark.parametrize("name", sorted(CATS))
+def test_cat_stack_gradcheck_and_gradgradcheck(name):
+    inputs = (_t(2, 3, seed=1), _t(2, 3, seed=2), _t(2, 3, seed=3))
+    assert gradcheck(CATS[name], inputs)
+    assert gradgradcheck(CATS[name], inputs)
+
+
+def test_transpose_and_t_of_low_rank_tensors_stay_in_the_graph():
+    s, v = _t(), _t(3)  # 0-d and 1-d
+    assert s.transpose(0, -1).grad_fn.name() == "TransposeBackward0" and s.t().grad_fn.name() == "TBackward0"
+    assert v.t().grad_fn.name() == "TBackward0" and v.t()._base is v
+    assert gradcheck(lambda x: x.transpose(0, 0) * 3, (s,))
+    assert gradcheck(lambda x: x.t() * x, (v,))
+    with pytest.raises(IndexError, match="Dimension out of range"):
+        s.transpose(0, 1)
+
+
+def test_cat_with_only_some_inputs_requiring_grad_and_mixed_dtypes():
+    a = _t(2, 2)
+    b = torch.ones(1, 2, dtype=torch.float32)
+    out = torch.cat([a, b])
+    assert out.dtype is torch.float64 and out.shape == (3, 2)
+    out.sum().backward()
+    assert a.grad.tolist() == [[1.0, 1.0], [1.0, 1.0]]
+    assert torch.cat([torch.ones(2), torch.tensor([])]).shape == (2,)  # 1-D empty tensors are skipped
+
+
+def test_views_share_memory_and_version_counter():
+    base = torch.arange(12.0)
+    views = [base.view(3, 4), base.reshape(2, 6), base.view(3, 4).t(), base.view(3, 4).permute(1, 0),
+             base.unsqueeze(0), base.view(3, 4)[1], base.view(3, 4).narrow(1, 1, 2), base.expand(2, 12),
+             base.view(3, 4).split(2, 1)[1], base.view(3, 4).chunk(2)[0], base.view(1, 12).squeeze(0),
+             base.view(4, 3).T, base.flatten(), base.view(3, 4).unbind(0)[2], base.view(3, 4).transpose(0, 1)]
+    for v in views:
+        assert np.shares_memory(v.numpy(), base.numpy())
+        assert v._base is base
+    before = [v._version for v in views]
+    base.add_(1)
+    assert all(v._version == b + 1 for v, b in zip(views, before))
+    views[0].mul_(2)  # an in-place op through a view bumps the base too
+    assert base._version == before[0] + 2
+    assert base[0].item() == 2.0
+
+
+def test_reshape_copies_when_it_must_and_contiguous_is_identity_when_contiguous():
+    x = torch.arange(6.0).view(2, 3)
+    assert not np.shares_memory(x.t().reshape(6).numpy(), x.numpy())
+    assert x.t().reshape(6).tolist() == [0.0, 3.0, 1.0, 4.0, 2.0, 5.0]
+    assert x.contiguous() is x
+    c = x.t().contiguous()
+    assert c.is_contiguous() and not x.t().is_contiguous() and c.tolist() == [[0.0, 3.0], [1.0, 4.0], [2.0, 5.0]]
+    assert x.clone().numpy() is not x.numpy() and not np.shares_memory(x.clone().numpy(), x.numpy())
+
+
+def test_values_match_numpy():
+    a = np.arange(24.0).reshape(2, 3, 4)
+    x = torch.tensor(a)
+    np.testing.assert_array_equal(x.permute(2, 0, 1).numpy(), a.transpose(2, 0, 1))
+    np.testing.assert_array_equal(x.transpose(0, 2).numpy(), a.swapaxes(0, 2))
+    np.testing.assert_array_equal(x.T.numpy(), a.transpose(2, 1, 0))
+    np.testing.assert_array_equal(x.flatten(0, 1).numpy(), a.reshape(6, 4))
+    np.testing.assert_array_equal(x[0].tril(1).numpy(), np.tril(a[0], 1))
+    np.testing.assert_array_equal(x.triu(-1).numpy(), np.triu(a, -1))  # batched
+    np.testing.assert_array_equal(torch.stack([x, x], 2).numpy(), np.stack([a, a], 2))
+    np.testing.assert_array_equal(torch.cat([x, x], -1).numpy(), np.concatenate([a, a], -1))
+    assert [p.shape for p in x.split(3, 2)] == [(2, 3, 3), (2, 3, 1)]
+    assert [p.shape for p in x.chunk(2, 1)] == [(2, 2, 4), (2, 1, 4)]
+    assert [p.shape for p in torch.arange(5).chunk(3)] == [(2,), (2,), (1,)]
+    assert [p.shape for p in torch.arange(6).chunk(4)] == [(2,), (2,), (2,)]  # PyTorch may return fewer chunks
+    assert x.squeeze().shape == (2, 3, 4) and x.unsqueeze(3).shape == (2, 3, 4, 1)
+    assert torch.ones(1, 2, 1).squeeze((0, 2)).shape == (2,) and torch.ones(1, 2).squeeze(1).shape == (1, 2)
+    assert x.expand(5, 2, 3, 4).shape == (5, 2, 3, 4) and x[:, :1].expand(-1, 3, -1).shape == (2, 3, 4)
+    assert x.view(-1).shape == (24,) and torch.tensor(3.0).flatten().shape == (1,)
+    assert torch.arange(6).view(2, 3).t().stride() == (1, 3)
+
+
+def test_shape_errors_match_pytorch():
+    x = torch.ones(2, 3)
+    with pytest.raises(RuntimeError, match=r"shape '\[4, 2\]' is invalid for input of size 6"):
+        x.view(4, 2)
+    with pytest.raises(RuntimeError, match="only one dimension can be inferred"):
+        x.reshape(-1, -1)
+    with pytest.raises(RuntimeError, match="view size is not compatible with input tensor's size and stride"):
+        x.t().view(6)
+    with pytest.raises(RuntimeError, match=r"The expanded size of the tensor \(4\) must match the existing size "
+                                           r"\(3\) at non-singleton dimension 1.  Target sizes: \[2, 4\].  "
+                                           r"Tensor sizes: \[2, 3\]"):
+        x.expand(2, 4)
+    with pytest.raises(RuntimeError, match="Sizes of tensors must match except in dimension 0. Expected size 3 but "
+                                           "got size 2 for tensor number 1 in the list."):
+        torch.cat([x, torch.ones(2, 2)])
+    with pytest.raises(RuntimeError, match=r"stack expects each tensor to be equal size, but got \[2, 3\] at entry 0 "
+                                           r"and \[3, 2\] at entry 1"):
+        torch.stack([x, x.t()])
+    with pytest.raises(RuntimeError, match="zero-dimensional tensor \\(at position 0\\) cannot be concatenated"):
+        torch.cat([torch.tensor(1.0), torch.tensor(2.0)])
+    with pytest.raises(RuntimeError, match=r"split_with_sizes expects split_sizes to sum exactly to 3"):
+        x.split([1, 1], 1)
+    with pytest.raises(IndexError, match="Dimension out of range"):
+        x.transpose(0, 2)
+    with pytest.raises(RuntimeError, match="t\\(\\) expects a tensor with <= 2 dimensions, but self is 3D"):
+        torch.ones(1, 2, 3).t()
+    with pytest.raises(RuntimeError, match="tril: input tensor must have at least 2 dimensions"):
+        torch.ones(3).tril()
+    with pytest.raises(RuntimeError, match="duplicate dims are not allowed"):
+        x.permute(0, 0)
+    with pytest.raises(RuntimeError, match=r"The expanded size of the tensor \(-1\) isn't allowed in a leading, "
+                                           r"non-existing dimension 0"):
+        torch.ones(3).expand(-1, 3)
+    with pytest.raises(RuntimeError, match=r"cannot reshape tensor of 0 elements into shape \[-1, 0\] because the "
+                                           r"unspecified dimension size -1 can be any value and is ambiguous"):
+        torch.ones(0).view(-1, 0)
+    with pytest.raises(RuntimeError, match="torch.cat\\(\\): expected a non-empty list of Tensors"):
+        torch.cat([])
