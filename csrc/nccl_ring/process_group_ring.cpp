@@ -116,10 +116,18 @@ Socket& ProcessGroupRing::peer(int p, Deadline deadline, const std::string& what
 }
 
 void ProcessGroupRing::shutdown() {
+  bool running;
   {
     std::lock_guard<std::mutex> g(mu_);
     if (stop_) return;
     stop_ = true;
+    running = busy_;
+  }
+  // A collective still in flight at destroy time may wait on a peer that is gone: fail it now
+  // (closing our sockets wakes it) instead of holding exit hostage for the whole timeout.
+  if (running) {
+    if (links_) links_->abort();
+    for (auto& [r, s] : peers_) s.shutdown_rw();
   }
   cv_.notify_all();
   if (thread_.joinable()) thread_.join();

@@ -413,3 +413,25 @@ def test_shm_ring_full_at_collective_boundary():
     # A 4 KiB ring filled to the brim by one collective, then realigned for the next one's header.
     env = {"TINYTORCH_RING_TRANSPORT": "shm", "TINYTORCH_RING_SHM_BYTES": "4096", "TINYTORCH_RING_SMALL_BYTES": "64"}
     assert all(run_ranks(_ring_full_at_boundary, 2, env=env, timeout=60))
+
+
+def _destroy_in_flight(rank, ws, port):
+    import tinytorch.distributed as dist
+
+    dist.init_process_group("ring", init_method=f"tcp://127.0.0.1:{port}", rank=rank, world_size=ws, timeout=60)
+    dist.barrier()
+    if rank == 1:
+        time.sleep(3)  # never joins the collective below
+        return None
+    w = dist.all_reduce(np.ones(1000, np.float32), async_op=True)
+    time.sleep(0.2)
+    t = time.monotonic()
+    dist.destroy_process_group()
+    elapsed = time.monotonic() - t
+    return elapsed, w.is_completed(), str(w.exception())
+
+
+def test_destroy_with_collective_in_flight_returns_promptly():
+    elapsed, completed, exc = run_ranks(_destroy_in_flight, 2, timeout=60)[0]
+    assert elapsed < 5, elapsed
+    assert completed and "all_reduce" in exc, exc
