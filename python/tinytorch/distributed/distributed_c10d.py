@@ -75,7 +75,8 @@ class ProcessGroup:
         self._store = store
         self._name = name
         self._timeout = timeout
-        self._debug = os.environ.get("TINYTORCH_DISTRIBUTED_DEBUG", os.environ.get("TORCH_DISTRIBUTED_DEBUG", "")).upper() == "DETAIL"
+        level = os.environ.get("TINYTORCH_DISTRIBUTED_DEBUG", os.environ.get("TORCH_DISTRIBUTED_DEBUG", ""))
+        self._debug = level.upper() == "DETAIL"
         self._debug_seq = 0
         self._object_seq = 0
         self._lock = threading.Lock()
@@ -219,7 +220,8 @@ def init_process_group(
     global _default_pg, _generation, _group_count, _pg_prefix
     with _state_lock:
         if _default_pg is not None:
-            raise RuntimeError("trying to initialize the default process group twice; call destroy_process_group() first")
+            raise RuntimeError("trying to initialize the default process group twice; "
+                               "call destroy_process_group() first")
         backend = _normalize_backend(backend)
         if timeout is None:
             timeout = default_pg_nccl_timeout if backend == "nccl" else default_pg_timeout
@@ -229,8 +231,8 @@ def init_process_group(
         if world_size is None or world_size < 0:
             world_size = _env_int("WORLD_SIZE") if _env_int("WORLD_SIZE") is not None else -1
         if rank < 0 or world_size < 1:
-            raise ValueError(f"init_process_group needs rank and world_size (arguments or RANK/WORLD_SIZE); got rank={rank}, "
-                             f"world_size={world_size}")
+            raise ValueError(f"init_process_group needs rank and world_size (arguments or RANK/WORLD_SIZE); "
+                             f"got rank={rank}, world_size={world_size}")
         if rank >= world_size:
             raise ValueError(f"rank {rank} is out of range for world_size {world_size}")
         if store is None:
