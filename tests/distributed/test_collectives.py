@@ -156,6 +156,18 @@ def _all_collectives(rank, ws, port):
         w.wait()
     if not (y == right).all():
         failures.append("isend/irecv reverse ring")
+    # Point-to-point with a rank that is not a ring neighbour (a connection made on first use).
+    if ws == 4:
+        partner = (rank + 2) % ws
+        z = np.empty(100, np.float64)
+        if rank < partner:
+            dist.send(np.full(100, rank, np.float64), dst=partner)
+            dist.recv(z, src=partner)
+        else:
+            dist.recv(z, src=partner)
+            dist.send(np.full(100, rank, np.float64), dst=partner)
+        if not (z == partner).all():
+            failures.append("send/recv across the ring")
     dist.barrier()
     transport = dist.distributed_c10d._default_pg.transport
     dist.destroy_process_group()
