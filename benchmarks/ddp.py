@@ -7,7 +7,8 @@ Per workload, one pair of processes (1 BLAS thread each: 2 ranks share the 2 cor
 configuration (tinytorch alone, tinytorch DDP at each bucket cap, PyTorch alone, PyTorch DDP on gloo)
 from the same weights and steps them round-robin, one step each per round, so load changes on the
 machine hit all configurations alike. "alone" is both ranks training without communication at the same
-time, so it sees the same CPU contention. Step = zero_grad, forward, cross-entropy, backward, AdamW step; per-rank batch as in W2/W3.
+time, so it sees the same CPU contention. Step = zero_grad, forward, cross-entropy, backward, AdamW step;
+per-rank batch as in W2/W3.
 Reported: median step time on rank 0; for tinytorch, the median share of all-reduce time hidden behind
 backward (DDP's last_step_stats). Writes JSON, a PNG timeline of one W3 step (backward nodes and bucket
 all-reduces of both ranks on one axis) with its Chrome trace, and a plot of step time against bucket_cap_mb.
@@ -159,7 +160,8 @@ def _timeline(path: str, ranks: List[Dict[str, Any]]) -> None:
     for rank, r in enumerate(ranks):
         bwd = [((s - t0) / 1e6, (e - t0) / 1e6, "backward node") for n, c, s, e, _ in r["events"] if c == "backward"]
         comm = [((s - t0) / 1e6, (e - t0) / 1e6, "bucket all-reduce") for n, c, s, e, _ in r["events"] if c == "comm"]
-        launch = [((s - t0) / 1e6, (e - t0) / 1e6 + 0.3, "bucket launch") for n, c, s, e, _ in r["events"] if c == "ddp"]
+        launch = [((s - t0) / 1e6, (e - t0) / 1e6 + 0.3, "bucket launch")
+                  for n, c, s, e, _ in r["events"] if c == "ddp"]
         tracks[f"rank {rank} backward"] = bwd
         tracks[f"rank {rank} launches"] = launch
         tracks[f"rank {rank} all-reduce"] = comm
@@ -171,7 +173,8 @@ def main(argv: Optional[List[str]] = None) -> Dict[str, Any]:
     p.add_argument("--steps", type=int, default=12)
     p.add_argument("--warmup", type=int, default=3, help="steps left out of the median")
     p.add_argument("--workloads", nargs="+", default=["W2", "W3"])
-    p.add_argument("--caps", nargs="+", default=["1", "4", "25", "all"], help="bucket_cap_mb values ('all': one bucket)")
+    p.add_argument("--caps", nargs="+", default=["1", "4", "25", "all"],
+                   help="bucket_cap_mb values ('all': one bucket)")
     p.add_argument("--out-dir", default=os.path.join(HERE, "results"))
     args = p.parse_args(argv)
     os.makedirs(args.out_dir, exist_ok=True)
@@ -193,7 +196,9 @@ def main(argv: Optional[List[str]] = None) -> Dict[str, Any]:
         res = spawn(dict(base, workload=w, caps=caps, torch=have_torch, profile=True))
         r0 = res[0]
         med = {label: 1e3 * statistics.median(t[args.warmup:]) for label, t in r0["times"].items()}
-        row: Dict[str, Any] = {"sweep": {}, "tinytorch_alone_ms": med["tinytorch alone"]}
+        per_step = {k: [round(1e3 * t, 2) for t in v] for k, v in r0["times"].items()}
+        row: Dict[str, Any] = {"sweep": {}, "tinytorch_alone_ms": med["tinytorch alone"],
+                               "step_times_ms_rank0": per_step}
         print(f"{w:8} {'tinytorch alone':26} {med['tinytorch alone']:9.1f}")
         for cap in caps:
             label = "all" if cap >= ONE_BUCKET else f"{cap:g}"
@@ -232,9 +237,10 @@ def main(argv: Optional[List[str]] = None) -> Dict[str, Any]:
     series = {}
     for w, row in results["workloads"].items():
         xs, ys = [], []
-        for label, e in row["sweep"].items():
-            total_mb = sum(e["bucket_bytes"]) / 2 ** 20
-            xs.append(total_mb if label == "all" else float(label))
+        finite = [float(k) for k in row["sweep"] if k != "all"]
+        for label, e in sorted(row["sweep"].items(), key=lambda kv: float("inf") if kv[0] == "all" else float(kv[0])):
+            # One bucket for everything is drawn one octave right of the largest cap.
+            xs.append(2 * max(finite, default=25.0) if label == "all" else float(label))
             ys.append(e["step_ms"])
         series[f"tinytorch DDP {w}"] = (xs, ys)
     hl = {}
@@ -243,7 +249,8 @@ def main(argv: Optional[List[str]] = None) -> Dict[str, Any]:
             hl[f"torch DDP {w} (25 MB)"] = row["torch_ddp_ms"]
     plot = os.path.join(args.out_dir, "ddp_bucket_sweep.png")
     line_chart(plot, series, title="DDP step vs bucket cap (2 ranks)",
-               xlabel="bucket_cap_mb", ylabel="ms per step", hlines=hl or None, log_x=True)
+               xlabel="bucket_cap_mb (rightmost point: one bucket)", ylabel="ms per step", hlines=hl or None,
+               log_x=True)
     results["sweep_plot"] = plot
     if "W3" in results["workloads"]:
         row = results["workloads"]["W3"]

@@ -272,3 +272,43 @@ def test_repeated_device_backwards_with_callbacks_release_safely():
         y.sum().backward()
         assert torch.allclose(x.grad, torch.full((2,), 2.0))
     assert len(done) == 300
+
+
+_FORK_SCRIPT = textwrap.dedent("""
+    import os, sys
+    import tinytorch as torch
+    from tinytorch import _C
+    from tinytorch.utils.checkpoint import checkpoint
+
+    def device_backward():
+        x = torch.ones(2, requires_grad=True)
+        y = x.detach() * 2
+        _C._record("DevBackward", lambda g: g * 2, y, (x,), None, 0)
+        (y * 3).sum().backward()
+        return x.grad.tolist()
+
+    def deep_checkpoint():
+        f = lambda h: h * 2.0
+        for _ in range(70):  # past the reentrant depth limit: a pool thread
+            f = (lambda inner: (lambda h: checkpoint(inner, h, use_reentrant=True) * 1.0))(f)
+        x = torch.ones(2, requires_grad=True)
+        f(x).sum().backward()
+        return x.grad.tolist()
+
+    assert device_backward() == [6.0, 6.0] and deep_checkpoint() == [2.0, 2.0]
+    pid = os.fork()
+    if pid == 0:
+        ok = device_backward() == [6.0, 6.0] and deep_checkpoint() == [2.0, 2.0]
+        ok = ok and deep_checkpoint() == [2.0, 2.0]
+        sys.exit(0 if ok else 3)  # a normal exit: atexit joins the child's own engine threads
+    _, status = os.waitpid(pid, 0)
+    print("CHILD", os.waitstatus_to_exitcode(status), flush=True)
+    print("PARENT", device_backward(), deep_checkpoint(), flush=True)
+""")
+
+
+def test_engine_works_in_forked_child_after_threads_started():
+    proc = subprocess.run([sys.executable, "-c", _FORK_SCRIPT], capture_output=True, text=True, timeout=120)
+    assert proc.returncode == 0, proc.stderr
+    assert "CHILD 0" in proc.stdout, proc.stdout + proc.stderr
+    assert "PARENT [6.0, 6.0] [2.0, 2.0]" in proc.stdout

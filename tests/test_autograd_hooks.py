@@ -252,3 +252,22 @@ def test_node_hooks_may_return_lists():
     y.grad_fn.register_prehook(lambda gouts: [gouts[0] * 2])
     y.sum().backward()
     assert torch.allclose(x.grad, torch.full((2,), 6.0))
+
+
+def test_register_multi_grad_hook_all_and_any():
+    from tinytorch.autograd.graph import register_multi_grad_hook
+    a = torch.ones(2, requires_grad=True)
+    b = torch.ones(3, requires_grad=True)
+    seen_all, seen_any = [], []
+    h = register_multi_grad_hook((a, b), lambda grads: seen_all.append(
+        [None if g is None else g.sum().item() for g in grads]))
+    register_multi_grad_hook((a, b), lambda g: seen_any.append(g.sum().item()), mode="any")
+    ((a * 2).sum() + (b * 3).sum()).backward()
+    (a * 5).sum().backward()  # b takes no part: its entry is None
+    assert seen_all == [[4.0, 9.0], [10.0, None]]
+    assert len(seen_any) == 2 and seen_any[1] == 10.0
+    h.remove()
+    (a * 1).sum().backward()
+    assert len(seen_all) == 2 and len(seen_any) == 3
+    with pytest.raises(ValueError, match="Expects mode to be one of"):
+        register_multi_grad_hook((a,), lambda g: None, mode="some")

@@ -290,7 +290,8 @@ def test_ddp_errors():
         m = msgs["unfinished"]
         assert m is not None and m.startswith("Expected to have finished reduction in the prior iteration before "
                                               "starting a new one"), m
-        assert "find_unused_parameters=True" in m and f"did not receive grad for rank {rank}: spare.weight, spare.bias" in m
+        assert "find_unused_parameters=True" in m
+        assert f"did not receive grad for rank {rank}: spare.weight, spare.bias" in m
         m = msgs["twice"]
         assert m is not None and "Expected to mark a variable ready only once" in m, m
         assert "spare.weight" in m, m
@@ -334,3 +335,95 @@ def test_train_gpt_example_two_ranks(tmp_path):
     for rank, (p, out) in enumerate(zip(procs, outs)):
         assert p.returncode == 0, f"rank {rank} exited {p.returncode}:\n{out}"
     assert "2 rank(s)" in outs[0] and "done:" in outs[0], outs[0]
+
+
+def _buffers_and_hooks(rank: int, world: int, port: int):
+    import tinytorch as torch
+    import tinytorch.distributed as dist
+    import tinytorch.nn as nn
+    from tinytorch.nn.parallel import DistributedDataParallel as DDP
+    from tinytorch.nn.parallel.comm_hooks import default_hooks
+
+    dist.init_process_group("ring", init_method=f"tcp://127.0.0.1:{port}", rank=rank, world_size=world, timeout=30)
+    out = {}
+
+    class Net(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.fc = nn.Linear(8, 4)
+            self.register_buffer("scale", torch.full((4,), float(rank + 1)))
+            self.register_buffer("count", torch.tensor([rank], dtype=torch.int64))
+
+        def forward(self, x):
+            return self.fc(x) * self.scale
+
+    net = Net()
+    ddp = DDP(net, bucket_cap_mb=100 / 2 ** 20)
+    out["after_init"] = (net.scale.tolist(), net.count.tolist())
+    # Rank-local buffer changes are overwritten by rank 0's at the start of every forward.
+    net.scale.fill_(10.0 + rank)
+    ddp(torch.randn(2, 8))
+    out["after_forward"] = net.scale.tolist()
+
+    seen = []
+
+    def recording_hook(state, bucket):
+        params = bucket.parameters()
+        seen.append((bucket.index(), bucket.is_last(), bucket.buffer().numel(), sum(p.numel() for p in params),
+                     [tuple(g.shape) for g in bucket.gradients()] == [tuple(p.shape) for p in params]))
+        return default_hooks.allreduce_hook(state, bucket)
+
+    ddp2 = DDP(nn.Sequential(nn.Linear(8, 8), nn.Linear(8, 4)), bucket_cap_mb=100 / 2 ** 20)
+    ddp2.register_comm_hook(None, recording_hook)
+    try:
+        ddp2.register_comm_hook(None, recording_hook)
+        out["second_hook"] = None
+    except RuntimeError as e:
+        out["second_hook"] = str(e)
+    ddp2(torch.randn(2, 8)).sum().backward()
+    out["hook_calls"] = seen
+    out["num_buckets"] = ddp2.last_step_stats["num_buckets"]
+    dist.destroy_process_group()
+    return out
+
+
+def test_ddp_buffers_and_comm_hook_bucket_api():
+    results = run_ranks(_buffers_and_hooks, 2, timeout=60)
+    for res in results:
+        assert res["after_init"] == ([1.0] * 4, [0])
+        assert res["after_forward"] == [10.0] * 4
+        assert res["second_hook"] == "register_comm_hook or register_builtin_comm_hook can only be called once."
+        calls = res["hook_calls"]
+        assert [c[0] for c in calls] == list(range(res["num_buckets"])) and res["num_buckets"] > 1
+        assert [c[1] for c in calls] == [False] * (len(calls) - 1) + [True]
+        assert all(c[2] == c[3] and c[4] for c in calls)
+
+
+def _timeout_case(rank: int, world: int, port: int):
+    import time
+
+    import tinytorch as torch
+    import tinytorch.distributed as dist
+    import tinytorch.nn as nn
+    from tinytorch.nn.parallel import DistributedDataParallel as DDP
+
+    dist.init_process_group("ring", init_method=f"tcp://127.0.0.1:{port}", rank=rank, world_size=world, timeout=3)
+    ddp = DDP(nn.Linear(8, 4))
+    if rank == 1:
+        time.sleep(6)  # never runs backward: rank 0's bucket all-reduce cannot finish
+        return None
+    t0 = time.monotonic()
+    try:
+        ddp(torch.randn(2, 8)).sum().backward()
+        return None
+    except RuntimeError as e:
+        return type(e).__name__, str(e), time.monotonic() - t0
+
+
+def test_ddp_wait_times_out_naming_rank_and_bucket():
+    res = run_ranks(_timeout_case, 2, timeout=60)[0]
+    assert res is not None, "backward returned although rank 1 never reduced"
+    name, msg, waited = res
+    assert name == "DistTimeoutError", (name, msg)
+    assert "rank 0" in msg and "all-reduce of gradient bucket 0" in msg, msg
+    assert waited < 15

@@ -48,6 +48,7 @@ BINARY = {
     "minimum": (torch.minimum, (-1, 1), (-1, 1)),
     "remainder": (torch.remainder, (0.1, 0.9), (1.1, 1.9)),
     "fmod": (torch.fmod, (0.1, 0.9), (1.1, 1.9)),
+    "atan2": (torch.atan2, (-1, 1), (0.5, 1.5)),
     "fmod_negative": (lambda a, b: torch.fmod(-a, b), (2.1, 2.9), (1.1, 1.9)),
 }
 
@@ -79,6 +80,11 @@ SCALAR_FORMS = {
     "t**0": lambda t: t ** 0, "2**t": lambda t: 2 ** t, "0.5**t": lambda t: 0.5 ** t,
     "max(t,s)": lambda t: torch.maximum(t, torch.tensor(0.9, dtype=torch.float64)),
     "t%s": lambda t: t % 0.7,
+    "rsub_alpha": lambda t: torch.rsub(t, 2.0, alpha=3),
+    "rsub_tensor": lambda t: torch.rsub(t, t * t),
+    "mul_scalar_first": lambda t: torch.mul(2.5, t),
+    "add_scalar_first": lambda t: torch.add(-1, t, alpha=2),
+    "true_divide": lambda t: torch.true_divide(t, 3),
 }
 
 
@@ -334,6 +340,15 @@ def test_zero_dim_ops_keep_arrays(fn):
 
 
 # ------------------------------------------------------------------ comparisons and logic
+
+def test_alternative_names_are_the_same_ops():
+    a, b = torch.tensor([1.0, -2.0]), torch.tensor([2.0, 2.0])
+    assert torch.divide(a, b).tolist() == torch.true_divide(a, b).tolist() == [0.5, -1.0]
+    assert torch.multiply(a, b).tolist() == [2.0, -4.0] and torch.subtract(a, b).tolist() == [-1.0, -4.0]
+    assert torch.negative(a).tolist() == [-1.0, 2.0] and torch.absolute(a).tolist() == [1.0, 2.0]
+    assert torch.greater(a, b).tolist() == [False, False] and torch.less_equal(a, b).tolist() == [True, True]
+    assert torch.not_equal(a, b).tolist() == [True, True] and torch.arctan(a).tolist() == torch.atan(a).tolist()
+
 
 def test_comparisons_broadcast_and_return_bool():
     a = torch.tensor([[1, 2, 3]])

@@ -264,3 +264,19 @@ def test_composite_reductions_gradcheck():
     assert gradcheck(lambda v: v.sum_to_size((1, 3, 4)), (x,))
     assert gradcheck(lambda v: v.sum_to_size(2, 3, 4) * 2, (x,))
     assert x.sum_to_size(2, 3, 4) is x
+
+
+def test_cumprod_gradcheck_with_and_without_zeros():
+    x = _t((3, 4), lo=0.5, hi=1.5)
+    assert gradcheck(lambda v: v.cumprod(1), (x,)) and gradcheck(lambda v: v.cumprod(0), (x,))
+    assert gradgradcheck(lambda v: v.cumprod(-1), (x,))
+    z = x.detach().clone()
+    z[0, 1] = 0.0
+    z[1, 0] = 0.0
+    z[1, 2] = 0.0
+    z[2, 3] = 0.0
+    z.requires_grad_()
+    assert gradcheck(lambda v: v.cumprod(1), (z,))
+    assert gradgradcheck(lambda v: v.cumprod(1), (z,))
+    assert torch.tensor([1, 2, 3]).cumprod(0).tolist() == [1, 2, 6]
+    assert torch.tensor([1, 2, 3], dtype=torch.int32).cumprod(0).dtype is torch.int64

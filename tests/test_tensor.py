@@ -51,6 +51,8 @@ def test_filled_factories():
                                                                                                         [0, 1, 0]]
     with pytest.raises(RuntimeError, match="negative dimension"):
         torch.zeros(-1)
+    for make in (torch.zeros, torch.ones, torch.empty, torch.rand, torch.randn):
+        assert make(size=(2, 3)).shape == (2, 3) and make(size=[4]).shape == (4,)  # PyTorch's size= keyword
 
 
 def test_like_factories_keep_shape_dtype_unless_told():
@@ -107,10 +109,47 @@ def test_manual_seed_and_generator_reproducibility():
     torch.rand(10)  # the default generator is separate
     g.manual_seed(7)
     assert torch.equal(torch.rand(3, generator=g), x) and g.initial_seed() == 7
+    u = torch.empty(4, dtype=torch.float64).uniform_(generator=g.manual_seed(9))
+    assert u.dtype is torch.float64 and not torch.equal(u, torch.empty(4, dtype=torch.float64).uniform_())
+    assert torch.equal(torch.empty(4, dtype=torch.float64).uniform_(generator=g.manual_seed(9)), u)
     state = torch.get_rng_state()
     y = torch.randn(4)
     torch.set_rng_state(state)
     assert torch.equal(torch.randn(4), y)
+
+
+def test_new_factories_take_self_dtype_and_device():
+    x = torch.zeros(2, 3, dtype=torch.float64)
+    assert x.new_zeros(2).dtype is torch.float64 and x.new_zeros(2).tolist() == [0.0, 0.0]
+    assert x.new_ones((1, 2)).tolist() == [[1.0, 1.0]] and x.new_empty(3).shape == (3,)
+    assert x.new_full((2,), 3.5).tolist() == [3.5, 3.5] and x.new_full((2,), 3.5).dtype is torch.float64
+    assert x.new_tensor([1, 2]).dtype is torch.float64 and x.new_zeros(2, dtype=torch.int32).dtype is torch.int32
+    assert x.new_ones(2, requires_grad=True).requires_grad
+
+
+@pytest.mark.parametrize("fill,check", [
+    (lambda t: t.uniform_(-2, 3), lambda v: v.min() >= -2 and v.max() < 3 and abs(v.mean() - 0.5) < 0.1),
+    (lambda t: t.normal_(1.0, 2.0), lambda v: abs(v.mean() - 1.0) < 0.1 and abs(v.std() - 2.0) < 0.1),
+    (lambda t: t.bernoulli_(0.3), lambda v: set(np.unique(v)) <= {0.0, 1.0} and abs(v.mean() - 0.3) < 0.03),
+    (lambda t: t.exponential_(2.0), lambda v: v.min() >= 0 and abs(v.mean() - 0.5) < 0.05),
+], ids=["uniform_", "normal_", "bernoulli_", "exponential_"])
+def test_in_place_sampling(fill, check):
+    torch.manual_seed(1)
+    a = torch.empty(10000)
+    assert fill(a) is a and a._version == 1 and a.dtype is torch.float32
+    assert check(a.numpy())
+    torch.manual_seed(1)
+    assert torch.equal(fill(torch.empty(10000)), a)  # reproducible under manual_seed
+    w = torch.ones(3, requires_grad=True)
+    with pytest.raises(RuntimeError, match="a leaf Variable that requires grad is being used in an in-place"):
+        fill(w)
+    with torch.no_grad():
+        fill(w)
+    assert w.requires_grad and w.is_leaf and w._version == 1
+    y = w * 2
+    fill(y)  # a non-leaf: its old history now gets a zero gradient
+    y.sum().backward()
+    assert w.grad.tolist() == [0.0, 0.0, 0.0]
 
 
 def test_legacy_constructor():
@@ -386,6 +425,28 @@ def test_in_place_ops_return_self_and_compute():
     assert alias is y and y.tolist() == [1.0, 1.0]
 
 
+def test_in_place_operators_modify_the_tensor_itself():
+    m = torch.tensor([True, False])
+    alias = m
+    m |= torch.tensor([False, True])
+    m &= torch.tensor([True, False])
+    m ^= True
+    assert alias is m and m.tolist() == [False, True] and m._version == 3
+    i = torch.tensor([6, 7])
+    alias = i
+    i //= 2
+    i %= 2
+    i &= 5
+    assert alias is i and i.tolist() == [1, 1] and i.dtype is torch.int64
+    f = torch.tensor([5.5])
+    f //= 2
+    assert f.tolist() == [2.0]
+    f.remainder_(1.5).floor_divide_(0.25)
+    assert f.tolist() == [2.0]
+    with pytest.raises(NotImplementedError, match="\"bitwise_and_cpu\" not implemented for 'Float'"):
+        f &= 1
+
+
 def test_fill_zero_copy_semantics():
     assert torch.ones(3, dtype=torch.int64).fill_(2.7).tolist() == [2, 2, 2]
     assert torch.zeros(2).fill_(torch.tensor(3.0)).tolist() == [3.0, 3.0]
@@ -532,3 +593,6 @@ def test_top_level_helpers():
     assert not torch.equal(torch.ones(2), torch.tensor([1.0, 0.0]))
     assert torch.is_tensor(torch.ones(1)) and not torch.is_tensor(np.ones(1)) and torch.numel(torch.ones(2, 3)) == 6
     assert torch.get_num_threads() >= 1
+    assert a.allclose(b, equal_nan=True) and a.isclose(b).tolist() == [True, True, False]
+    assert a.equal(a.clone()) is False  # nan != nan
+    assert torch.ones(2).equal(torch.ones(2))

@@ -305,7 +305,9 @@ OP_TABLE = {
     "logsumexp_norm": (lambda m, a: (a.logsumexp(1), a.logsumexp((0, 2), keepdim=True), a.norm(), a.norm(dim=0),
                                      a.norm(p=1, dim=(1, 2)), a.norm(p=3, dim=-1, keepdim=True),
                                      a.norm(p=float("inf"), dim=1)), [_r(2, 3, 4)]),
-    "prod_cumsum": (lambda m, a: (a.prod(), a.prod(1), a.cumsum(0), a.cumsum(-1)), [_r(3, 4, **_POS)]),
+    "prod_cumsum": (lambda m, a: (a.prod(), a.prod(1), a.cumsum(0), a.cumsum(-1), a.cumprod(1)), [_r(3, 4, **_POS)]),
+    "cumprod_with_zeros": (lambda m, a: (a.cumprod(1), a.cumprod(0)),
+                           [np.where(np.eye(3, 4) > 0, 0.0, _r(3, 4, **_POS))]),
     "views": (lambda m, a: (a.view(4, 6), a.reshape(-1, 2), a.permute(2, 0, 1), a.transpose(0, 1), a[0].T, a.mT,
                             a.flatten(1), a.unsqueeze(-2), a[:, :1].squeeze(1), a[:1].expand(3, 3, 4), a.contiguous(),
                             a.transpose(1, 2).contiguous(), a.narrow(1, 1, 2), a.movedim(0, 2), a.unflatten(2, (2, 2))),
@@ -323,6 +325,10 @@ OP_TABLE = {
                                               a.T.clone().mul_(2).add_(b), m.cat([a.T, b], 0).var(0),
                                               a.T.contiguous().view(-1), a.T.max(1).values, b.T.logsumexp(0)),
                              [_r(3, 4), _r(4, 3, seed=1)]),
+    "extras": (lambda m, a, b: (m.atan2(a, b), a.roll(1, 0), a.roll((1, -1), (0, 1)), a.roll(2), a.select(1, -2),
+                                a.T.ravel(), a.trace(), b.diag(1), a.diag(-1), (a * 1).triu_(1), a.baddbmm(
+                                    a.unsqueeze(0), a.unsqueeze(0)).squeeze(0)),
+               [_r(3, 3), _r(3, seed=1)]),
     "casts": (lambda m, a: (a.float(), a.half().double(), a.to(m.float32).to(m.float64) * a, a.double(), a.clone(),
                             a.type_as(a)), [_r(4)]),
 }

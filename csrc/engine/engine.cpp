@@ -2,6 +2,8 @@
 
 #include "engine/profiler.h"
 
+#include <pthread.h>
+
 #include <algorithm>
 #include <unordered_set>
 
@@ -233,7 +235,47 @@ void GraphTask::wait_completed() {
 
 Engine& Engine::get() {
   static Engine engine;
+  // fork() copies only the calling thread: the handlers keep the child's engine consistent.
+  static const bool fork_handlers = [] {
+    pthread_atfork([] { Engine::get().before_fork(); }, [] { Engine::get().after_fork_parent(); },
+                   [] { Engine::get().after_fork_child(); });
+    return true;
+  }();
+  (void)fork_handlers;
   return engine;
+}
+
+// Holding threads_mutex_ across fork() guarantees the child does not inherit it locked by a thread
+// that no longer exists there.
+void Engine::before_fork() { threads_mutex_.lock(); }
+
+void Engine::after_fork_parent() { threads_mutex_.unlock(); }
+
+void Engine::after_fork_child() {
+  // The engine's threads do not exist in the child. Their std::thread handles must never be joined
+  // or destroyed (a joinable handle's destructor terminates), and their queues' mutexes may have
+  // been held by them at the fork: park all of it, unreachable, in storage that is never freed, and
+  // let the child start fresh threads on demand. (A DataLoader worker forked after a CUDA backward
+  // can then still use autograd.)
+  struct Orphans {
+    std::vector<std::thread> threads;
+    std::vector<std::shared_ptr<ReadyQueue>> queues;
+    std::vector<std::shared_ptr<GraphTask>> tasks;
+    std::vector<std::unique_ptr<std::condition_variable>> cvs;  // may count waiters that are gone
+  };
+  static Orphans& orphans = *new Orphans();  // immortal by design: see above
+  for (auto& t : device_threads_) orphans.threads.push_back(std::move(t));
+  for (auto& t : pool_threads_) orphans.threads.push_back(std::move(t));
+  for (auto& q : device_queues_) orphans.queues.push_back(std::move(q));
+  for (auto& task : pool_tasks_) orphans.tasks.push_back(std::move(task));
+  device_threads_.clear();
+  pool_threads_.clear();
+  device_queues_.clear();
+  pool_tasks_.clear();
+  orphans.cvs.push_back(std::move(pool_cv_));
+  pool_cv_ = std::make_unique<std::condition_variable>();
+  idle_pool_threads_ = 0;
+  threads_mutex_.unlock();
 }
 
 Engine::~Engine() {
@@ -258,7 +300,7 @@ void Engine::shutdown() {
     for (auto& t : pool_threads_) threads.push_back(std::move(t));
     pool_threads_.clear();
   }
-  pool_cv_.notify_all();
+  pool_cv_->notify_all();
   {
     py::gil_scoped_release release;  // the threads need the GIL to finish their current node
     for (auto& t : threads) if (t.joinable()) t.join();
@@ -311,7 +353,7 @@ void Engine::pool_thread_main() {
     {
       std::unique_lock<std::mutex> lock(threads_mutex_);
       ++idle_pool_threads_;
-      pool_cv_.wait(lock, [this] { return stopped_ || !pool_tasks_.empty(); });
+      pool_cv_->wait(lock, [this] { return stopped_ || !pool_tasks_.empty(); });
       --idle_pool_threads_;
       if (pool_tasks_.empty()) break;  // stopped
       task = std::move(pool_tasks_.back());
@@ -336,7 +378,7 @@ void Engine::run_on_pool_thread(const std::shared_ptr<GraphTask>& graph_task) {
     pool_tasks_.push_back(graph_task);
     if (idle_pool_threads_ == 0) pool_threads_.emplace_back([this] { pool_thread_main(); });
   }
-  pool_cv_.notify_one();
+  pool_cv_->notify_one();
 }
 
 // Runs tasks from this thread's queue until `graph_task` completes (forever for device threads).
@@ -457,6 +499,8 @@ void Engine::run_final_callbacks(const std::shared_ptr<GraphTask>& graph_task) {
     callback();
   }
 }
+
+uintptr_t Engine::current_graph_task_id() const { return reinterpret_cast<uintptr_t>(current_graph_task); }
 
 bool Engine::is_checkpoint_valid() const {
   // A reentrant checkpoint replays its segment with a full backward(): only right when the

@@ -5,6 +5,7 @@
 #include <pybind11/pybind11.h>
 
 #include <atomic>
+#include <cstdint>
 #include <condition_variable>
 #include <memory>
 #include <mutex>
@@ -99,6 +100,7 @@ class Engine {
                                   const std::vector<Edge>& outputs);
   void queue_callback(py::object callback);  // GIL held; only during backward
   bool is_checkpoint_valid() const;           // false inside a grad() / backward(inputs=) call
+  uintptr_t current_graph_task_id() const;     // 0 outside backward; distinct for concurrent calls
 
   // Python helpers the engine calls: set once at import, cleared at interpreter exit.
   py::object accumulate_grad_fn;  // (variable, grad, may_steal) -> None
@@ -110,6 +112,11 @@ class Engine {
 
   void shutdown();  // joins every engine thread; GIL held
   ~Engine();
+
+  // pthread_atfork handlers.
+  void before_fork();
+  void after_fork_parent();
+  void after_fork_child();
 
  private:
   Engine() = default;
@@ -128,7 +135,8 @@ class Engine {
   // Reentrant backward past the depth limit continues on a pool thread with a fresh stack.
   std::vector<std::thread> pool_threads_;
   std::vector<std::shared_ptr<GraphTask>> pool_tasks_;  // guarded by threads_mutex_
-  std::condition_variable pool_cv_;
+  // Replaced in a forked child, where the old one may count waiters that no longer exist.
+  std::unique_ptr<std::condition_variable> pool_cv_ = std::make_unique<std::condition_variable>();
   int idle_pool_threads_ = 0;
   bool stopped_ = false;
 };

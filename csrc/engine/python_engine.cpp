@@ -245,6 +245,8 @@ void init_engine(py::module_& m) {
         "Run `cb` once the current backward has finished (before it returns).");
   m.def("_is_checkpoint_valid", []() { return Engine::get().is_checkpoint_valid(); },
         "False while a node of a grad() or backward(inputs=...) call runs on this thread.");
+  m.def("_current_graph_task_id", []() { return Engine::get().current_graph_task_id(); },
+        "An id of the backward call running on this thread (0 outside backward).");
   m.def("_current_node", []() -> py::object {
     NodePtr node = current_node();
     return node ? py::cast(node) : py::none();

@@ -63,68 +63,88 @@ constexpr double kInvSqrt2Pi = 0.39894228040143267794;
 constexpr double kSqrt2OverPi = 0.79788456080286535588;
 constexpr double kTanhCoef = 0.044715;
 
+// The approximation is a template parameter: a branch-free loop vectorizes, calling glibc's SIMD erf/tanh.
+template <class T, bool kTanh>
+void gelu_forward_loop(const T* __restrict x, T* __restrict y, int64_t b, int64_t e) {
+  for (int64_t i = b; i < e; ++i) {
+    const T v = x[i];
+    if (kTanh) {
+      y[i] = T(0.5) * v * (T(1) + std::tanh(T(kSqrt2OverPi) * (v + T(kTanhCoef) * v * v * v)));
+    } else {
+      y[i] = T(0.5) * v * (T(1) + std::erf(v * T(kSqrtHalf)));
+    }
+  }
+}
+
+template <class T, bool kTanh>
+void gelu_backward_loop(const T* __restrict g, const T* __restrict x, T* __restrict out, int64_t b, int64_t e) {
+  for (int64_t i = b; i < e; ++i) {
+    const T v = x[i];
+    T d;
+    if (kTanh) {
+      const T t = std::tanh(T(kSqrt2OverPi) * (v + T(kTanhCoef) * v * v * v));
+      d = T(0.5) * (T(1) + t) + T(0.5) * v * (T(1) - t * t) * T(kSqrt2OverPi) * (T(1) + T(3 * kTanhCoef) * v * v);
+    } else {
+      d = T(0.5) * (T(1) + std::erf(v * T(kSqrtHalf))) + v * T(kInvSqrt2Pi) * std::exp(T(-0.5) * v * v);
+    }
+    out[i] = g[i] * d;
+  }
+}
+
 template <class T>
 void gelu_forward_impl(const T* x, T* y, int64_t n, bool tanh_approx) {
-  parallel_for(n, [=](int64_t b, int64_t e) {
-    for (int64_t i = b; i < e; ++i) {
-      const T v = x[i];
-      if (tanh_approx) {
-        const T inner = T(kSqrt2OverPi) * (v + T(kTanhCoef) * v * v * v);
-        y[i] = T(0.5) * v * (T(1) + std::tanh(inner));
-      } else {
-        y[i] = T(0.5) * v * (T(1) + std::erf(v * T(kSqrtHalf)));
-      }
-    }
-  });
+  auto loop = tanh_approx ? gelu_forward_loop<T, true> : gelu_forward_loop<T, false>;
+  parallel_for(n, [=](int64_t b, int64_t e) { loop(x, y, b, e); });
 }
 
 template <class T>
 void gelu_backward_impl(const T* g, const T* x, T* out, int64_t n, bool tanh_approx) {
-  parallel_for(n, [=](int64_t b, int64_t e) {
-    for (int64_t i = b; i < e; ++i) {
-      const T v = x[i];
-      T d;
-      if (tanh_approx) {
-        const T inner = T(kSqrt2OverPi) * (v + T(kTanhCoef) * v * v * v);
-        const T t = std::tanh(inner);
-        d = T(0.5) * (T(1) + t) + T(0.5) * v * (T(1) - t * t) * T(kSqrt2OverPi) * (T(1) + T(3 * kTanhCoef) * v * v);
-      } else {
-        d = T(0.5) * (T(1) + std::erf(v * T(kSqrtHalf))) + v * T(kInvSqrt2Pi) * std::exp(T(-0.5) * v * v);
-      }
-      out[i] = g[i] * d;
-    }
-  });
+  auto loop = tanh_approx ? gelu_backward_loop<T, true> : gelu_backward_loop<T, false>;
+  parallel_for(n, [=](int64_t b, int64_t e) { loop(g, x, out, b, e); });
+}
+
+template <class T>
+void erf_loop(const T* __restrict x, T* __restrict y, int64_t b, int64_t e) {
+  for (int64_t i = b; i < e; ++i) y[i] = std::erf(x[i]);
 }
 
 template <class T>
 void erf_impl(const T* x, T* y, int64_t n) {
-  parallel_for(n, [=](int64_t b, int64_t e) {
-    for (int64_t i = b; i < e; ++i) y[i] = std::erf(x[i]);
-  });
+  parallel_for(n, [=](int64_t b, int64_t e) { erf_loop(x, y, b, e); });
 }
 
-// PyTorch's single-tensor AdamW, one pass: decay, moments, bias-corrected step.
+// PyTorch's single-tensor AdamW, one pass: decay, moments, bias-corrected step. The options are
+// template parameters so that the inner loop has no branches and vectorizes.
+template <class T, bool kMaximize, bool kAmsgrad>
+void adamw_loop(T* __restrict p, const T* __restrict g, T* __restrict m, T* __restrict v, T* __restrict vmax,
+                int64_t b, int64_t end, T decay, T one_minus_b1, T b2, T one_minus_b2, T step_size, T inv_bc2_sqrt,
+                T eps) {
+  for (int64_t i = b; i < end; ++i) {
+    const T grad = kMaximize ? -g[i] : g[i];
+    p[i] *= decay;
+    m[i] += (grad - m[i]) * one_minus_b1;
+    v[i] = v[i] * b2 + grad * grad * one_minus_b2;
+    T second = v[i];
+    if (kAmsgrad) {
+      vmax[i] = vmax[i] > v[i] ? vmax[i] : v[i];
+      second = vmax[i];
+    }
+    p[i] -= step_size * m[i] / (std::sqrt(second) * inv_bc2_sqrt + eps);
+  }
+}
+
 template <class T>
 void adamw_impl(T* p, const T* g, T* m, T* v, T* vmax, int64_t n, double lr, double beta1, double beta2, double eps,
                 double weight_decay, double step, bool maximize) {
   const T decay = T(1.0 - lr * weight_decay);
-  const T b2 = T(beta2), one_minus_b1 = T(1.0 - beta1), one_minus_b2 = T(1.0 - beta2);
+  const T one_minus_b1 = T(1.0 - beta1), b2 = T(beta2), one_minus_b2 = T(1.0 - beta2);
   const T step_size = T(lr / (1.0 - std::pow(beta1, step)));
-  const T bc2_sqrt = T(std::sqrt(1.0 - std::pow(beta2, step)));
+  const T inv_bc2_sqrt = T(1.0 / std::sqrt(1.0 - std::pow(beta2, step)));
   const T e = T(eps);
+  auto loop = maximize ? (vmax ? adamw_loop<T, true, true> : adamw_loop<T, true, false>)
+                       : (vmax ? adamw_loop<T, false, true> : adamw_loop<T, false, false>);
   parallel_for(n, [=](int64_t b, int64_t end) {
-    for (int64_t i = b; i < end; ++i) {
-      const T grad = maximize ? -g[i] : g[i];
-      p[i] *= decay;
-      m[i] += (grad - m[i]) * one_minus_b1;
-      v[i] = v[i] * b2 + grad * grad * one_minus_b2;
-      T second = v[i];
-      if (vmax) {
-        vmax[i] = std::max(vmax[i], v[i]);
-        second = vmax[i];
-      }
-      p[i] -= step_size * m[i] / (std::sqrt(second) / bc2_sqrt + e);
-    }
+    loop(p, g, m, v, vmax, b, end, decay, one_minus_b1, b2, one_minus_b2, step_size, inv_bc2_sqrt, e);
   });
 }
 

@@ -128,13 +128,13 @@ def _size(size) -> tuple:
 
 
 def _factory(fill):
-    def make(*size, dtype=None, device=None, requires_grad=False, out=None, layout=None, pin_memory=False,
-             memory_format=None):
+    def make(*args, size=None, dtype=None, device=None, requires_grad=False, out=None, layout=None,
+             pin_memory=False, memory_format=None):
         dt = to_dtype(dtype) if dtype is not None else get_default_dtype()
         dev = to_device(device)
         xp = xp_for(dev)
         with cuda_context(dev):
-            arr = fill(xp, _size(size), dt.np)
+            arr = fill(xp, _size(args if size is None else (size,)), dt.np)
         return _finish(_wrap(arr), requires_grad)
     return make
 
@@ -310,11 +310,11 @@ def _generator_for(dev, generator):
 
 
 def _random(sample):
-    def make(*size, generator=None, dtype=None, device=None, requires_grad=False, **kw):
+    def make(*args, size=None, generator=None, dtype=None, device=None, requires_grad=False, **kw):
         dt = to_dtype(dtype) if dtype is not None else get_default_dtype()
         dev = to_device(device)
         with cuda_context(dev):
-            arr = sample(_generator_for(dev, generator), _size(size), dt)
+            arr = sample(_generator_for(dev, generator), _size(args if size is None else (size,)), dt)
         return _finish(_wrap(arr), requires_grad)
     return make
 
@@ -400,6 +400,81 @@ def normal(mean, std, size=None, *, generator=None) -> Tensor:
         return randn_like(ref, generator=generator) * std + mean if generator is None else \
             randn(*ref.shape, generator=generator, dtype=ref.dtype, device=ref.device) * std + mean
     return randn(*size, generator=generator) * std + mean
+
+
+# ------------------------------------------------------------------ Tensor methods: new_* and in-place sampling
+
+def _new_like_self(fn):
+    def make(self: Tensor, *size, dtype=None, device=None, requires_grad=False, **kw) -> Tensor:
+        return fn(*size, dtype=dtype or self.dtype, device=device or self.device, requires_grad=requires_grad)
+    make.__doc__ = "A new tensor of the given size with self's dtype and device unless told."
+    return make
+
+
+def _new_full(self: Tensor, size, fill_value, *, dtype=None, device=None, requires_grad=False) -> Tensor:
+    """full(size, fill_value) with self's dtype and device unless told."""
+    return full(size, fill_value, dtype=dtype or self.dtype, device=device or self.device, requires_grad=requires_grad)
+
+
+def _new_tensor(self: Tensor, data, dtype=None, device=None, requires_grad=False) -> Tensor:
+    """tensor(data) with self's dtype and device unless told."""
+    return tensor(data, dtype=dtype or self.dtype, device=device or self.device, requires_grad=requires_grad)
+
+
+def _overwrite(t: Tensor, make_array, name: str) -> Tensor:
+    """Replace t's values in place (uniform_, normal_, ...): fill_'s rules for autograd and the version counter."""
+    from ._ops._common import check_inplace, commit_inplace, needs_grad, record
+    dev = t.device
+    with cuda_context(dev):
+        arr = make_array(dev, t._data.shape)
+    if needs_grad(t):
+        check_inplace(t)
+        out = _wrap(arr.astype(t._data.dtype, copy=False))
+        record(name, lambda g: g * 0, out, (t,))
+        return commit_inplace(t, out)
+    t._data[...] = arr
+    t._bump_version()
+    return t
+
+
+def _sample_dtype(t: Tensor):
+    return np.float64 if t._data.dtype == np.float64 else np.float32
+
+
+def _uniform_(t: Tensor, a: float = 0.0, b: float = 1.0, *, generator=None) -> Tensor:
+    """Fill with samples from U(a, b), in place."""
+    dt = _sample_dtype(t)
+    return _overwrite(t, lambda dev, shape: _generator_for(dev, generator).random(shape, dtype=dt) * (b - a) + a,
+                      "UniformBackward0")
+
+
+def _normal_(t: Tensor, mean: float = 0.0, std: float = 1.0, *, generator=None) -> Tensor:
+    """Fill with samples from N(mean, std**2), in place."""
+    dt = _sample_dtype(t)
+    return _overwrite(t, lambda dev, shape: _generator_for(dev, generator).standard_normal(shape, dtype=dt) * std
+                      + mean, "NormalBackward0")
+
+
+def _bernoulli_(t: Tensor, p: float = 0.5, *, generator=None) -> Tensor:
+    """Fill with 1 (probability p) or 0, in place."""
+    def draw(dev, shape):
+        u = _generator_for(dev, generator).random(shape, dtype=np.float64)
+        return u < (p._data if isinstance(p, Tensor) else p)
+    return _overwrite(t, draw, "BernoulliBackward0")
+
+
+def _exponential_(t: Tensor, lambd: float = 1.0, *, generator=None) -> Tensor:
+    """Fill with samples from Exp(lambd), in place."""
+    dt = _sample_dtype(t)
+    return _overwrite(t, lambda dev, shape: _generator_for(dev, generator).standard_exponential(shape, dtype=dt)
+                      / lambd, "ExponentialBackward0")
+
+
+for _name, _fn in (("new_zeros", _new_like_self(zeros)), ("new_ones", _new_like_self(ones)),
+                   ("new_empty", _new_like_self(empty)), ("new_full", _new_full), ("new_tensor", _new_tensor),
+                   ("uniform_", _uniform_), ("normal_", _normal_), ("bernoulli_", _bernoulli_),
+                   ("exponential_", _exponential_)):
+    setattr(Tensor, _name, _fn)
 
 
 def _legacy_tensor_init(self: Tensor, *args, **kwargs) -> None:

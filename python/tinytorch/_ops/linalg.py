@@ -18,8 +18,9 @@ def matmul(a: Tensor, b: Tensor) -> Tensor:
         raise RuntimeError(f"both arguments to matmul need to be at least 1D, but they are {x.ndim}D and {y.ndim}D")
     if x.shape[-1] != (y.shape[-2] if y.ndim > 1 else y.shape[0]):
         if x.ndim == 1 and y.ndim == 1:
-            raise RuntimeError(f"inconsistent tensor size, expected tensor [{x.shape[0]}] and src [{y.shape[0]}] to have "
-                               f"the same number of elements, but got {x.shape[0]} and {y.shape[0]} elements respectively")
+            raise RuntimeError(f"inconsistent tensor size, expected tensor [{x.shape[0]}] and src [{y.shape[0]}] to "
+                               f"have the same number of elements, but got {x.shape[0]} and {y.shape[0]} elements "
+                               f"respectively")
         if x.ndim == 2 and y.ndim == 1:
             raise RuntimeError(f"size mismatch, got input ({x.shape[0]}), mat ({x.shape[0]}x{x.shape[1]}), "
                                f"vec ({y.shape[0]})")
@@ -59,7 +60,8 @@ def matmul(a: Tensor, b: Tensor) -> Tensor:
                 if gb.dtype is not db:
                     gb = gb.to(db)
             return ga, gb
-        record("MmBackward0" if x.ndim == 2 and y.ndim == 2 else "MatmulBackward0", matmul_backward, out, (a, b), (a, b))
+        record("MmBackward0" if x.ndim == 2 and y.ndim == 2 else "MatmulBackward0", matmul_backward, out, (a, b),
+               (a, b))
     return out
 
 
@@ -212,5 +214,5 @@ def _broadcast_labels(subs: list, operands_) -> tuple:
     return tuple(out)
 
 
-attach(matmul=matmul, mm=mm, bmm=bmm, mv=mv, dot=dot, outer=outer, addmm=addmm, __matmul__=matmul,
+attach(matmul=matmul, mm=mm, bmm=bmm, mv=mv, dot=dot, outer=outer, addmm=addmm, baddbmm=baddbmm, __matmul__=matmul,
        __rmatmul__=lambda a, b: matmul(b if isinstance(b, Tensor) else _result(np.asarray(b)), a))

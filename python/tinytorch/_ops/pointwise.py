@@ -727,6 +727,36 @@ def _invert(a: Tensor) -> Tensor:
     return _result(np.invert(a._data))
 
 
+def atan2(a, b) -> Tensor:
+    """Elementwise angle of the point (b, a), in (-pi, pi]."""
+    a = _lhs(a, b)
+    x, y = operands(a, b)
+    if x.dtype.kind in "biu":
+        from .._dtype import get_default_dtype
+        x = x.astype(get_default_dtype().np)
+        y = y if type(y) is float or type(y) is int else y.astype(x.dtype)
+    try:
+        out = _result(np.arctan2(x, y))
+    except ValueError as e:
+        raise broadcast_error(a, b, e) from None
+    if needs_grad(a, b):
+        sa, da = a._data.shape, a._data.dtype
+        rb = isinstance(b, Tensor) and b._requires_grad
+        ra = a._requires_grad
+
+        def atan2_backward(g):
+            scale = g / (a * a + b * b)
+            ga = _fit(scale * b, sa, da) if ra else None
+            if not isinstance(b, Tensor):
+                return ga
+            return ga, (_fit(-scale * a, b._data.shape, b._data.dtype) if rb else None)
+        record("Atan2Backward0", atan2_backward, out, (a, b) if isinstance(b, Tensor) else (a,))
+    return out
+
+
+arctan2 = atan2
+
+
 def isnan(a: Tensor) -> Tensor:
     """Where a is nan."""
     return _result(np.isnan(a._data))
@@ -755,6 +785,16 @@ def _is_not_equal(a: Tensor, b) -> Tensor:
     return ne(a, b)
 
 
+# PyTorch's alternative names, as functions (tinytorch.divide, ...) as well as methods.
+true_divide = divide = div
+multiply = mul
+subtract = sub
+negative = neg
+absolute = abs
+arcsin, arccos, arctan = asin, acos, atan
+greater, less, greater_equal, less_equal, not_equal = gt, lt, ge, le, ne
+
+
 # ------------------------------------------------------------------ methods and operators
 
 def _swap(fn):
@@ -773,7 +813,7 @@ attach(
     eq=eq, ne=ne, lt=lt, le=le, gt=gt, ge=ge, greater=gt, less=lt, greater_equal=ge, less_equal=le,
     not_equal=ne, logical_and=logical_and, logical_or=logical_or, logical_xor=logical_xor,
     logical_not=logical_not, bitwise_and=bitwise_and, bitwise_or=bitwise_or, bitwise_xor=bitwise_xor,
-    bitwise_not=bitwise_not, isnan=isnan, isinf=isinf, isfinite=isfinite,
+    bitwise_not=bitwise_not, atan2=atan2, arctan2=atan2, isnan=isnan, isinf=isinf, isfinite=isfinite,
     where=lambda cond_self, condition, other: where(condition, cond_self, other),
     __add__=add, __radd__=add, __sub__=sub, __rsub__=lambda a, b: rsub(a, b), __mul__=mul, __rmul__=mul,
     __truediv__=div, __rtruediv__=lambda a, b: rdiv(a, b), __floordiv__=floor_divide,
@@ -830,6 +870,30 @@ def div_(a: Tensor, b, *, rounding_mode=None) -> Tensor:
 def pow_(a: Tensor, b) -> Tensor:
     """a **= b, in place."""
     return _inplace(a, b, operator.ipow, pow)
+
+
+def remainder_(a: Tensor, b) -> Tensor:
+    """a %= b, in place."""
+    return _inplace(a, b, operator.imod, remainder)
+
+
+def floor_divide_(a: Tensor, b) -> Tensor:
+    """a //= b, in place."""
+    return _inplace(a, b, operator.ifloordiv, floor_divide)
+
+
+def _bitwise_inplace(kernel, out_of_place):
+    def op(a: Tensor, b) -> Tensor:
+        if a._data.dtype.kind not in "biu" or (isinstance(b, Tensor) and b._data.dtype.kind not in "biu") or \
+                type(b) is float:
+            out_of_place(a, b)  # raises PyTorch's NotImplementedError for floating operands
+        return _inplace(a, b, kernel, out_of_place)
+    return op
+
+
+bitwise_and_ = _bitwise_inplace(operator.iand, bitwise_and)
+bitwise_or_ = _bitwise_inplace(operator.ior, bitwise_or)
+bitwise_xor_ = _bitwise_inplace(operator.ixor, bitwise_xor)
 
 
 def fill_(a: Tensor, value) -> Tensor:
@@ -936,6 +1000,9 @@ attach(
     fill_=fill_, zero_=zero_, copy_=copy_,
     add_=add_, sub_=sub_, subtract_=sub_, mul_=mul_, multiply_=mul_, div_=div_, divide_=div_, pow_=pow_,
     __iadd__=add_, __isub__=sub_, __imul__=mul_, __itruediv__=div_, __ipow__=pow_,
+    remainder_=remainder_, floor_divide_=floor_divide_, __imod__=remainder_, __ifloordiv__=floor_divide_,
+    bitwise_and_=bitwise_and_, bitwise_or_=bitwise_or_, bitwise_xor_=bitwise_xor_,
+    __iand__=bitwise_and_, __ior__=bitwise_or_, __ixor__=bitwise_xor_,
     neg_=_inplace_of(neg), abs_=_inplace_of(abs), exp_=_inplace_of(exp), log_=_inplace_of(log),
     sqrt_=_inplace_of(sqrt), rsqrt_=_inplace_of(rsqrt), sin_=_inplace_of(sin), cos_=_inplace_of(cos),
     tanh_=_inplace_of(tanh), sigmoid_=_inplace_of(sigmoid), relu_=_inplace_of(relu), floor_=_inplace_of(floor),

@@ -282,7 +282,8 @@ def logsumexp(a: Tensor, dim, keepdim: bool = False) -> Tensor:
     m = xw.max(axis=axes, keepdims=True) if x.size else np.zeros((1,) * x.ndim, xw.dtype)
     m = np.where(np.isfinite(m), m, 0)
     s = np.log(np.exp(xw - m).sum(axis=axes, keepdims=True)) + m
-    out = _result((s if keepdim else s.squeeze(axis=axes) if axes is not None else s.reshape(())).astype(x.dtype, copy=False))
+    s = s if keepdim else s.squeeze(axis=axes) if axes is not None else s.reshape(())
+    out = _result(s.astype(x.dtype, copy=False))
     if needs_grad(a):
         shape = x.shape
         out_alias = alias(out)
@@ -382,6 +383,36 @@ def cumsum(a: Tensor, dim: int, *, dtype=None) -> Tensor:
     return out
 
 
+def cumprod(a: Tensor, dim: int, *, dtype=None) -> Tensor:
+    """Running product along dim (the gradient stays exact where inputs are zero)."""
+    x = a._data if dtype is None else a._data.astype(to_dtype(dtype).np)
+    if x.dtype.kind in "bui":
+        x = x.astype(np.int64)
+    axis = _wrap_dim(dim, x.ndim)
+    out = _result(np.cumprod(_wide(x), axis=axis).astype(x.dtype, copy=False) if x.ndim else x.copy())
+    if needs_grad(a):
+        out_alias = alias(out)
+
+        def cumprod_backward(g):
+            if g.ndim == 0:
+                return g
+            if not bool((a == 0).any()):  # d out_j / d x_i = out_j / x_i for j >= i
+                res = saved_output(out_alias, lambda: cumprod(a, axis))
+                return (g * res).flip(axis).cumsum(axis).flip(axis) / a
+            # With zeros: grad_i = sum_{j >= i} g_j * prod_{k <= j, k != i} x_k, one i at a time.
+            from .shape import cat
+            n = a.shape[axis]
+            cols = []
+            for i in range(n):
+                xi = cat([a.narrow(axis, 0, i), (a.narrow(axis, i, 1) * 0 + 1), a.narrow(axis, i + 1, n - i - 1)],
+                         axis)
+                c = cumprod(xi, axis)
+                cols.append((g.narrow(axis, i, n - i) * c.narrow(axis, i, n - i)).sum(axis, keepdim=True))
+            return cat(cols, axis)
+        record("CumprodBackward0", cumprod_backward, out, (a,), (a, out_alias))
+    return out
+
+
 def all(a: Tensor, dim=None, keepdim: bool = False) -> Tensor:
     """Whether every element (along dim) is nonzero."""
     return _result(np.asarray(a._data.astype(bool).all(axis=_dims(dim, a._data.ndim), keepdims=keepdim)))
@@ -398,6 +429,6 @@ def count_nonzero(a: Tensor, dim=None) -> Tensor:
 
 
 attach(sum=sum, sum_to_size=sum_to_size, mean=mean, var=var, std=std, amax=amax, amin=amin, max=max, min=min,
-       argmax=argmax, argmin=argmin, logsumexp=logsumexp, norm=norm, prod=prod, cumsum=cumsum, all=all, any=any,
-       count_nonzero=count_nonzero)
+       argmax=argmax, argmin=argmin, logsumexp=logsumexp, norm=norm, prod=prod, cumsum=cumsum, cumprod=cumprod,
+       all=all, any=any, count_nonzero=count_nonzero, var_mean=var_mean, std_mean=std_mean)
 

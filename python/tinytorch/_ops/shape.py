@@ -65,10 +65,10 @@ def view(a: Tensor, *shape) -> Tensor:
     return out
 
 
-def reshape(a: Tensor, *shape) -> Tensor:
-    """New shape; a view when possible, else a copy."""
+def reshape(a: Tensor, *args, shape=None) -> Tensor:
+    """New shape; a view when possible, else a copy (reshape(2, 3), reshape((2, 3)) or reshape(shape=...))."""
     x = a._data
-    new = _infer(_shape_arg(shape), x.size, x.shape)
+    new = _infer(_shape_arg(args if shape is None else (shape,)), x.size, x.shape)
     data = x.reshape(new)
     out = _view_result(a, data) if _aliases(data, x) else _wrap(data)
     if a._requires_grad and _grad_enabled():
@@ -106,9 +106,9 @@ def unflatten(a: Tensor, dim: int, sizes) -> Tensor:
     return reshape(a, shape[:d] + tuple(sizes) + shape[d + 1:])
 
 
-def permute(a: Tensor, *dims) -> Tensor:
-    """Reorder dimensions (a view)."""
-    dims = _shape_arg(dims)
+def permute(a: Tensor, *args, dims=None) -> Tensor:
+    """Reorder dimensions (a view): permute(2, 0, 1), permute((2, 0, 1)) or permute(dims=...)."""
+    dims = _shape_arg(args if dims is None else (dims,))
     nd = a._data.ndim
     if len(dims) != nd:
         raise RuntimeError(f"permute(sparse_coo): number of dimensions in the tensor input does not match the length "
@@ -443,9 +443,9 @@ def triu(a: Tensor, diagonal: int = 0) -> Tensor:
     return _triangle(a, diagonal, True)
 
 
-def flip(a: Tensor, *dims) -> Tensor:
-    """Reverse the order of elements along dims (a copy, as in PyTorch); flip(0, 2) or flip((0, 2))."""
-    dims = _shape_arg(dims)
+def flip(a: Tensor, *args, dims=None) -> Tensor:
+    """Reverse the order of elements along dims (a copy, as in PyTorch): flip(0, 2), flip((0, 2)) or flip(dims=...)."""
+    dims = _shape_arg(args) if dims is None else ((dims,) if isinstance(dims, int) else tuple(dims))
     axes = tuple(_wrap_dim(d, a._data.ndim) for d in dims)
     xp = np if type(a._data) is np.ndarray else a._data.__array_namespace__()
     out = _wrap(xp.flip(a._data, axis=axes).copy())
@@ -529,6 +529,66 @@ def _swapaxes(a: Tensor, a0: int, a1: int) -> Tensor:
     return transpose(a, a0, a1)
 
 
+def ravel(a: Tensor) -> Tensor:
+    """The elements as a 1-D tensor (a view when possible)."""
+    return reshape(a, -1)
+
+
+def select(a: Tensor, dim: int, index: int) -> Tensor:
+    """The slice at `index` along dim, with that dim removed (a view)."""
+    d = _wrap_dim(dim, a._data.ndim)
+    size = a._data.shape[d]
+    if not -size <= index < size:
+        raise IndexError(f"select(): index {index} out of range for tensor of size {list(a._data.shape)} at "
+                         f"dimension {d}")
+    return squeeze(narrow(a, d, index % size, 1), d)
+
+
+def roll(a: Tensor, shifts, dims=None) -> Tensor:
+    """Shift elements cyclically along dims (of the flattened tensor when dims is None)."""
+    if dims is None:
+        return roll(reshape(a, -1), shifts, 0).reshape(a._data.shape)
+    shifts_t = (shifts,) if isinstance(shifts, int) else tuple(shifts)
+    dims_t = (dims,) if isinstance(dims, int) else tuple(dims)
+    if len(shifts_t) != len(dims_t):
+        raise RuntimeError(f"shifts and dimensions must align. shifts: {len(shifts_t)}, dims:{len(dims_t)}")
+    axes = tuple(_wrap_dim(d, a._data.ndim) for d in dims_t)
+    xp = np if type(a._data) is np.ndarray else a._data.__array_namespace__()
+    out = _wrap(xp.roll(a._data, shifts_t, axes))
+    if needs_grad(a):
+        back = tuple(-s for s in shifts_t)
+        record("RollBackward0", lambda g: roll(g, back, axes), out, (a,))
+    return out
+
+
+def trace(a: Tensor) -> Tensor:
+    """Sum of the main diagonal of a matrix."""
+    if a._data.ndim != 2:
+        raise RuntimeError("trace: expected a matrix, but got tensor with dim " + str(a._data.ndim))
+    return diagonal(a).sum()
+
+
+def diag(a: Tensor, diagonal_: int = 0) -> Tensor:
+    """A vector's diagonal matrix, or a matrix's diagonal (as a copy, like PyTorch)."""
+    if a._data.ndim == 1:
+        n = a._data.shape[0] + abs(diagonal_)
+        return _diagonal_scatter(a, (n, n), diagonal_, 0, 1)
+    if a._data.ndim == 2:
+        return clone(diagonal(a, diagonal_))
+    raise RuntimeError("diag(): Supports 1D or 2D tensors. Got " + str(a._data.ndim) + "D")
+
+
+def _tril_(a: Tensor, diagonal_: int = 0) -> Tensor:
+    from ._common import inplace_unary
+    return inplace_unary(a, lambda s: tril(s, diagonal_))
+
+
+def _triu_(a: Tensor, diagonal_: int = 0) -> Tensor:
+    from ._common import inplace_unary
+    return inplace_unary(a, lambda s: triu(s, diagonal_))
+
+
+attach(ravel=ravel, select=select, roll=roll, trace=trace, diag=diag, tril_=_tril_, triu_=_triu_)
 attach(view=view, reshape=reshape, view_as=view_as, reshape_as=reshape_as, flatten=flatten, unflatten=unflatten,
        permute=permute, transpose=transpose, swapaxes=_swapaxes, swapdims=_swapaxes, t=t, movedim=movedim,
        moveaxis=movedim, unsqueeze=unsqueeze, squeeze=squeeze, expand=expand, expand_as=expand_as,

@@ -81,6 +81,9 @@ def grad(outputs: _TensorOrTensors, inputs: _TensorOrTensors, grad_outputs=None,
          create_graph: bool = False, only_inputs: bool = True, allow_unused: Optional[bool] = None,
          is_grads_batched: bool = False, materialize_grads: bool = False) -> tuple:
     """The gradients of `outputs` with respect to `inputs`, without touching any .grad."""
+    if is_grads_batched:
+        raise NotImplementedError("tinytorch.autograd.grad: is_grads_batched=True needs vmap, which tinytorch lacks; "
+                                  "loop over the batch of grad_outputs instead")
     outs = _tensors(outputs)
     ins = _tensors(inputs)
     if allow_unused is None:

@@ -2,6 +2,9 @@
 queue_callback for work that must run once backward has finished (DDP waits for its buckets there)."""
 from __future__ import annotations
 
+import threading
+from typing import Callable, Optional, Sequence
+
 from .. import _C
 from ..utils.hooks import RemovableHandle
 
@@ -38,7 +41,7 @@ def current_node():
     return _C._current_node()
 
 
-__all__ = ["Node", "queue_callback", "current_node", "increment_version"]
+__all__ = ["Node", "queue_callback", "current_node", "increment_version", "register_multi_grad_hook"]
 
 
 def increment_version(tensor) -> None:
@@ -46,3 +49,58 @@ def increment_version(tensor) -> None:
     so that backward through a node that saved it raises instead of using the changed values."""
     for t in (tensor if isinstance(tensor, (list, tuple)) else (tensor,)):
         t._bump_version()
+
+
+class _MultiHandle(RemovableHandle):
+    """Removes every per-tensor hook of one register_multi_grad_hook call."""
+
+    def __init__(self, handles: list) -> None:
+        super().__init__({})
+        self._handles = handles
+
+    def remove(self) -> None:
+        for h in self._handles:
+            h.remove()
+
+
+def register_multi_grad_hook(tensors: Sequence, fn: Callable, *, mode: str = "all") -> RemovableHandle:
+    """Call fn once per backward about the gradients of several tensors.
+
+    mode="all": fn(grads) with one entry per tensor (None where that tensor got no gradient in this
+    backward); tinytorch calls it when the backward call finishes (PyTorch: as soon as the last one
+    is computed). mode="any": fn(grad) with the first of the tensors' gradients to be computed.
+    """
+    if mode not in ("all", "any"):
+        raise ValueError(f"Expects mode to be one of ('all', 'any') but got {mode}")
+    tensors = tuple(tensors)
+    lock = threading.Lock()
+    pending: dict = {}  # backward call id -> grads so far (or True once an "any" hook fired)
+
+    def make_hook(i: int) -> Callable:
+        def hook(grad):
+            call = _C._current_graph_task_id()
+            with lock:
+                first = call not in pending
+                if first:
+                    pending[call] = [None] * len(tensors) if mode == "all" else True
+                if mode == "all":
+                    pending[call][i] = grad
+            if mode == "any":
+                if first:
+                    queue_callback(lambda: _forget(call))
+                    fn(grad)
+            elif first:
+                queue_callback(lambda: _fire(call))
+        return hook
+
+    def _forget(call: int) -> Optional[list]:
+        with lock:
+            return pending.pop(call, None)
+
+    def _fire(call: int) -> None:
+        grads = _forget(call)
+        if grads is not None:
+            fn(tuple(grads))
+
+    handles = [t.register_hook(make_hook(i)) for i, t in enumerate(tensors) if t.requires_grad]
+    return _MultiHandle(handles)

@@ -15,7 +15,7 @@ from ...distributed import distributed_c10d as _c10d
 from ...distributed._work import Future
 from ...distributed.store import DistTimeoutError
 from ..modules.module import Module
-from .reducer import DEFAULT_BUCKET_BYTES_CAP, DEFAULT_FIRST_BUCKET_BYTES, GradBucket, Reducer
+from .reducer import DEFAULT_FIRST_BUCKET_BYTES, GradBucket, Reducer, comm_tensor, host
 
 BROADCAST_BUCKET_BYTES = 250 * 1024 * 1024
 # Dtypes the collectives move as they are; others are widened for the broadcast and narrowed back.
@@ -61,14 +61,15 @@ def _describe(names: List[str], params: List[Tensor]) -> List[list]:
 
 def _exchange_bytes(payload: bytes, src: int, pg: Any, what: str) -> bytes:
     """Broadcast a byte string from group rank `src` (length first, then the bytes as int32 words)."""
-    n = _wrap(np.array([len(payload)], dtype=np.int64))
+    n = comm_tensor(np.array([len(payload)], dtype=np.int64), pg)
     _wait(broadcast(n, group=pg, group_src=src, async_op=True), pg._timeout, pg.rank(), what)
-    size = int(n._data[0])
+    size = int(host(n)[0])
     words = np.zeros((size + 3) // 4, dtype=np.int32)
     if pg.rank() == src:
         words.view(np.uint8)[:size] = np.frombuffer(payload, dtype=np.uint8)
-    _wait(broadcast(_wrap(words), group=pg, group_src=src, async_op=True), pg._timeout, pg.rank(), what)
-    return words.view(np.uint8)[:size].tobytes()
+    t = comm_tensor(words, pg)
+    _wait(broadcast(t, group=pg, group_src=src, async_op=True), pg._timeout, pg.rank(), what)
+    return host(t).view(np.uint8)[:size].tobytes()
 
 
 def _verify_params_across_processes(names: List[str], params: List[Tensor], pg: Any) -> None:
@@ -76,11 +77,11 @@ def _verify_params_across_processes(names: List[str], params: List[Tensor], pg: 
     desc = _describe(names, params)
     blob = json.dumps(desc).encode()
     digest = np.frombuffer(hashlib.sha256(blob).digest()[:16], dtype=np.int64)
-    mine = _wrap(np.concatenate([np.array([len(params)], dtype=np.int64), digest]))
-    every = _wrap(np.zeros(3 * pg.size(), dtype=np.int64))
+    mine = comm_tensor(np.concatenate([np.array([len(params)], dtype=np.int64), digest]), pg)
+    every = comm_tensor(np.zeros(3 * pg.size(), dtype=np.int64), pg)
     w = all_gather_into_tensor(every, mine, group=pg, async_op=True)
     _wait(w, pg._timeout, pg.rank(), "all-gather of parameter descriptions (checking every rank has the same model)")
-    rows = every._data.reshape(pg.size(), 3)
+    rows = host(every).reshape(pg.size(), 3)
     bad = [r for r in range(1, pg.size()) if not np.array_equal(rows[r], rows[0])]
     if not bad:
         return

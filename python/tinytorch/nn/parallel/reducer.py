@@ -38,6 +38,20 @@ def _device_key(a: Any) -> str:
     return "cpu" if type(a) is np.ndarray else f"cuda:{int(a.device.id)}"
 
 
+def comm_tensor(a: np.ndarray, pg: Any) -> Tensor:
+    """A host array as a tensor the group's backend can move (device memory for NCCL)."""
+    if getattr(pg, "_backend_name", "ring") == "nccl":
+        import cupy
+
+        return _wrap(cupy.asarray(a))
+    return _wrap(a)
+
+
+def host(t: Tensor) -> np.ndarray:
+    """A tensor's array on the host."""
+    return t._data if type(t._data) is np.ndarray else t._data.get()
+
+
 def compute_bucket_assignment_by_size(params: Sequence[Tensor], limits: Sequence[int],
                                       order: Sequence[int]) -> List[List[int]]:
     """Group parameter indices (taken in `order`) into buckets per (device, dtype); a bucket closes once it
@@ -214,7 +228,7 @@ class Reducer:
         self.unused: List[int] = []
         self.locally_used = np.zeros(n, dtype=np.int32)
         self.used_work: Optional[Work] = None
-        self.used_buffer: Optional[np.ndarray] = None
+        self.used_buffer: Optional[Tensor] = None
         self.global_unused: set = set()
         self.has_rebuilt = False
         self.rebuilt_order: List[int] = []
@@ -270,10 +284,10 @@ class Reducer:
         n = len(self.params)
         seen = set(self.rebuilt_order)
         order = list(self.rebuilt_order) + [i for i in reversed(range(n)) if i not in seen]
-        t = _wrap(np.asarray(order, dtype=np.int64))
+        t = comm_tensor(np.asarray(order, dtype=np.int64), self.pg)
         w = broadcast(t, group=self.pg, group_src=0, async_op=True)
         self._wait_work(w, "broadcast of rank 0's gradient-ready order (rebuilding buckets)")
-        self._init_buckets([int(i) for i in t._data])
+        self._init_buckets([int(i) for i in host(t)])
         self.has_rebuilt = True
         self.rebuilt_order = []
 
@@ -484,8 +498,8 @@ class Reducer:
             self.next_bucket += 1
         if self.next_bucket == nb:
             if self.find_unused:
-                self.used_buffer = self.locally_used.copy()
-                self.used_work = all_reduce(_wrap(self.used_buffer), ReduceOp.SUM, group=self.pg, async_op=True)
+                self.used_buffer = comm_tensor(self.locally_used.copy(), self.pg)
+                self.used_work = all_reduce(self.used_buffer, ReduceOp.SUM, group=self.pg, async_op=True)
             if not self._delaying:
                 _C._queue_callback(self._finalize)
 
@@ -579,13 +593,13 @@ class Reducer:
             self._wait_bucket(b)
         if self.used_work is not None:
             self._wait_work(self.used_work, "all-reduce of the used-parameter map (find_unused_parameters=True)")
-            self.global_unused = {int(i) for i in np.nonzero(self.used_buffer == 0)[0]}  # type: ignore[arg-type]
+            self.global_unused = {int(i) for i in np.nonzero(host(self.used_buffer) == 0)[0]}  # type: ignore[arg-type]
             self.used_work = None
         elif self.static_graph and self.expected_counts is not None and self.num_syncs == 0:
-            used = _wrap((self.expected_counts > 0).astype(np.int32))
+            used = comm_tensor((self.expected_counts > 0).astype(np.int32), self.pg)
             self._wait_work(all_reduce(used, ReduceOp.SUM, group=self.pg, async_op=True),
                             "all-reduce of the used-parameter map (static_graph=True)")
-            self.global_unused = {int(i) for i in np.nonzero(used._data == 0)[0]}
+            self.global_unused = {int(i) for i in np.nonzero(host(used) == 0)[0]}
         for b in self.buckets:
             for k, i in enumerate(b.indices):
                 if i in self.global_unused:
