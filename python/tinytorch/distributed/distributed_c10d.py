@@ -235,8 +235,10 @@ def init_process_group(
                              f"got rank={rank}, world_size={world_size}")
         if rank >= world_size:
             raise ValueError(f"rank {rank} is out of range for world_size {world_size}")
+        hosts_store = False
         if store is None:
             store = _store_from_init_method(init_method or "env://", rank, world_size, timeout_s)
+            hosts_store = store._is_master
         elif init_method is not None:
             raise ValueError("pass either init_method or store, not both")
         _generation += 1
@@ -247,6 +249,7 @@ def init_process_group(
         b = _make_backend(backend, prefixed, rank, world_size, timeout_s)
         pg = ProcessGroup(b, backend, rank, list(range(world_size)), prefixed, group_name or "default_pg", timeout_s)
         pg._root_store = store  # keeps a hosted server alive as long as the group
+        pg._hosts_store = hosts_store
         _default_pg = pg
         GroupMember.WORLD = pg
         _groups[pg._name] = pg
@@ -268,6 +271,23 @@ def destroy_process_group(group: Optional[ProcessGroup] = None) -> None:
             return
     for g in victims:
         g._shutdown()
+    if group is None or group is _default_pg:
+        for g in victims:
+            if getattr(g, "_root_store", None) is not None:
+                _exit_rendezvous(g)
+
+
+def _exit_rendezvous(g: ProcessGroup) -> None:
+    """Keep a store that this rank hosts alive until every rank has destroyed its groups (bounded wait)."""
+    # Without this, rank 0 finishing first takes the server down while the others still read from it.
+    store, key = g._root_store, f"{_pg_prefix}/destroyed"
+    try:
+        if store.add(key, 1) == g.size():
+            store.set(key + "/all", "1")
+        if getattr(g, "_hosts_store", False):
+            store.wait([key + "/all"], min(10.0, g._timeout))
+    except DistError:
+        pass  # a rank died or the store is gone: nothing left to protect
 
 
 @atexit.register
