@@ -110,7 +110,7 @@ def free_port() -> int:
 
 
 def table(name: str, transport: str, coll: str, rows: List[Dict[str, float]]) -> str:
-    lines = [f"### {coll} — {name} (transport: {transport})", "",
+    lines = [f"#### {coll} — {name} (transport: {transport})", "",
              "| size (B) | count (fp32) | time (us) | algbw (GB/s) | busbw (GB/s) |",
              "| ---: | ---: | ---: | ---: | ---: |"]
     for r in rows:
@@ -121,13 +121,28 @@ def table(name: str, transport: str, coll: str, rows: List[Dict[str, float]]) ->
 def comparison(report: Dict[str, Any]) -> str:
     if "torch_gloo" not in report:
         return "(torch not importable: no gloo comparison)"
-    lines = ["### ratios, tinytorch ring vs gloo (busbw ratio = ring/gloo; time ratio = ring/gloo)", "",
+    lines = ["#### ratios, tinytorch ring vs gloo (busbw ratio = ring/gloo; time ratio = ring/gloo)", "",
              "| collective | size (B) | busbw ratio | time ratio |", "| --- | ---: | ---: | ---: |"]
     for coll in COLLECTIVES:
         for a, b in zip(report["tinytorch_ring"]["results"][coll], report["torch_gloo"]["results"][coll]):
             lines.append(f"| {coll} | {a['bytes']} | {a['busbw_GBps'] / b['busbw_GBps']:.2f} | "
                          f"{a['time_us'] / b['time_us']:.2f} |")
     return "\n".join(lines)
+
+
+def render(report: Dict[str, Any]) -> str:
+    n = report["meta"]["world_size"]
+    out = [f"W4 collectives, {n} local ranks, float32, median times", ""]
+    for coll in COLLECTIVES:
+        out.append(table("tinytorch ring", report["tinytorch_ring"]["transport"], coll,
+                         report["tinytorch_ring"]["results"][coll]))
+        out.append("")
+        if "torch_gloo" in report:
+            out.append(table(f"torch {report['torch_gloo']['version']} gloo", "tcp", coll,
+                             report["torch_gloo"]["results"][coll]))
+            out.append("")
+    out.append(comparison(report))
+    return "\n".join(out)
 
 
 def main() -> None:
@@ -137,9 +152,19 @@ def main() -> None:
     p.add_argument("--max-bytes", type=int, default=64 << 20)
     p.add_argument("--scale", type=float, default=1.0, help="more or fewer iterations per size")
     p.add_argument("--no-torch", action="store_true", help="skip the PyTorch gloo comparison")
+    p.add_argument("--render", nargs="+", metavar="JSON", help="print the tables of saved results and exit")
     p.add_argument("--json", default=os.path.join(os.path.dirname(os.path.abspath(__file__)), "results",
                                                   "collectives.json"))
     args = p.parse_args()
+    if args.render:
+        for path in args.render:
+            with open(path) as f:
+                saved = json.load(f)
+            meta = saved["meta"]
+            print(f"Command: `{meta['command']}` ({meta['time']}, {meta['cpus']} CPUs)\n")
+            print(render(saved))
+            print()
+        return
     if "RANK" in os.environ and "WORLD_SIZE" in os.environ:
         # Launched by a launcher: one process per rank; the store address comes from MASTER_ADDR/PORT.
         import queue
@@ -165,17 +190,7 @@ def main() -> None:
     report["meta"] = {"world_size": n, "host": platform.node(), "cpus": os.cpu_count(),
                       "command": " ".join([os.path.basename(sys.executable)] + sys.argv),
                       "time": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())}
-    out = [f"W4 collectives, {n} local ranks, float32, median times", ""]
-    for coll in COLLECTIVES:
-        out.append(table("tinytorch ring", report["tinytorch_ring"]["transport"], coll,
-                         report["tinytorch_ring"]["results"][coll]))
-        out.append("")
-        if "torch_gloo" in report:
-            out.append(table(f"torch {report['torch_gloo']['version']} gloo", "tcp", coll,
-                             report["torch_gloo"]["results"][coll]))
-            out.append("")
-    out.append(comparison(report))
-    print("\n".join(out))
+    print(render(report))
     os.makedirs(os.path.dirname(os.path.abspath(args.json)), exist_ok=True)
     with open(args.json, "w") as f:
         json.dump(report, f, indent=1)

@@ -130,8 +130,11 @@ std::shared_ptr<NcclWork> ProcessGroupNCCL::run(Kind kind, uintptr_t send, uintp
   if (aborted_) throw DistError(what + ": the NCCL communicator was aborted after an earlier failure: " + abort_reason_);
   auto user = reinterpret_cast<nccl::CUstream>(user_stream);
   nccl::CUevent start = nullptr, end = nullptr;
-  if (api_->cuEventCreate(&start, nccl::kEventDisableTiming) != 0 || api_->cuEventCreate(&end, nccl::kEventDisableTiming) != 0)
+  if (api_->cuEventCreate(&start, nccl::kEventDisableTiming) != 0) throw DistError(what + ": cuEventCreate failed");
+  if (api_->cuEventCreate(&end, nccl::kEventDisableTiming) != 0) {
+    api_->cuEventDestroy(start);
     throw DistError(what + ": cuEventCreate failed");
+  }
   // The communication stream starts only after everything already queued on the caller's stream.
   api_->cuEventRecord(start, user);
   api_->cuStreamWaitEvent(stream_, start, 0);

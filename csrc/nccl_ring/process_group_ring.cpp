@@ -116,10 +116,18 @@ Socket& ProcessGroupRing::peer(int p, Deadline deadline, const std::string& what
 }
 
 void ProcessGroupRing::shutdown() {
+  bool running;
   {
     std::lock_guard<std::mutex> g(mu_);
     if (stop_) return;
     stop_ = true;
+    running = busy_;
+  }
+  // A collective still in flight at destroy time may wait on a peer that is gone: fail it now
+  // (closing our sockets wakes it) instead of holding exit hostage for the whole timeout.
+  if (running) {
+    if (links_) links_->abort();
+    for (auto& [r, s] : peers_) s.shutdown_rw();
   }
   cv_.notify_all();
   if (thread_.joinable()) thread_.join();
@@ -273,7 +281,8 @@ void ProcessGroupRing::check_rank(int r, const char* what) const {
                     std::to_string(size_));
 }
 
-std::shared_ptr<Work> ProcessGroupRing::allreduce(void* buf, size_t count, DType t, ReduceOp op, Keep keep, bool async_op) {
+std::shared_ptr<Work> ProcessGroupRing::allreduce(void* buf, size_t count, DType t, ReduceOp op,
+                                                  Keep keep, bool async_op) {
   uint64_t seq = ++seq_;
   auto desc = describe(Opcode::AllReduce, seq, count, t, std::string(", ") + reduce_op_name(op));
   return submit(async_op, seq, desc, std::move(keep), [=](const std::string& what, Deadline d) {
@@ -292,7 +301,8 @@ std::shared_ptr<Work> ProcessGroupRing::reduce_scatter(void* out, const void* in
   });
 }
 
-std::shared_ptr<Work> ProcessGroupRing::allgather(void* out, const void* in, size_t count, DType t, Keep keep, bool async_op) {
+std::shared_ptr<Work> ProcessGroupRing::allgather(void* out, const void* in, size_t count, DType t,
+                                                  Keep keep, bool async_op) {
   uint64_t seq = ++seq_;
   auto desc = describe(Opcode::AllGather, seq, count, t, "");
   return submit(async_op, seq, desc, std::move(keep), [=](const std::string& what, Deadline d) {
@@ -301,7 +311,8 @@ std::shared_ptr<Work> ProcessGroupRing::allgather(void* out, const void* in, siz
   });
 }
 
-std::shared_ptr<Work> ProcessGroupRing::broadcast(void* buf, size_t count, DType t, int root, Keep keep, bool async_op) {
+std::shared_ptr<Work> ProcessGroupRing::broadcast(void* buf, size_t count, DType t, int root,
+                                                  Keep keep, bool async_op) {
   check_rank(root, "broadcast");
   uint64_t seq = ++seq_;
   auto desc = describe(Opcode::Broadcast, seq, count, t, ", root " + std::to_string(root));
@@ -311,7 +322,8 @@ std::shared_ptr<Work> ProcessGroupRing::broadcast(void* buf, size_t count, DType
   });
 }
 
-std::shared_ptr<Work> ProcessGroupRing::reduce(void* buf, size_t count, DType t, ReduceOp op, int root, Keep keep, bool async_op) {
+std::shared_ptr<Work> ProcessGroupRing::reduce(void* buf, size_t count, DType t, ReduceOp op, int root,
+                                               Keep keep, bool async_op) {
   check_rank(root, "reduce");
   uint64_t seq = ++seq_;
   auto desc = describe(Opcode::Reduce, seq, count, t, std::string(", ") + reduce_op_name(op) + ", root " +

@@ -18,7 +18,8 @@ struct P2PHeader {
 
 }  // namespace
 
-std::shared_ptr<Work> ProcessGroupRing::send(const void* buf, size_t count, DType t, int dst, int tag, Keep keep, bool async_op) {
+std::shared_ptr<Work> ProcessGroupRing::send(const void* buf, size_t count, DType t, int dst, int tag,
+                                             Keep keep, bool async_op) {
   check_rank(dst, "send");
   if (dst == rank_) throw DistError("rank " + std::to_string(rank_) + ": send to itself is not supported");
   auto desc = "send to rank " + std::to_string(dst) + " (" + std::to_string(count) + " x " + dtype_name(t) +
@@ -31,7 +32,8 @@ std::shared_ptr<Work> ProcessGroupRing::send(const void* buf, size_t count, DTyp
   });
 }
 
-std::shared_ptr<Work> ProcessGroupRing::recv(void* buf, size_t count, DType t, int src, int tag, Keep keep, bool async_op) {
+std::shared_ptr<Work> ProcessGroupRing::recv(void* buf, size_t count, DType t, int src, int tag,
+                                             Keep keep, bool async_op) {
   check_rank(src, "recv");
   if (src == rank_) throw DistError("rank " + std::to_string(rank_) + ": recv from itself is not supported");
   auto desc = "recv from rank " + std::to_string(src) + " (" + std::to_string(count) + " x " + dtype_name(t) +

@@ -9,7 +9,15 @@
 
 namespace tinytorch::dist {
 
-enum class Opcode : uint32_t { AllReduce = 1, ReduceScatter = 2, AllGather = 3, Broadcast = 4, Reduce = 5, Barrier = 6, P2P = 7 };
+enum class Opcode : uint32_t {
+  AllReduce = 1,
+  ReduceScatter = 2,
+  AllGather = 3,
+  Broadcast = 4,
+  Reduce = 5,
+  Barrier = 6,
+  P2P = 7
+};
 const char* opcode_name(Opcode op);
 
 // What every rank must agree on; exchanged with both neighbours ahead of the data.

@@ -156,6 +156,18 @@ def _all_collectives(rank, ws, port):
         w.wait()
     if not (y == right).all():
         failures.append("isend/irecv reverse ring")
+    # Point-to-point with a rank that is not a ring neighbour (a connection made on first use).
+    if ws == 4:
+        partner = (rank + 2) % ws
+        z = np.empty(100, np.float64)
+        if rank < partner:
+            dist.send(np.full(100, rank, np.float64), dst=partner)
+            dist.recv(z, src=partner)
+        else:
+            dist.recv(z, src=partner)
+            dist.send(np.full(100, rank, np.float64), dst=partner)
+        if not (z == partner).all():
+            failures.append("send/recv across the ring")
     dist.barrier()
     transport = dist.distributed_c10d._default_pg.transport
     dist.destroy_process_group()
@@ -197,6 +209,14 @@ def _async_overlap(rank, ws, port):
     w4 = dist.all_reduce(np.ones(3, np.float32), async_op=True)
     w4.wait()
     assert w4.then(lambda fut: 42).wait(timeout=5) == 42
+    # A synchronous call issued behind pending async ones runs after them, in issue order.
+    p = np.full(300_000, 1.0, np.float32)
+    q = np.full(7, rank, np.int64)
+    wp = dist.all_reduce(p, async_op=True)
+    dist.all_reduce(q)
+    assert (q == sum(range(ws))).all()
+    wp.wait()
+    assert (p == ws).all()
     bw = dist.barrier(async_op=True)
     bw.wait()
     dist.destroy_process_group()
@@ -317,7 +337,7 @@ def _stalled(rank, ws, port):
     dist.init_process_group("ring", init_method=f"tcp://127.0.0.1:{port}", rank=rank, world_size=ws, timeout=1.5)
     dist.barrier()
     if rank == 1:
-        time.sleep(5)
+        time.sleep(3)
         return None
     t = time.monotonic()
     try:
@@ -405,3 +425,25 @@ def test_shm_ring_full_at_collective_boundary():
     # A 4 KiB ring filled to the brim by one collective, then realigned for the next one's header.
     env = {"TINYTORCH_RING_TRANSPORT": "shm", "TINYTORCH_RING_SHM_BYTES": "4096", "TINYTORCH_RING_SMALL_BYTES": "64"}
     assert all(run_ranks(_ring_full_at_boundary, 2, env=env, timeout=60))
+
+
+def _destroy_in_flight(rank, ws, port):
+    import tinytorch.distributed as dist
+
+    dist.init_process_group("ring", init_method=f"tcp://127.0.0.1:{port}", rank=rank, world_size=ws, timeout=60)
+    dist.barrier()
+    if rank == 1:
+        time.sleep(3)  # never joins the collective below
+        return None
+    w = dist.all_reduce(np.ones(1000, np.float32), async_op=True)
+    time.sleep(0.2)
+    t = time.monotonic()
+    dist.destroy_process_group()
+    elapsed = time.monotonic() - t
+    return elapsed, w.is_completed(), str(w.exception())
+
+
+def test_destroy_with_collective_in_flight_returns_promptly():
+    elapsed, completed, exc = run_ranks(_destroy_in_flight, 2, timeout=60)[0]
+    assert elapsed < 5, elapsed
+    assert completed and "all_reduce" in exc, exc

@@ -75,7 +75,8 @@ class ProcessGroup:
         self._store = store
         self._name = name
         self._timeout = timeout
-        self._debug = os.environ.get("TINYTORCH_DISTRIBUTED_DEBUG", os.environ.get("TORCH_DISTRIBUTED_DEBUG", "")).upper() == "DETAIL"
+        level = os.environ.get("TINYTORCH_DISTRIBUTED_DEBUG", os.environ.get("TORCH_DISTRIBUTED_DEBUG", ""))
+        self._debug = level.upper() == "DETAIL"
         self._debug_seq = 0
         self._object_seq = 0
         self._lock = threading.Lock()
@@ -219,7 +220,8 @@ def init_process_group(
     global _default_pg, _generation, _group_count, _pg_prefix
     with _state_lock:
         if _default_pg is not None:
-            raise RuntimeError("trying to initialize the default process group twice; call destroy_process_group() first")
+            raise RuntimeError("trying to initialize the default process group twice; "
+                               "call destroy_process_group() first")
         backend = _normalize_backend(backend)
         if timeout is None:
             timeout = default_pg_nccl_timeout if backend == "nccl" else default_pg_timeout
@@ -229,12 +231,14 @@ def init_process_group(
         if world_size is None or world_size < 0:
             world_size = _env_int("WORLD_SIZE") if _env_int("WORLD_SIZE") is not None else -1
         if rank < 0 or world_size < 1:
-            raise ValueError(f"init_process_group needs rank and world_size (arguments or RANK/WORLD_SIZE); got rank={rank}, "
-                             f"world_size={world_size}")
+            raise ValueError(f"init_process_group needs rank and world_size (arguments or RANK/WORLD_SIZE); "
+                             f"got rank={rank}, world_size={world_size}")
         if rank >= world_size:
             raise ValueError(f"rank {rank} is out of range for world_size {world_size}")
+        hosts_store = False
         if store is None:
             store = _store_from_init_method(init_method or "env://", rank, world_size, timeout_s)
+            hosts_store = store._is_master
         elif init_method is not None:
             raise ValueError("pass either init_method or store, not both")
         _generation += 1
@@ -245,6 +249,7 @@ def init_process_group(
         b = _make_backend(backend, prefixed, rank, world_size, timeout_s)
         pg = ProcessGroup(b, backend, rank, list(range(world_size)), prefixed, group_name or "default_pg", timeout_s)
         pg._root_store = store  # keeps a hosted server alive as long as the group
+        pg._hosts_store = hosts_store
         _default_pg = pg
         GroupMember.WORLD = pg
         _groups[pg._name] = pg
@@ -266,6 +271,23 @@ def destroy_process_group(group: Optional[ProcessGroup] = None) -> None:
             return
     for g in victims:
         g._shutdown()
+    if group is None or group is _default_pg:
+        for g in victims:
+            if getattr(g, "_root_store", None) is not None:
+                _exit_rendezvous(g)
+
+
+def _exit_rendezvous(g: ProcessGroup) -> None:
+    """Keep a store that this rank hosts alive until every rank has destroyed its groups (bounded wait)."""
+    # Without this, rank 0 finishing first takes the server down while the others still read from it.
+    store, key = g._root_store, f"{_pg_prefix}/destroyed"
+    try:
+        if store.add(key, 1) == g.size():
+            store.set(key + "/all", "1")
+        if getattr(g, "_hosts_store", False):
+            store.wait([key + "/all"], min(10.0, g._timeout))
+    except DistError:
+        pass  # a rank died or the store is gone: nothing left to protect
 
 
 @atexit.register

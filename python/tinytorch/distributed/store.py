@@ -56,6 +56,7 @@ class TCPStore(_cdist.TCPStore, Store):
     ) -> None:
         """Start the server (is_master) and connect; multi_tenant and use_libuv are accepted for PyTorch
         compatibility and ignored (every master runs its own poll() server)."""
+        self._is_master = bool(is_master)
         if not is_master and master_listen_fd is not None:
             raise ValueError("master_listen_fd is only meaningful with is_master=True")
         super().__init__(
