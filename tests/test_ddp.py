@@ -23,6 +23,8 @@ SCENARIOS = {
     "one_bucket": (dict(), "adamw", 1, None, 1e-5),
     "no_sync": (dict(bucket_cap_mb=TINY_CAP_MB), "sgd", 4, None, 1e-5),
     "unused": (dict(bucket_cap_mb=TINY_CAP_MB, find_unused_parameters=True), "adamw", 1, None, 1e-5),
+    # A branch only rank 0 uses: the other ranks contribute zeros to its average.
+    "partial": (dict(bucket_cap_mb=TINY_CAP_MB, find_unused_parameters=True), "adamw", 1, None, 1e-5),
     "static": (dict(bucket_cap_mb=TINY_CAP_MB, static_graph=True), "adamw", 1, None, 1e-5),
     "allreduce_hook": (dict(bucket_cap_mb=TINY_CAP_MB), "sgd", 1, "allreduce_hook", 1e-5),
     "fp16_hook": (dict(bucket_cap_mb=TINY_CAP_MB), "sgd", 1, "fp16_compress_hook", 2e-3),
@@ -30,7 +32,7 @@ SCENARIOS = {
 }
 
 
-def _mlp(torch, with_spare: bool):
+def _mlp(torch, with_spare: bool, with_branch: bool = False):
     nn = torch.nn
 
     class MLP(nn.Module):
@@ -40,9 +42,12 @@ def _mlp(torch, with_spare: bool):
             self.fc2 = nn.Linear(16, 4)
             if with_spare:
                 self.spare = nn.Linear(4, 4)  # never used in forward
+            if with_branch:
+                self.branch = nn.Linear(4, 4)
 
-        def forward(self, x):
-            return self.fc2(self.fc1(x).relu())
+        def forward(self, x, use_branch: bool = False):
+            out = self.fc2(self.fc1(x).relu())
+            return out + self.branch(out) if use_branch else out
 
     return MLP()
 
@@ -69,14 +74,18 @@ def _reference(name: str, world: int) -> dict:
 
     kwargs, opt_kind, micro, _, _ = SCENARIOS[name]
     torch.manual_seed(100)
-    model = _mlp(torch, name == "unused")
+    model = _mlp(torch, name == "unused", name == "partial")
     opt = _optimizer(torch, opt_kind, model.parameters())
     F = torch.nn.functional
     for step in range(STEPS):
         opt.zero_grad()
         for m in range(micro):
             x, y = _data(step, m, world * B)
-            loss = F.cross_entropy(model(torch.from_numpy(x)), torch.from_numpy(y)) / micro
+            if name == "partial":
+                loss = sum(F.cross_entropy(model(torch.from_numpy(x[r * B:(r + 1) * B]), use_branch=(r == 0)),
+                                           torch.from_numpy(y[r * B:(r + 1) * B])) for r in range(world)) / world
+            else:
+                loss = F.cross_entropy(model(torch.from_numpy(x)), torch.from_numpy(y)) / micro
             loss.backward()
         opt.step()
     return _state(model)
@@ -95,7 +104,7 @@ def _train_scenarios(rank: int, world: int, port: int, names):
     for name in names:
         kwargs, opt_kind, micro, hook, _ = SCENARIOS[name]
         torch.manual_seed(100 + rank)  # different on every rank: DDP must broadcast rank 0's weights
-        model = _mlp(torch, name == "unused")
+        model = _mlp(torch, name == "unused", name == "partial")
         ddp = DDP(model, **kwargs)
         if hook is not None:
             ddp.register_comm_hook(None, getattr(default_hooks, hook))
@@ -110,6 +119,8 @@ def _train_scenarios(rank: int, world: int, port: int, names):
                 if m < micro - 1:
                     with ddp.no_sync():
                         (F.cross_entropy(ddp(xs), ys) / micro).backward()
+                elif name == "partial":
+                    F.cross_entropy(ddp(xs, use_branch=(rank == 0)), ys).backward()
                 else:
                     (F.cross_entropy(ddp(xs), ys) / micro).backward()
             stats.append(ddp.last_step_stats)
@@ -117,7 +128,7 @@ def _train_scenarios(rank: int, world: int, port: int, names):
         grads_are_views = all(
             p.grad is not None and np.shares_memory(p.grad._data, ddp.reducer.buckets[ddp.reducer.param_bucket[i][0]]
                                                     .buffer._data)
-            for i, p in enumerate(ddp.reducer.params) if name != "unused" or "spare" not in ddp.reducer.names[i])
+            for i, p in enumerate(ddp.reducer.params) if "spare" not in ddp.reducer.names[i])
         out[name] = {
             "state": _state(model),
             "initial_buckets": initial_buckets,
@@ -157,7 +168,7 @@ ALL = list(SCENARIOS)
 
 @pytest.mark.parametrize("world", [2, 4])
 def test_ddp_matches_single_process(world):
-    names = ALL if world == 2 else ["default", "no_view", "no_sync", "unused", "fp16_hook"]
+    names = ALL if world == 2 else ["default", "no_view", "no_sync", "unused", "partial", "fp16_hook"]
     results = run_ranks(_train_scenarios, world, names, timeout=150)
     _check(results, world, names)
     r0 = results[0]
@@ -169,6 +180,8 @@ def test_ddp_matches_single_process(world):
     # The unused parameter is unused on every rank: its .grad stays None and AdamW leaves it alone.
     assert all(r["unused"]["spare_grad_none"] == [True, True] for r in results)
     assert r0["default"]["grads_are_views"] and r0["unused"]["grads_are_views"]
+    # The branch only rank 0 uses is globally used: every rank ends with its averaged gradient in the bucket.
+    assert all(r["partial"]["grads_are_views"] for r in results)
     assert not r0["no_view"]["grads_are_views"]
     assert r0["default"]["state_dict_keys"][0].startswith("module.")
     st = r0["default"]["stats"]
