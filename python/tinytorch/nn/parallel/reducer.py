@@ -245,7 +245,6 @@ class Reducer:
         self.expected_counts: Optional[np.ndarray] = None
         self.warned_no_unused = False
         self.last_step_stats: Dict[str, Any] = {}
-        self._bwd_end_ns = 0
         self._hook_handles = []
         ref = weakref.ref(self)
         for i, p in enumerate(params):
@@ -631,7 +630,6 @@ class Reducer:
         comm = _union_ns(spans)
         overlapped = _union_ns(spans, clip_end=bwd_end)
         first_launch = min(s for s, _ in spans) if spans else bwd_end
-        self._bwd_end_ns = bwd_end
         self.last_step_stats = {
             "comm_ms": comm / 1e6,
             "overlapped_ms": overlapped / 1e6,
