@@ -271,3 +271,40 @@ def test_register_multi_grad_hook_all_and_any():
     assert len(seen_all) == 2 and len(seen_any) == 3
     with pytest.raises(ValueError, match="Expects mode to be one of"):
         register_multi_grad_hook((a,), lambda g: None, mode="some")
+
+
+def test_error_in_final_callback_reaches_caller_and_engine_recovers():
+    x = torch.ones(2, requires_grad=True)
+
+    def failing():
+        raise ValueError("callback failed")
+
+    x.register_hook(lambda g: queue_callback(failing))
+    with pytest.raises(ValueError, match="callback failed"):
+        (x * 2).sum().backward()
+    y = torch.ones(2, requires_grad=True)
+    (y * 3).sum().backward()
+    assert torch.allclose(y.grad, torch.full((2,), 3.0))
+
+
+def test_hooks_and_retain_grad_on_second_output_of_a_node():
+    class Split(autograd.Function):
+        @staticmethod
+        def forward(ctx, x):
+            return x * 2, x * 3
+
+        @staticmethod
+        def backward(ctx, ga, gb):
+            return ga * 2 + gb * 3
+
+    x = torch.ones(2, requires_grad=True)
+    a, b = Split.apply(x)
+    assert b.output_nr == 1
+    seen = []
+    b.register_hook(lambda g: seen.append("b") or g * 10)
+    a.register_hook(lambda g: seen.append("a"))
+    b.retain_grad()
+    (a.sum() + b.sum()).backward()
+    assert sorted(seen) == ["a", "b"]
+    assert torch.allclose(b.grad, torch.full((2,), 10.0))
+    assert torch.allclose(x.grad, torch.full((2,), 2.0 + 30.0))
