@@ -55,6 +55,8 @@ def parse_args(argv=None):
     p.add_argument("--out", default="runs/gpt", help="checkpoint, loss history and plot go here")
     p.add_argument("--resume", action="store_true", help="continue from OUT/checkpoint.pt")
     p.add_argument("--sample-bytes", type=int, default=300)
+    p.add_argument("--trace-step", type=int, default=5,
+                   help="under DDP, profile this step: OUT/trace.json (Perfetto) and OUT/timeline.png")
     p.add_argument("--device", default="cpu")
     p.add_argument("--seed", type=int, default=1337)
     p.add_argument("--backend", default="tinytorch", choices=["tinytorch", "torch"],
@@ -82,6 +84,24 @@ class Progress:
         if self.tty:
             sys.stdout.write("\r" + " " * 100 + "\r")
         print(text, flush=True)
+
+
+def write_trace(prof, out: str, rank: int, world: int, dist) -> None:
+    """Every rank writes its trace of the step; rank 0 merges them and draws the timeline."""
+    import tinytorch.profiler as profiler
+    path = os.path.join(out, f"trace_rank{rank}.json")
+    prof.export_chrome_trace(path)
+    dist.barrier()
+    if rank == 0:
+        parts = [os.path.join(out, f"trace_rank{r}.json") for r in range(world)]
+        merged = os.path.join(out, "trace.json")
+        profiler.merge_chrome_traces(parts, merged)
+        for p in parts:
+            os.remove(p)
+        profiler.timeline_png(merged, os.path.join(out, "timeline.png"),
+                              title=f"one DDP step of GPT-mini on {world} ranks")
+        print(f"trace of one step: {merged} (open in Perfetto), timeline: {os.path.join(out, 'timeline.png')}",
+              flush=True)
 
 
 def main(argv=None) -> dict:
@@ -153,6 +173,11 @@ def main(argv=None) -> dict:
     deadline = start + args.minutes * 60
     while step < args.steps and time.time() < deadline:
         x, y = batch(train_tokens)
+        tracing = distributed and step + 1 == args.trace_step
+        if tracing:
+            import tinytorch.profiler
+            prof = tinytorch.profiler.profile()
+            prof.start()
         loss = F.cross_entropy(train_model(x).flatten(0, 1), y.flatten())
         opt.zero_grad(set_to_none=True)
         loss.backward()
@@ -160,6 +185,9 @@ def main(argv=None) -> dict:
         opt.step()
         sched.step()
         step += 1
+        if tracing:
+            prof.stop()
+            write_trace(prof, args.out, rank, world, dist)
         tokens_seen += x.numel() * world
         value = loss.item()
         first_loss = value if first_loss is None else first_loss

@@ -275,3 +275,28 @@ class record_function:
 
 
 __all__ = ["profile", "record_function", "ProfilerActivity", "Event", "chrome_trace", "merge_chrome_traces"]
+
+
+def timeline_png(trace, path: str, title: str = "") -> None:
+    """Draw a Chrome trace (a dict, or the path of a file written by export_chrome_trace /
+    merge_chrome_traces) as a PNG: one row per rank and track, every span on one time axis in ms."""
+    from .utils.png import timeline
+    if isinstance(trace, str):
+        with open(trace) as f:
+            trace = json.load(f)
+    events = trace["traceEvents"]
+    track_names = {(e["pid"], e["tid"]): e["args"]["name"] for e in events
+                   if e.get("ph") == "M" and e.get("name") == "thread_name"}
+    spans = [e for e in events if e.get("ph") == "X"]
+    if not spans:
+        raise ValueError("timeline_png: the trace has no spans")
+    t0 = min(e["ts"] for e in spans)
+    rows: Dict[tuple, list] = {}
+    for e in spans:
+        key = (e["pid"], e["tid"])
+        label = track_names.get(key, str(e["tid"]))
+        rows.setdefault(key, []).append(((e["ts"] - t0) / 1e3, (e["ts"] + e["dur"] - t0) / 1e3, label))
+    order = sorted(rows, key=lambda k: (k[0], _TRACK_ORDER.index(track_names.get(k)) if track_names.get(k)
+                                        in _TRACK_ORDER else 99, k[1]))
+    tracks = {f"rank {pid} {track_names.get((pid, tid), tid)}": rows[(pid, tid)] for pid, tid in order}
+    timeline(path, tracks, title=title, unit="ms")

@@ -131,7 +131,9 @@ def _ticks(lo: float, hi: float, n: int = 5) -> List[float]:
 def _label(v: float) -> str:
     if v == 0:
         return "0"
-    if abs(v) >= 1e4 or abs(v) < 1e-2:
+    if v == int(v) and abs(v) < 1e6:
+        return str(int(v))
+    if abs(v) >= 1e6 or abs(v) < 1e-2:
         return f"{v:.0e}"
     return f"{v:.3g}"
 
@@ -193,7 +195,8 @@ def line_chart(path: str, series: Dict[str, Tuple[Sequence[float], Sequence[floa
 def timeline(path: str, tracks: Dict[str, List[Tuple[float, float, str]]], title: str = "",
              unit: str = "ms", width: int = 1200, row_height: int = 36) -> None:
     """Draw spans (start, end, label) on named horizontal tracks sharing one time axis."""
-    left, right, top = 200, 30, 50
+    left = 20 + max((Canvas.text_width(name) for name in tracks), default=100)
+    right, top = 30, 50
     height = top + row_height * len(tracks) + 60
     c = Canvas(width, height)
     spans = [s for track in tracks.values() for s in track]
@@ -220,9 +223,10 @@ def timeline(path: str, tracks: Dict[str, List[Tuple[float, float, str]]], title
         c.line(x, axis_y, x, axis_y + 5, (0, 0, 0))
         c.text(x - Canvas.text_width(_label(t)) / 2, axis_y + 10, _label(t))
     c.text(width - right - Canvas.text_width(unit), axis_y + 30, unit)
-    for i, (label, color) in enumerate(labels.items()):
-        x = left + 180 * i
+    x = 8
+    for label, color in labels.items():
         c.rect(x, 10, x + 16, 24, color)
         c.text(x + 22, 10, label)
+        x += 22 + Canvas.text_width(label) + 24
     c.text(width - Canvas.text_width(title, 2) - right, 32, title)
     c.save(path)
