@@ -1,9 +1,9 @@
 """W2 (MLP) and W3 (GPT-mini) training steps, tinytorch beside PyTorch in one run.
 
 Both start from identical weights (tinytorch's initial state copied into PyTorch's model) and see the
-same batch; each step is zero_grad, forward, cross-entropy, backward, AdamW step. Prints the median
-step time of each, their ratio, and the losses, which must agree (1e-4 relative on the first step,
-within 1% over the run). Writes JSON.
+same batch; each step is zero_grad, forward, cross-entropy, backward, AdamW step, and the two libraries
+take turns step by step. Prints the median step time of each, their ratio, and the losses, which must
+agree (1e-4 relative on the first step, within 1% over the run). Writes JSON.
 
     python benchmarks/train_step.py [--steps 20] [--workloads W2 W3] [--json PATH]
 """
@@ -20,29 +20,31 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import models  # noqa: E402
 
 
-def run(torch, workload: str, steps: int, state=None, device: str = "cpu"):
-    """Train `steps` steps; return (step times, losses, initial state as NumPy arrays)."""
-    torch.manual_seed(0)
-    model = (models.mlp if workload == "W2" else models.gpt)(torch)
-    if state is None:
-        state = {k: v.detach().cpu().numpy().copy() for k, v in model.state_dict().items()}
-    else:
-        model.load_state_dict({k: torch.from_numpy(v.copy()) for k, v in state.items()})
-    model = model.to(device)
-    x_np, y_np = models.batch(workload)
-    x, y = torch.from_numpy(x_np).to(device), torch.from_numpy(y_np).to(device)
-    opt = torch.optim.AdamW(model.parameters(), lr=1e-3)
-    F = torch.nn.functional
-    times, losses = [], []
-    for _ in range(steps):
+class Trainer:
+    """One backend's model, optimizer and batch for a workload, stepped one step at a time."""
+
+    def __init__(self, torch, workload: str, state=None, device: str = "cpu") -> None:
+        torch.manual_seed(0)
+        model = (models.mlp if workload == "W2" else models.gpt)(torch)
+        if state is None:
+            state = {k: v.detach().cpu().numpy().copy() for k, v in model.state_dict().items()}
+        else:
+            model.load_state_dict({k: torch.from_numpy(v.copy()) for k, v in state.items()})
+        self.torch, self.state = torch, state
+        self.model = model.to(device)
+        x_np, y_np = models.batch(workload)
+        self.x, self.y = torch.from_numpy(x_np).to(device), torch.from_numpy(y_np).to(device)
+        self.opt = torch.optim.AdamW(self.model.parameters(), lr=1e-3)
+        self.times, self.losses = [], []
+
+    def step(self) -> None:
         t0 = time.perf_counter()
-        opt.zero_grad()
-        loss = F.cross_entropy(model(x), y)
+        self.opt.zero_grad()
+        loss = self.torch.nn.functional.cross_entropy(self.model(self.x), self.y)
         loss.backward()
-        opt.step()
-        losses.append(loss.item())  # .item() also waits for a GPU to finish the step
-        times.append(time.perf_counter() - t0)
-    return times, losses, state
+        self.opt.step()
+        self.losses.append(loss.item())  # .item() also waits for a GPU to finish the step
+        self.times.append(time.perf_counter() - t0)
 
 
 def main(argv=None) -> dict:
@@ -64,13 +66,18 @@ def main(argv=None) -> dict:
     print(f"{'workload':10} {'tinytorch ms':>13} {'torch ms':>10} {'ratio':>7} {'loss[0] rel diff':>17} "
           f"{'max loss rel diff':>18}")
     for w in args.workloads:
-        t_times, t_losses, state = run(tinytorch, w, args.steps, device=args.device)
-        row = {"tinytorch_ms": 1e3 * statistics.median(t_times[args.warmup:]), "tinytorch_losses": t_losses}
-        if torch is not None:
-            p_times, p_losses, _ = run(torch, w, args.steps, state=state, device=args.device)
-            rel = [abs(a - b) / abs(b) for a, b in zip(t_losses, p_losses)]
-            row.update(torch_ms=1e3 * statistics.median(p_times[args.warmup:]), torch_losses=p_losses,
-                       ratio=None, first_loss_rel_diff=rel[0], max_loss_rel_diff=max(rel))
+        mine = Trainer(tinytorch, w, device=args.device)
+        theirs = Trainer(torch, w, state=mine.state, device=args.device) if torch is not None else None
+        # Alternate the two step by step, so that the machine's load changes hit both alike.
+        for _ in range(args.steps):
+            mine.step()
+            if theirs is not None:
+                theirs.step()
+        row = {"tinytorch_ms": 1e3 * statistics.median(mine.times[args.warmup:]), "tinytorch_losses": mine.losses}
+        if theirs is not None:
+            rel = [abs(a - b) / abs(b) for a, b in zip(mine.losses, theirs.losses)]
+            row.update(torch_ms=1e3 * statistics.median(theirs.times[args.warmup:]), torch_losses=theirs.losses,
+                       first_loss_rel_diff=rel[0], max_loss_rel_diff=max(rel))
             row["ratio"] = row["tinytorch_ms"] / row["torch_ms"]
             print(f"{w:10} {row['tinytorch_ms']:13.1f} {row['torch_ms']:10.1f} {row['ratio']:7.2f} "
                   f"{rel[0]:17.2e} {max(rel):18.2e}")

@@ -178,8 +178,9 @@ def main(argv=None) -> dict:
             import tinytorch.profiler
             prof = tinytorch.profiler.profile()
             prof.start()
-        loss = F.cross_entropy(train_model(x).flatten(0, 1), y.flatten())
+        # zero_grad before forward: under DDP, forward hands each parameter a fresh view into its bucket.
         opt.zero_grad(set_to_none=True)
+        loss = F.cross_entropy(train_model(x).flatten(0, 1), y.flatten())
         loss.backward()
         torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
         opt.step()
