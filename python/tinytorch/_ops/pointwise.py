@@ -10,12 +10,15 @@ import operator
 
 import numpy as np
 
+from .. import _C
 from .._tensor import Tensor
+from . import _common
 from ._common import (alias, attach, check_inplace, commit_inplace, float_data, inplace_binary, inplace_unary,
                       is_scalar, needs_grad, operands, record, saved_output, sum_to, _grad_enabled)
 
 _new = object.__new__
 _ND = np.ndarray
+_record = _C._record
 _GENERIC = np.generic
 
 
@@ -77,8 +80,29 @@ def _lhs(a, b):
 
 # ------------------------------------------------------------------ arithmetic
 
+# add and mul start with a fast path for a CPU float tensor (of at least one dim) and a Python float:
+# the hot path of scalar arithmetic (W1), where promotion, 0-d results and devices need no checks.
+
+def _record_cpu(name: str, backward, out: Tensor, a: Tensor) -> None:
+    if _common._profile_op is not None:
+        _common._profile_op(name)
+    _record(name, backward, out, (a,))
+
+
+def _identity(g):
+    return g
+
+
 def add(a, b, *, alpha=1) -> Tensor:
     """a + alpha * b."""
+    if type(b) is float and type(a) is Tensor and alpha == 1:
+        x = a._data
+        if type(x) is _ND and x.ndim and x.dtype.kind == "f":
+            out = _new(Tensor)
+            out._data = x + b
+            if a._requires_grad and _grad_enabled():
+                _record_cpu("AddBackward0", _identity, out, a)
+            return out
     if not isinstance(a, Tensor):
         a = _lhs(a, b)
     x, y = operands(a, b)
@@ -143,6 +167,14 @@ def rsub(a: Tensor, b, *, alpha=1) -> Tensor:
 
 def mul(a, b) -> Tensor:
     """a * b."""
+    if type(b) is float and type(a) is Tensor:
+        x = a._data
+        if type(x) is _ND and x.ndim and x.dtype.kind == "f":
+            out = _new(Tensor)
+            out._data = x * b
+            if a._requires_grad and _grad_enabled():
+                _record_cpu("MulBackward0", lambda g: g * b, out, a)
+            return out
     if not isinstance(a, Tensor):
         a = _lhs(a, b)
     x, y = operands(a, b)
