@@ -181,14 +181,17 @@ def _softmax_array(x, axis: int, log: bool, safe: bool = False):
     if safe:  # fully masked rows (all -inf) give 0, not nan (PyTorch's _safe_softmax for attention)
         m = xp.where(xp.isneginf(m), 0, m).astype(c.dtype, copy=False)
     z = c - m
-    e = xp.exp(z)
-    s = e.sum(axis=axis, keepdims=True)
     if log:
-        out = z - xp.log(s)
-    else:
-        with np.errstate(invalid="ignore", divide="ignore"):
-            out = e / s if not safe else xp.where(s > 0, e / xp.where(s > 0, s, 1), 0)
-    return out.astype(x.dtype, copy=False)
+        s = xp.exp(z).sum(axis=axis, keepdims=True)
+        z -= xp.log(s)
+        return z.astype(x.dtype, copy=False)
+    # In place from here on: one array for exp and the quotient (softmax runs on attention's largest tensors).
+    e = xp.exp(z, out=z)
+    s = e.sum(axis=axis, keepdims=True)
+    if safe:
+        s = xp.where(s > 0, s, xp.inf)  # fully masked rows: 0 / inf = 0
+    e /= s
+    return e.astype(x.dtype, copy=False)
 
 
 def _softmax_backward_array(y, g, axis: int, log: bool):
@@ -201,8 +204,8 @@ def _softmax_backward_array(y, g, axis: int, log: bool):
     if log:
         dx = gc - _xp(yc).exp(yc) * gc.sum(axis=axis, keepdims=True)
     else:
-        gy = gc * yc
-        dx = gy - yc * gy.sum(axis=axis, keepdims=True)
+        dx = gc * yc
+        dx -= yc * dx.sum(axis=axis, keepdims=True)
     return dx.astype(y.dtype, copy=False)
 
 
