@@ -279,16 +279,14 @@ class Tensor:
         """Call hook(grad) whenever the gradient of this tensor is computed; a returned tensor replaces it."""
         if not self._requires_grad:
             raise RuntimeError("cannot register a hook on a tensor that doesn't require gradient")
-        from .utils.hooks import RemovableHandle
+        from .utils.hooks import add_hook
         if self._grad_fn is not None:
             hooks = self._grad_fn._hook_dict("tensor", self._output_nr)
         else:
             if self._backward_hooks is None:
                 self._backward_hooks = {}
             hooks = self._backward_hooks
-        handle = RemovableHandle(hooks)
-        hooks[handle.id] = hook
-        return handle
+        return add_hook(hooks, hook)
 
     def register_post_accumulate_grad_hook(self, hook):
         """Call hook(tensor) after backward has accumulated into this leaf's .grad."""
@@ -296,12 +294,10 @@ class Tensor:
             raise RuntimeError("post accumulate grad hooks cannot be registered on non-leaf tensors")
         if not self._requires_grad:
             raise RuntimeError("cannot register a hook on a tensor that doesn't require gradient")
-        from .utils.hooks import RemovableHandle
+        from .utils.hooks import add_hook
         if self._post_acc_hooks is None:
             self._post_acc_hooks = {}
-        handle = RemovableHandle(self._post_acc_hooks)
-        self._post_acc_hooks[handle.id] = hook
-        return handle
+        return add_hook(self._post_acc_hooks, hook)
 
     def backward(self, gradient=None, retain_graph=None, create_graph: bool = False, inputs=None) -> None:
         """Accumulate d(self)/d(leaf) into the .grad of every leaf that requires grad."""

@@ -6,7 +6,7 @@ import threading
 from typing import Callable, Optional, Sequence
 
 from .. import _C
-from ..utils.hooks import RemovableHandle
+from ..utils.hooks import RemovableHandle, add_hook
 
 Node = _C.Node
 
@@ -14,17 +14,13 @@ Node = _C.Node
 def _register_hook(self, fn) -> RemovableHandle:
     """fn(grad_inputs, grad_outputs) runs after this node; a returned tuple replaces grad_inputs."""
     hooks = self._hook_dict("post", -1)
-    handle = RemovableHandle(hooks)
-    hooks[handle.id] = fn
-    return handle
+    return add_hook(hooks, fn)
 
 
 def _register_prehook(self, fn) -> RemovableHandle:
     """fn(grad_outputs) runs before this node; a returned tuple replaces grad_outputs."""
     hooks = self._hook_dict("pre", -1)
-    handle = RemovableHandle(hooks)
-    hooks[handle.id] = fn
-    return handle
+    return add_hook(hooks, fn)
 
 
 Node.register_hook = _register_hook

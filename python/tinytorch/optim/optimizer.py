@@ -13,7 +13,7 @@ import numpy as np
 
 from .._device import cupy
 from .._tensor import Tensor
-from ..utils.hooks import RemovableHandle
+from ..utils.hooks import RemovableHandle, add_hook
 
 __all__ = ["Optimizer", "required"]
 
@@ -165,15 +165,11 @@ class Optimizer:
     # ---------------------------------------------------------------- hooks
     def register_step_pre_hook(self, hook: Callable) -> RemovableHandle:
         """Call hook(optimizer, args, kwargs) before each step()."""
-        handle = RemovableHandle(self._optimizer_step_pre_hooks)
-        self._optimizer_step_pre_hooks[handle.id] = hook
-        return handle
+        return add_hook(self._optimizer_step_pre_hooks, hook)
 
     def register_step_post_hook(self, hook: Callable) -> RemovableHandle:
         """Call hook(optimizer, args, kwargs) after each step()."""
-        handle = RemovableHandle(self._optimizer_step_post_hooks)
-        self._optimizer_step_post_hooks[handle.id] = hook
-        return handle
+        return add_hook(self._optimizer_step_post_hooks, hook)
 
     # ---------------------------------------------------------------- state_dict
     def state_dict(self) -> dict[str, Any]:

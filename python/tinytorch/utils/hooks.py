@@ -21,3 +21,10 @@ class RemovableHandle:
 
     def __exit__(self, *exc) -> None:
         self.remove()
+
+
+def add_hook(hooks_dict: dict, hook) -> RemovableHandle:
+    """Register hook in hooks_dict (run in registration order); the handle takes it out again."""
+    handle = RemovableHandle(hooks_dict)
+    hooks_dict[handle.id] = hook
+    return handle

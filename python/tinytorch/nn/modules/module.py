@@ -8,7 +8,7 @@ from typing import Any, Callable, Iterator
 from ..._tensor import Tensor
 from ..._C import _grad_enabled
 from ...autograd.grad_mode import no_grad
-from ...utils.hooks import RemovableHandle
+from ...utils.hooks import RemovableHandle, add_hook
 from ..parameter import Buffer, Parameter
 
 __all__ = ["Module"]
@@ -574,27 +574,19 @@ class Module:
     # ---------------------------------------------------------------- state_dict
     def register_state_dict_pre_hook(self, hook: Callable) -> RemovableHandle:
         """Call hook(module, prefix, keep_vars) before state_dict() collects this module's entries."""
-        handle = RemovableHandle(self._state_dict_pre_hooks)
-        self._state_dict_pre_hooks[handle.id] = hook
-        return handle
+        return add_hook(self._state_dict_pre_hooks, hook)
 
     def register_state_dict_post_hook(self, hook: Callable) -> RemovableHandle:
         """Call hook(module, state_dict, prefix, local_metadata) after state_dict() collected this module."""
-        handle = RemovableHandle(self._state_dict_hooks)
-        self._state_dict_hooks[handle.id] = hook
-        return handle
+        return add_hook(self._state_dict_hooks, hook)
 
     def register_load_state_dict_pre_hook(self, hook: Callable) -> RemovableHandle:
         """Call hook(module, state_dict, prefix, local_metadata, strict, missing, unexpected, errors) first."""
-        handle = RemovableHandle(self._load_state_dict_pre_hooks)
-        self._load_state_dict_pre_hooks[handle.id] = hook
-        return handle
+        return add_hook(self._load_state_dict_pre_hooks, hook)
 
     def register_load_state_dict_post_hook(self, hook: Callable) -> RemovableHandle:
         """Call hook(module, incompatible_keys) after load_state_dict (it may edit the key lists)."""
-        handle = RemovableHandle(self._load_state_dict_post_hooks)
-        self._load_state_dict_post_hooks[handle.id] = hook
-        return handle
+        return add_hook(self._load_state_dict_post_hooks, hook)
 
     def _save_to_state_dict(self, destination: dict, prefix: str, keep_vars: bool) -> None:
         for name, param in self._parameters.items():
