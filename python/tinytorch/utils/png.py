@@ -176,7 +176,7 @@ def line_chart(path: str, series: Dict[str, Tuple[Sequence[float], Sequence[floa
     for i, (name, value) in enumerate((hlines or {}).items()):
         y = float(py(value))
         c.line(left, y, width - right, y, (160, 160, 160))
-        c.text(width - right - Canvas.text_width(name) - 4, y - 18, name, (120, 120, 120))
+        c.text(left + 6, y - 18, name, (120, 120, 120))  # at the left: the legend sits top right
     for i, (name, (xs, ys)) in enumerate(series.items()):
         color = PALETTE[i % len(PALETTE)]
         pts = list(zip(px(np.asarray(xs, float)), py(np.asarray(ys, float))))
