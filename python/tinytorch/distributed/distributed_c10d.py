@@ -490,22 +490,31 @@ def all_reduce(tensor: Any, op: Any = ReduceOp.SUM, group: Optional[Any] = None,
                   async_op, [tensor], lambda: _fingerprint("all_reduce", [a], op=ReduceOp._NAMES[code]))
 
 
+def _block_arrays(name: str, g: "ProcessGroup", output: Any, input: Any, whole: str) -> tuple:
+    """The (output, input) arrays of a collective where one side (`whole`) holds world_size blocks of
+    the other's size; checks contiguity, device, dtype and sizes."""
+    o, i = _arrays.array_of(output), _arrays.array_of(input)
+    _arrays.check_contiguous(o, name, "output", writable=True)
+    _arrays.check_contiguous(i, name, "input")
+    _same_device(name, o, i)
+    if o.dtype != i.dtype:
+        raise TypeError(f"{name}: output dtype {o.dtype} differs from input dtype {i.dtype}")
+    big, small = (i, o) if whole == "input" else (o, i)
+    part = "output" if whole == "input" else "input"
+    if big.size != small.size * g.size():
+        raise ValueError(f"{name}: {whole} has {big.size} elements but must have {part}.numel() * world_size = "
+                         f"{small.size} * {g.size()} = {small.size * g.size()}")
+    return o, i
+
+
 def reduce_scatter_tensor(output: Any, input: Any, op: Any = ReduceOp.SUM, group: Optional[Any] = None,
                           async_op: bool = False) -> Optional[Work]:
     """Reduce `input` (world_size blocks) across the group; rank i gets block i in `output`."""
     g = _resolve(group)
     if g is None:
         return None
-    o, i = _arrays.array_of(output), _arrays.array_of(input)
     name = "reduce_scatter_tensor"
-    _arrays.check_contiguous(o, name, "output", writable=True)
-    _arrays.check_contiguous(i, name, "input")
-    _same_device(name, o, i)
-    if o.dtype != i.dtype:
-        raise TypeError(f"{name}: output dtype {o.dtype} differs from input dtype {i.dtype}")
-    if i.size != o.size * g.size():
-        raise ValueError(f"{name}: input has {i.size} elements but must have output.numel() * world_size = "
-                         f"{o.size} * {g.size()} = {o.size * g.size()}")
+    o, i = _block_arrays(name, g, output, input, whole="input")
     t = _arrays.dtype_code(o, name)
     code = _op_code(op, name, o.dtype)
     return _issue(g, name, [o, i], [o], [output],
@@ -520,16 +529,8 @@ def all_gather_into_tensor(output_tensor: Any, input_tensor: Any, group: Optiona
     g = _resolve(group)
     if g is None:
         return None
-    o, i = _arrays.array_of(output_tensor), _arrays.array_of(input_tensor)
     name = "all_gather_into_tensor"
-    _arrays.check_contiguous(o, name, "output", writable=True)
-    _arrays.check_contiguous(i, name, "input")
-    _same_device(name, o, i)
-    if o.dtype != i.dtype:
-        raise TypeError(f"{name}: output dtype {o.dtype} differs from input dtype {i.dtype}")
-    if o.size != i.size * g.size():
-        raise ValueError(f"{name}: output has {o.size} elements but must have input.numel() * world_size = "
-                         f"{i.size} * {g.size()} = {i.size * g.size()}")
+    o, i = _block_arrays(name, g, output_tensor, input_tensor, whole="output")
     t = _arrays.dtype_code(o, name)
     return _issue(g, name, [o, i], [o], [output_tensor],
                   lambda arr, a_: g._backend.allgather(_arrays.data_ptr(arr[0]), _arrays.data_ptr(arr[1]), arr[1].size, t,

@@ -171,8 +171,8 @@ def _lambdas(optimizer: Optimizer, lr_lambda) -> list:
     return list(lr_lambda)
 
 
-class LambdaLR(LRScheduler):
-    """lr = base_lr * lr_lambda(epoch)."""
+class _LambdaScheduler(LRScheduler):
+    """A scheduler driven by one function of the epoch per parameter group."""
 
     def __init__(self, optimizer: Optimizer, lr_lambda: Callable[[int], float] | list, last_epoch: int = -1) -> None:
         self.optimizer = optimizer
@@ -186,6 +186,10 @@ class LambdaLR(LRScheduler):
     def load_state_dict(self, state_dict: dict[str, Any]) -> None:
         """Restore attributes saved by state_dict()."""
         _lambda_load_state_dict(self, state_dict)
+
+
+class LambdaLR(_LambdaScheduler):
+    """lr = base_lr * lr_lambda(epoch)."""
 
     def get_lr(self) -> list:
         """base_lr * lambda(last_epoch) per group."""
@@ -193,24 +197,14 @@ class LambdaLR(LRScheduler):
         return [base_lr * lmbda(self.last_epoch) for lmbda, base_lr in zip(self.lr_lambdas, self.base_lrs)]
 
 
-class MultiplicativeLR(LRScheduler):
+class MultiplicativeLR(_LambdaScheduler):
     """lr = previous lr * lr_lambda(epoch)."""
 
     def __init__(self, optimizer: Optimizer, lr_lambda: Callable[[int], float] | list, last_epoch: int = -1) -> None:
-        self.optimizer = optimizer
-        self.lr_lambdas = _lambdas(optimizer, lr_lambda)
-        for fn in self.lr_lambdas:
+        for fn in _lambdas(optimizer, lr_lambda):
             if not callable(fn):
                 raise TypeError(f"lr_lambda should be a function, but got {type(fn).__name__}")
-        super().__init__(optimizer, last_epoch)
-
-    def state_dict(self) -> dict[str, Any]:
-        """Attributes, with lambdas saved only when they are callable objects."""
-        return _lambda_state_dict(self, self.lr_lambdas)
-
-    def load_state_dict(self, state_dict: dict[str, Any]) -> None:
-        """Restore attributes saved by state_dict()."""
-        _lambda_load_state_dict(self, state_dict)
+        super().__init__(optimizer, lr_lambda, last_epoch)
 
     def get_lr(self) -> list:
         """Previous lr times lambda(last_epoch) (unchanged on the initial step)."""
