@@ -216,7 +216,6 @@ def main(argv: Optional[List[str]] = None) -> Dict[str, Any]:
                      "overlapped_ms": statistics.median(s["overlapped_ms"] for s in st),
                      "exposed_ms": statistics.median(s["exposed_ms"] for s in st),
                      "overlap_fraction": statistics.median(s["overlap_fraction"] for s in st),
-                     "completion_uncertainty_ms": statistics.median(s["completion_uncertainty_ms"] for s in st),
                      "num_buckets": st[-1]["num_buckets"], "bucket_bytes": st[-1]["bucket_bytes"],
                      "_events": [r["events"][key] for r in res], "traces": [r["traces"][key] for r in res]}
             row["sweep"][label] = entry

@@ -5,7 +5,9 @@ same batch; each step is zero_grad, forward, cross-entropy, backward, AdamW step
 take turns step by step. Prints the median step time of each, their ratio, and the losses, which must
 agree (1e-4 relative on the first step, within 1% over the run). Writes JSON.
 
-    python benchmarks/train_step.py [--steps 20] [--workloads W2 W3] [--json PATH]
+    python benchmarks/train_step.py [--steps 20] [--workloads W2 W3] [--threads N] [--json PATH]
+
+--threads 1 gives each library one core, as each rank has under W5's DDP on a 2-core machine.
 """
 import argparse
 import json
@@ -53,16 +55,19 @@ def main(argv=None) -> dict:
     p.add_argument("--warmup", type=int, default=2, help="steps left out of the median")
     p.add_argument("--workloads", nargs="+", default=["W2", "W3"])
     p.add_argument("--device", default="cpu")
+    p.add_argument("--threads", type=int, default=os.cpu_count() or 1,
+                   help="intra-op threads of both libraries (set_num_threads); default: one per core")
     p.add_argument("--json", default=os.path.join(os.path.dirname(__file__), "results", "train_step.json"))
     args = p.parse_args(argv)
 
     import tinytorch
+    tinytorch.set_num_threads(args.threads)
     try:
         import torch
-        torch.set_num_threads(os.cpu_count() or 1)
+        torch.set_num_threads(args.threads)
     except ImportError:
         torch = None
-    results = {"device": args.device, "steps": args.steps, "threads": os.cpu_count(), "workloads": {}}
+    results = {"device": args.device, "steps": args.steps, "threads": args.threads, "workloads": {}}
     print(f"{'workload':10} {'tinytorch ms':>13} {'torch ms':>10} {'ratio':>7} {'loss[0] rel diff':>17} "
           f"{'max loss rel diff':>18}")
     for w in args.workloads:

@@ -58,7 +58,7 @@ def test_kernels_reject_bad_arrays():
         _cpu.erf(np.ones(4, np.int64), np.ones(4, np.int64))
     with pytest.raises(TypeError, match="share one dtype"):
         _cpu.erf(x, np.ones(4, np.float64))
-    with pytest.raises(ValueError, match="same number of elements"):
+    with pytest.raises(ValueError, match="expected 4 elements, got 5"):
         _cpu.erf(x, np.ones(5, np.float32))
     with pytest.raises(ValueError, match="C-contiguous"):
         _cpu.erf(np.ones((4, 4), np.float32).T, np.ones((4, 4), np.float32))
@@ -66,3 +66,101 @@ def test_kernels_reject_bad_arrays():
     ro.flags.writeable = False
     with pytest.raises(ValueError, match="read-only"):
         _cpu.erf(x, ro)
+
+
+def _softmax_reference(x, log):
+    m = x.max(axis=-1, keepdims=True)
+    with np.errstate(invalid="ignore"):
+        z = x - m
+        s = np.exp(z).sum(axis=-1, keepdims=True)
+        return z - np.log(s) if log else np.exp(z) / s
+
+
+@pytest.mark.parametrize("dtype,tol", [(np.float32, 1e-6), (np.float64, 1e-14)])
+@pytest.mark.parametrize("log", [False, True])
+@pytest.mark.parametrize("threads", [1, 2])
+def test_softmax_matches_the_formula_with_masked_and_nan_rows(dtype, tol, log, threads):
+    rng = np.random.default_rng(3)
+    x = (rng.standard_normal((300, 129)) * 4).astype(dtype)
+    x[:, 100:] = -np.inf                    # masked positions: exactly 0 (or -inf) in the output
+    x[5] = -np.inf                          # a fully masked row: NaN, as in PyTorch
+    x[6, 3] = np.nan                        # NaN anywhere in a row: the whole row NaN
+    x[7, 0] = np.inf                        # +inf: NaN (inf - inf)
+    x[8, 1] = -1000                         # far below the row max: 0, never a denormal
+    out = np.empty_like(x)
+    _cpu.softmax(x, out, log, threads)
+    want = _softmax_reference(x.astype(np.float64), log)
+    if not log:
+        want[np.abs(want) < np.finfo(dtype).tiny] = 0
+    assert np.array_equal(np.isnan(out), np.isnan(want))
+    assert np.allclose(out, want, atol=tol, rtol=tol, equal_nan=True)
+    if not log:
+        assert (out[:, 100:][~np.isnan(out[:, 100:])] == 0).all()
+
+    g = rng.standard_normal(x.shape).astype(dtype)
+    dx = np.empty_like(x)
+    _cpu.softmax_backward(out, g, dx, log, threads)
+    y = out.astype(np.float64)
+    with np.errstate(invalid="ignore"):
+        want_dx = g - np.exp(y) * g.sum(-1, keepdims=True) if log else y * (g - (g * y).sum(-1, keepdims=True))
+    ok = ~np.isnan(want_dx).any(-1)
+    assert np.allclose(dx[ok], want_dx[ok], atol=tol * 10, rtol=tol * 10)
+    assert np.isnan(dx[~ok]).all()
+
+
+@pytest.mark.parametrize("dtype,tol", [(np.float32, 2e-5), (np.float64, 1e-12)])
+@pytest.mark.parametrize("affine", [True, False])
+@pytest.mark.parametrize("threads", [1, 2])
+def test_layer_norm_forward_and_backward_match_the_formulas(dtype, tol, affine, threads):
+    rng = np.random.default_rng(4)
+    rows, n, eps = 700, 96, 1e-5
+    x = (rng.standard_normal((rows, n)) * 3 + 1).astype(dtype)
+    w = rng.standard_normal(n).astype(dtype) if affine else None
+    b = rng.standard_normal(n).astype(dtype) if affine else None
+    y, mean, rstd = np.empty_like(x), np.empty(rows, dtype), np.empty(rows, dtype)
+    _cpu.layer_norm(x, n, w, b, eps, y, mean, rstd, threads)
+    x64 = x.astype(np.float64)
+    mu = x64.mean(1, keepdims=True)
+    rs = 1 / np.sqrt(x64.var(1, keepdims=True) + eps)
+    xhat = (x64 - mu) * rs
+    want = xhat * w + b if affine else xhat
+    assert np.allclose(y, want, atol=tol, rtol=tol)
+    assert np.allclose(mean, mu[:, 0], atol=tol) and np.allclose(rstd, rs[:, 0], rtol=tol)
+
+    g = rng.standard_normal(x.shape).astype(dtype)
+    dx = np.empty_like(x)
+    dw, db = (np.empty(n, dtype), np.empty(n, dtype)) if affine else (None, None)
+    _cpu.layer_norm_backward(g, x, n, w, mean, rstd, dx, dw, db, threads)
+    gx = g * w if affine else g.astype(np.float64)
+    want_dx = rs * (gx - gx.mean(1, keepdims=True) - xhat * (gx * xhat).mean(1, keepdims=True))
+    assert np.allclose(dx, want_dx, atol=tol * 10, rtol=tol * 10)
+    if affine:
+        assert np.allclose(dw, (g * xhat).sum(0), atol=tol * 100, rtol=tol * 10)
+        assert np.allclose(db, g.sum(0, dtype=np.float64), atol=tol * 100, rtol=tol * 10)
+
+
+def test_layer_norm_rejects_bad_shapes():
+    x = np.ones((4, 6), np.float32)
+    y, mean, rstd = np.empty_like(x), np.empty(4, np.float32), np.empty(4, np.float32)
+    with pytest.raises(ValueError, match="24 elements are not rows of 5"):
+        _cpu.layer_norm(x, 5, None, None, 1e-5, y, mean, rstd)
+    with pytest.raises(ValueError, match="expected 6 elements, got 5"):
+        _cpu.layer_norm(x, 6, np.ones(5, np.float32), None, 1e-5, y, mean, rstd)
+    with pytest.raises(ValueError, match="expected 4 elements, got 3"):
+        _cpu.layer_norm(x, 6, None, None, 1e-5, y, mean[:3], rstd)
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+def test_index_add_rows_accumulates_repeated_rows(dtype):
+    rng = np.random.default_rng(5)
+    out = rng.standard_normal((10, 3, 4)).astype(dtype)
+    idx = rng.integers(0, 10, 50)
+    src = rng.standard_normal((50, 3, 4)).astype(dtype)
+    want = out.copy()
+    np.add.at(want, idx, src)
+    _cpu.index_add_rows(out, idx, src)
+    assert np.allclose(out, want)
+    with pytest.raises(IndexError, match="index 10 is out of bounds for dimension 0 with size 10"):
+        _cpu.index_add_rows(out, np.array([1, 10]), src[:2])
+    with pytest.raises(ValueError, match="expected 24 elements, got 12"):
+        _cpu.index_add_rows(out, np.array([1, 2]), src[:1])

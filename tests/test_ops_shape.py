@@ -102,6 +102,17 @@ def test_shape_op_gradgradcheck(name):
     assert gradgradcheck(VIEW_OPS[name], (_t(2, 3, 4),))
 
 
+def test_split_pieces_share_one_node_and_unused_pieces_get_zeros():
+    x = torch.randn(4, 6, requires_grad=True)
+    pieces = x.split(2, 1)
+    assert len({id(p.grad_fn) for p in pieces}) == 1 and pieces[0].grad_fn.name() == "SplitBackward0"
+    assert x.split([2, 4], 1)[0].grad_fn.name() == "SplitWithSizesBackward0"
+    (pieces[1] * 3).sum().backward()
+    want = np.zeros((4, 6), np.float32)
+    want[:, 2:4] = 3
+    np.testing.assert_array_equal(x.grad.numpy(), want)
+
+
 CATS = {
     "cat0": lambda a, b, c: torch.cat([a, b, c]),
     "cat1": lambda a, b, c: torch.cat([a.transpose(0, 1), b.transpose(0, 1)], dim=1),

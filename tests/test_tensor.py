@@ -596,3 +596,20 @@ def test_top_level_helpers():
     assert a.allclose(b, equal_nan=True) and a.isclose(b).tolist() == [True, True, False]
     assert a.equal(a.clone()) is False  # nan != nan
     assert torch.ones(2).equal(torch.ones(2))
+
+
+def test_set_num_threads_sets_the_kernels_thread_count():
+    before = torch.get_num_threads()
+    try:
+        torch.set_num_threads(1)
+        assert torch.get_num_threads() == 1
+        x = torch.randn(300, 200, requires_grad=True)  # large enough that two threads would split it
+        y = torch.nn.functional.gelu(x).softmax(-1)
+        torch.set_num_threads(2)
+        np.testing.assert_allclose(torch.nn.functional.gelu(x).softmax(-1).detach().numpy(), y.detach().numpy(),
+                                   rtol=1e-6, atol=1e-7)
+        for bad in (0, -1):
+            with pytest.raises(RuntimeError, match="set_num_threads expects a positive integer"):
+                torch.set_num_threads(bad)
+    finally:
+        torch.set_num_threads(before)

@@ -158,6 +158,7 @@ std::shared_ptr<NcclWork> ProcessGroupNCCL::run(Kind kind, uintptr_t send, uintp
   }
   api_->cuEventRecord(end, stream_);
   auto work = std::make_shared<NcclWork>(what, rank_, timeout_s_, end, api_);
+  work->cpu().mark_started();  // enqueued on the stream: the GPU starts it once the stream reaches it
   if (keep) work->cpu().keep_alive(std::move(keep));
   pending_.push_back(Pending{work, deadline_after(timeout_s_), what});
   cv_.notify_all();

@@ -201,6 +201,7 @@ void ProcessGroupRing::execute(Job& job) {
                                                     "failure: " + broken_reason_);
   } else {
     try {
+      job.work->mark_started();
       job.run(job.what, deadline_after(opts_.timeout_s));
       job.work->finish();
     } catch (const std::exception& e) {

@@ -63,6 +63,8 @@ void bind_process_groups(py::module_& m) {
       .def("error_kind", [](Work& w) { return static_cast<int>(w.error_kind()); })
       .def("error_message", &Work::error_message)
       .def_property_readonly("description", &Work::description)
+      .def_property_readonly("start_ns", &Work::start_ns)
+      .def_property_readonly("end_ns", &Work::end_ns)
       .def("add_done_callback", &add_py_callback);
 
   py::class_<Backend, std::shared_ptr<Backend>>(m, "Backend")
@@ -138,6 +140,8 @@ void bind_process_groups(py::module_& m) {
       .def("error_kind", [](NcclWork& w) { return static_cast<int>(w.cpu().error_kind()); })
       .def("error_message", [](NcclWork& w) { return w.cpu().error_message(); })
       .def_property_readonly("description", [](NcclWork& w) { return w.cpu().description(); })
+      .def_property_readonly("start_ns", [](NcclWork& w) { return w.cpu().start_ns(); })
+      .def_property_readonly("end_ns", [](NcclWork& w) { return w.cpu().end_ns(); })
       .def("add_done_callback", [](NcclWork& w, py::function fn) { add_py_callback(w.cpu(), std::move(fn)); });
 
   py::class_<ProcessGroupNCCL, Backend, std::shared_ptr<ProcessGroupNCCL>>(m, "ProcessGroupNCCL")

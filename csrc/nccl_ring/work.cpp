@@ -1,5 +1,7 @@
 #include "work.hpp"
 
+#include <ctime>
+
 namespace tinytorch::dist {
 
 void throw_dist_error(ErrorKind kind, const std::string& message) {
@@ -14,6 +16,12 @@ ErrorKind classify(const std::exception& e) {
   if (dynamic_cast<const DistTimeoutError*>(&e)) return ErrorKind::Timeout;
   if (dynamic_cast<const DistNetworkError*>(&e)) return ErrorKind::Network;
   return ErrorKind::Generic;
+}
+
+int64_t Work::monotonic_ns() {
+  timespec ts{};
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return static_cast<int64_t>(ts.tv_sec) * 1000000000LL + ts.tv_nsec;
 }
 
 bool Work::is_completed() {
@@ -64,6 +72,7 @@ void Work::finish(ErrorKind kind, const std::string& message) {
     std::lock_guard<std::mutex> g(mu_);
     if (done_) return;
     done_ = true;
+    end_ns_.store(monotonic_ns());
     kind_ = kind;
     message_ = message;
     cbs.swap(callbacks_);

@@ -1,5 +1,6 @@
 // Work: the handle every collective returns; completed by the backend's progress thread.
 #pragma once
+#include <atomic>
 #include <condition_variable>
 #include <cstdint>
 #include <exception>
@@ -34,6 +35,13 @@ class Work {
 
   void finish(ErrorKind kind = ErrorKind::None, const std::string& message = "");
 
+  // When the backend began moving this work's data and when it completed, in CLOCK_MONOTONIC ns (the
+  // clock of Python's time.monotonic_ns()); 0 until then. DDP measures its overlap with backward from them.
+  void mark_started() { start_ns_.store(monotonic_ns()); }
+  int64_t start_ns() const { return start_ns_.load(); }
+  int64_t end_ns() const { return end_ns_.load(); }
+  static int64_t monotonic_ns();
+
  private:
   std::string description_;
   int rank_;
@@ -45,6 +53,8 @@ class Work {
   std::string message_;
   std::vector<std::function<void()>> callbacks_;
   std::vector<std::shared_ptr<void>> keepalive_;
+  std::atomic<int64_t> start_ns_{0};
+  std::atomic<int64_t> end_ns_{0};
 };
 
 // Rethrows a DistError subclass matching `kind`.

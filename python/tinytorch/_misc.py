@@ -34,13 +34,15 @@ def equal(a: Tensor, b: Tensor) -> bool:
 
 
 def get_num_threads() -> int:
-    """The number of CPU cores (NumPy's BLAS decides its own threads)."""
-    import os as _os
-    return _os.cpu_count() or 1
+    """The number of threads the fused CPU kernels and NumPy's OpenBLAS use."""
+    from . import _threads
+    return _threads.get()
 
 
 def set_num_threads(n: int) -> None:
-    """Accepted for compatibility: NumPy's BLAS threads are set by its own environment variables."""
+    """Use n threads in the fused CPU kernels and in OpenBLAS's matrix products (as PyTorch's intra-op pool)."""
+    from . import _threads
+    _threads.set(n)
 
 
 def compile(model=None, **kwargs):  # noqa: A001

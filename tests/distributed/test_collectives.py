@@ -192,6 +192,7 @@ def _async_overlap(rank, ws, port):
     a = np.full(200_000, rank + 1, np.float32)
     b = np.full(100_001, 2 * (rank + 1), np.float64)
     seen = []
+    t0 = time.monotonic_ns()
     w1 = dist.all_reduce(a, async_op=True)
     w2 = dist.all_reduce(b, op=dist.ReduceOp.MAX, async_op=True)
     chained = w1.then(lambda fut: seen.append("cb") or float(fut.value()[0][0]))
@@ -200,6 +201,11 @@ def _async_overlap(rank, ws, port):
     w2.wait(timeout=10)
     w1.wait()
     w3.wait()
+    # The backend stamps when it started and finished each collective (DDP's overlap figure uses them):
+    # on the issuing clock, in issue order, one after another.
+    stamps = [(w._c.start_ns, w._c.end_ns) for w in (w1, w2, w3)]
+    assert t0 <= stamps[0][0] and all(s <= e <= time.monotonic_ns() for s, e in stamps), stamps
+    assert stamps[0][1] <= stamps[1][0] and stamps[1][1] <= stamps[2][0], stamps
     total = sum(range(1, ws + 1))
     assert (a == total).all() and (b == 2 * ws).all()
     assert w1.is_completed() and w2.is_completed() and w1.exception() is None and w1.is_success()

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from .. import _C
 from .._dtype import int64
 from .._tensor import Tensor, _view_of, _wrap, _wrap_dim
 from ._common import attach, check_inplace, commit_inplace, needs_grad, record, sum_to
@@ -43,6 +44,13 @@ def _add_at(dst, key, values) -> None:
         cupyx.scatter_add(dst, key, values)
     else:
         _xp(dst).add.at(dst, key, values)
+
+
+def _rows_kernel_ok(out, idx, values) -> bool:
+    """Whether out[idx] += values along dim 0 can run in the C++ row loop (_C._cpu.index_add_rows)."""
+    return (type(out) is np.ndarray and type(values) is np.ndarray and out.dtype in (np.float32, np.float64)
+            and values.dtype == out.dtype and values.flags.c_contiguous and type(idx) is np.ndarray
+            and idx.ndim == 1 and values.shape == idx.shape + out.shape[1:])
 
 
 def _zeros(shape, dtype, like):
@@ -559,6 +567,11 @@ def index_add(x: Tensor, dim: int, index: Tensor, source: Tensor, *, alpha=1) ->
         v = v * alpha
     if data.ndim == 0:
         _add_at(out_data.reshape(1), idx, _xp(data).asarray(v, dtype=data.dtype).reshape(-1))
+    elif d == 0 and _rows_kernel_ok(out_data, idx, v):
+        rows = idx.astype(np.int64, copy=False)
+        if rows.size and rows.min() < 0:
+            rows = rows % out_data.shape[0]
+        _C._cpu.index_add_rows(out_data, rows, v)
     else:
         _add_at(out_data, _dim_key(d, idx), v.astype(data.dtype, copy=False))
     out = _wrap(out_data)

@@ -12,7 +12,7 @@ import warnings
 
 import numpy as np
 
-from .. import _C
+from .. import _C, _threads
 from .._tensor import Tensor, _wrap, _wrap_dim
 from ._common import (_grad_enabled, alias, attach, float_data, inplace_unary, needs_grad, record, saved_output)
 from . import pointwise as _pw
@@ -175,6 +175,10 @@ def _softmax_array(x, axis: int, log: bool, safe: bool = False):
     if _kernel_ok(x) and axis == x.ndim - 1 and x.size:
         from .. import _kernels
         return _kernels.softmax_forward(x, log, safe)
+    if not safe and axis == x.ndim - 1 and x.size and _cpu_fusable(x):  # one pass per row in C++
+        out = np.empty_like(x)
+        _C._cpu.softmax(x, out, log, _threads.count)
+        return out
     xp = _xp(x)
     c = _compute(x)
     m = c.max(axis=axis, keepdims=True) if c.size else c.sum(axis=axis, keepdims=True)
@@ -200,6 +204,10 @@ def _softmax_backward_array(y, g, axis: int, log: bool):
     if _kernel_ok(y) and axis == y.ndim - 1 and y.dtype == g.dtype and y.size:
         from .. import _kernels
         return _kernels.softmax_backward(y, g, log)
+    if axis == y.ndim - 1 and y.size and _cpu_fusable(y, g):
+        out = np.empty_like(y)
+        _C._cpu.softmax_backward(y, g, out, log, _threads.count)
+        return out
     yc, gc = _compute(y), _compute(g)
     if log:
         dx = gc - _xp(yc).exp(yc) * gc.sum(axis=axis, keepdims=True)
@@ -501,6 +509,10 @@ def layer_norm(input: Tensor, normalized_shape, weight: Tensor | None = None, bi
     if _kernel_ok(x2) and x2.size and (w is None or w.dtype == x2.dtype) and (bb is None or bb.dtype == x2.dtype):
         from .. import _kernels
         y, mean, rstd = _kernels.layer_norm_forward(x2, w, bb, eps)
+    elif x2.size and _cpu_fusable(x2, *(p for p in (w, bb) if p is not None)):
+        y = np.empty_like(x2)
+        mean, rstd = np.empty(x2.shape[0], x2.dtype), np.empty(x2.shape[0], x2.dtype)
+        _C._cpu.layer_norm(x2, n, w, bb, eps, y, mean, rstd, _threads.count)
     else:
         xc = _compute(x2)
         mean = xc.mean(axis=1, keepdims=True)
@@ -525,6 +537,12 @@ def layer_norm(input: Tensor, normalized_shape, weight: Tensor | None = None, bi
             if _kernel_ok(x2) and x2.size and g2.dtype == x2.dtype and (w is None or w.dtype == x2.dtype):
                 from .. import _kernels
                 dx, dw, db = _kernels.layer_norm_backward(x2, g2, w, mean, rstd)
+            elif type(mean) is np.ndarray and mean.ndim == 1:  # the forward ran the C++ kernel
+                g2 = np.ascontiguousarray(g2, dtype=x2.dtype)
+                dx = np.empty_like(x2) if rx else None
+                dw = np.empty(n, x2.dtype) if rw else None
+                db = np.empty(n, x2.dtype) if rb else None
+                _C._cpu.layer_norm_backward(g2, x2, n, w, mean, rstd, dx, dw, db, _threads.count)
             else:
                 gc = _compute(g2)
                 xhat = (_compute(x2) - mean) * rstd
@@ -644,7 +662,7 @@ def _gelu_array(x, approximate: str):
         return _kernels.gelu_forward(x, approximate == "tanh")
     if _cpu_fusable(x):  # one pass in C++ instead of a dozen NumPy passes for erf
         out = np.empty_like(x)
-        _C._cpu.gelu(x, out, approximate == "tanh")
+        _C._cpu.gelu(x, out, approximate == "tanh", _threads.count)
         return out
     xp = _xp(x)
     c = _compute(x)
@@ -661,7 +679,7 @@ def _gelu_backward_array(x, g, approximate: str):
         return _kernels.gelu_backward(x, g, approximate == "tanh")
     if _cpu_fusable(x, g):
         out = np.empty_like(x)
-        _C._cpu.gelu_backward(g, x, out, approximate == "tanh")
+        _C._cpu.gelu_backward(g, x, out, approximate == "tanh", _threads.count)
         return out
     xp = _xp(x)
     c, gc = _compute(x), _compute(g)

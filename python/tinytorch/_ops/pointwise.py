@@ -641,9 +641,14 @@ def masked_fill(a: Tensor, mask: Tensor, value) -> Tensor:
         v = value._data.astype(a._data.dtype)
     else:
         v = np.asarray(value).astype(a._data.dtype) if type(a._data) is np.ndarray else value
-    m = mask._data
+    m, ad = mask._data, a._data
     try:
-        out = _result(np.where(m, v, a._data))  # a mask with more dims broadcasts the result, as in PyTorch
+        if type(ad) is _ND and type(m) is _ND and np.broadcast_shapes(m.shape, ad.shape) == ad.shape:
+            data = ad.copy()  # copy, then write the masked places: twice as fast as np.where's select
+            np.copyto(data, v, where=m)
+            out = _result(data)
+        else:
+            out = _result(np.where(m, v, ad))  # a mask with more dims broadcasts the result, as in PyTorch
     except ValueError:
         raise broadcast_error(mask, a) from None
     if needs_grad(a, value):

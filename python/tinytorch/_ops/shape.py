@@ -277,9 +277,13 @@ def narrow(a: Tensor, dim: int, start: int, length: int) -> Tensor:
         shape, dt = a._data.shape, a.dtype
 
         def narrow_backward(g):
+            if not _grad_enabled():
+                xp = np if type(g._data) is np.ndarray else g._data.__array_namespace__()
+                data = xp.zeros(shape, g._data.dtype)
+                data[idx] = g._data
+                return _wrap(data)
             from .._creation import zeros
-            pad = zeros(*shape, dtype=dt, device=g.device)
-            return pad.index_put_slice(idx, g)
+            return zeros(*shape, dtype=dt, device=g.device).index_put_slice(idx, g)
         record("NarrowBackward0", narrow_backward, out, (a,))
     return out
 
@@ -387,11 +391,26 @@ def split(a: Tensor, split_size_or_sections, dim: int = 0) -> tuple:
         if sum(sizes) != n:
             raise RuntimeError(f"split_with_sizes expects split_sizes to sum exactly to {n} (input tensor's size at "
                                f"dimension {d}), but got split_sizes={sizes}")
-    out, offset = [], 0
+    pieces, offset = [], 0
     for s in sizes:
-        out.append(narrow(a, d, offset, s))
+        pieces.append(_view_result(a, a._data[(slice(None),) * d + (slice(offset, offset + s),)]))
         offset += s
-    return tuple(out)
+    out = tuple(pieces)
+    if needs_grad(a):
+        # One node for all pieces (PyTorch's SplitWithSizesBackward0): its backward joins the pieces'
+        # gradients in one concatenation, zeros for pieces that got none.
+        def split_backward(*grads):
+            if _grad_enabled():
+                from .._creation import zeros
+                parts = [g if g is not None else zeros(*p._data.shape, dtype=a.dtype, device=a.device)
+                         for g, p in zip(grads, out)]
+                return cat(parts, d)
+            xp = np if type(a._data) is np.ndarray else a._data.__array_namespace__()
+            return _wrap(xp.concatenate([g._data if g is not None else xp.zeros(p._data.shape, a._data.dtype)
+                                         for g, p in zip(grads, out)], axis=d))
+        record("SplitWithSizesBackward0" if not isinstance(split_size_or_sections, int) else "SplitBackward0",
+               split_backward, out, (a,))
+    return out
 
 
 def chunk(a: Tensor, chunks: int, dim: int = 0) -> tuple:

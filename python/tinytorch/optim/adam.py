@@ -12,7 +12,7 @@ from typing import Any, Callable
 
 import numpy as np
 
-from .. import _C
+from .. import _C, _threads
 from .._tensor import Tensor, _wrap
 from .optimizer import Optimizer, _group_params_with_grad, _on_device, _use_closure, _xp
 
@@ -114,7 +114,8 @@ def _adam_update(opt: Optimizer, p, g, m, v, vmax, step: float, lr: float, beta1
     if (decoupled or wd == 0) and p.dtype in _FUSED_DTYPES and \
             all(a.dtype == p.dtype and a.flags.c_contiguous for a in arrays):
         # One pass in C++ over all arrays (threaded, GIL released) instead of a dozen NumPy passes.
-        _C._cpu.adamw_step(p, g, m, v, vmax, lr, beta1, beta2, eps, wd if decoupled else 0.0, step, maximize)
+        _C._cpu.adamw_step(p, g, m, v, vmax, lr, beta1, beta2, eps, wd if decoupled else 0.0, step, maximize,
+                           _threads.count)
         return
     if n <= _BLOCK or not all(a.flags.c_contiguous for a in arrays):
         _adam_block(np, p, g, m, v, vmax, opt._scratch_like(p), lr, beta1, beta2, eps, wd, decoupled, maximize,

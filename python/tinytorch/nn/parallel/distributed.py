@@ -197,10 +197,10 @@ class DistributedDataParallel(Module):
 
     @property
     def last_step_stats(self) -> Dict[str, Any]:
-        """Communication of the last synchronized backward: comm_ms (all-reduce busy time), overlapped_ms (the part
-        before the last gradient was ready, i.e. hidden behind backward), overlap_fraction, exposed_ms, num_buckets,
-        bucket_bytes, completion_uncertainty_ms (total width of the windows that bracket the completions: the first
-        observation of a bucket done is used, the last of it running is the other bracket)."""
+        """Communication of the last synchronized backward: comm_ms (time the backend spent running the bucket
+        all-reduces, from its own start and end stamps), overlapped_ms (the part before the last gradient was
+        ready, i.e. hidden behind backward), overlap_fraction, exposed_ms, num_buckets, bucket_bytes,
+        first_launch_to_last_grad_ms."""
         return dict(self.reducer.last_step_stats)
 
     def __del__(self) -> None:

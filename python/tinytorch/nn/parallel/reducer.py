@@ -7,7 +7,6 @@ returns). Buckets are rebuilt once, from the order in which gradients arrived in
 """
 from __future__ import annotations
 
-import queue
 import threading
 import time
 import weakref
@@ -115,7 +114,7 @@ class GradBucket:
 
 class _Bucket:
     __slots__ = ("index", "indices", "offsets", "lengths", "buffer", "views", "pending", "work", "future",
-                 "launch_ns", "done_ns", "lo_ns", "nbytes", "ready_ns")
+                 "launch_ns", "done_ns", "nbytes", "ready_ns")
 
     def __init__(self, index: int, indices: List[int], params: Sequence[Tensor]) -> None:
         self.index = index
@@ -132,53 +131,21 @@ class _Bucket:
         self.pending = len(indices)
         self.work: Optional[Work] = None
         self.future: Optional[Future] = None
-        self.launch_ns = self.done_ns = self.lo_ns = self.ready_ns = 0
+        self.launch_ns = self.done_ns = self.ready_ns = 0
 
     def is_completed(self) -> bool:
         if self.work is not None:
             return self.work.is_completed()
         return self.future is not None and self.future.done()
 
-    def completion_ns(self) -> int:
-        """When the all-reduce was first seen done (by the watcher thread, a gradient-hook poll or the final
-        wait): an upper bound, late by at most the gap to the observation that caught it."""
-        return self.done_ns
-
-
-class _CompletionWatcher:
-    """One daemon thread that blocks (GIL released) on launched all-reduces and stamps their completion
-    time. Stamping from the collective's own done-callback would make the progress thread take the GIL
-    before starting the next bucket, which delays every later bucket while backward holds the GIL."""
-
-    def __init__(self) -> None:
-        self._q: "queue.SimpleQueue[Tuple[Any, Callable[[int], None], float]]" = queue.SimpleQueue()
-        self._thread = threading.Thread(target=self._run, name="tinytorch-ddp-watcher", daemon=True)
-        self._thread.start()
-
-    def watch(self, cwork: Any, stamp: Callable[[int], None], timeout: float) -> None:
-        """Call stamp(monotonic_ns) once cwork completes (successfully or not)."""
-        self._q.put((cwork, stamp, timeout))
-
-    def _run(self) -> None:
-        while True:
-            cwork, stamp, timeout = self._q.get()
-            try:
-                cwork.wait(timeout)
-            except Exception:  # noqa: BLE001 - the error is raised to the user by the Reducer's own wait
-                pass
-            stamp(time.monotonic_ns())
-
-
-_watcher: Optional[_CompletionWatcher] = None
-_watcher_lock = threading.Lock()
-
-
-def _get_watcher() -> _CompletionWatcher:
-    global _watcher
-    with _watcher_lock:
-        if _watcher is None:
-            _watcher = _CompletionWatcher()
-        return _watcher
+    def comm_span(self) -> Tuple[int, int]:
+        """(start, end) of this bucket's all-reduce in monotonic ns. A collective run by tinytorch's communication
+        layer carries the times its backend started and finished it; a comm hook's future only has the time its
+        done-callback ran, so its span runs from the launch to then."""
+        c = self.work._c if self.work is not None else None
+        if c is not None:
+            return (c.start_ns or self.launch_ns), c.end_ns
+        return self.launch_ns, self.done_ns
 
 
 def _union_ns(spans: List[Tuple[int, int]], clip_end: Optional[int] = None) -> int:
@@ -238,7 +205,6 @@ class Reducer:
         self.comm_hook_state: Any = None
         self.grad_was_set = bytearray(n)
         self._delaying = False
-        self._poll_next = 0
         # static_graph: how many times each parameter's hook fires per iteration (learned in iteration 1).
         self.static_first_iter = self.static_graph
         self.hook_counts = np.zeros(n, dtype=np.int64)
@@ -307,8 +273,7 @@ class Reducer:
         for b in self.buckets:
             b.pending = len(b.indices)
             b.work = b.future = None
-            b.launch_ns = b.done_ns = b.lo_ns = b.ready_ns = 0
-        self._poll_next = 0
+            b.launch_ns = b.done_ns = b.ready_ns = 0
         self.ready = bytearray(len(self.params))
         self.unused = []
         if self.static_graph:
@@ -438,24 +403,6 @@ class Reducer:
                 self.arrived[i] = 1
                 self.rebuilt_order.append(i)
             self._mark_ready(i, used=True)
-            if self._poll_next < self.next_bucket:
-                self._poll_inflight()
-
-    def _poll_inflight(self) -> None:
-        """Note which launched buckets have finished (they finish in launch order), to time them without a
-        callback on the communication thread."""
-        k = self._poll_next
-        while k < self.next_bucket:
-            b = self.buckets[k]
-            now = time.monotonic_ns()
-            if b.is_completed():
-                if b.done_ns == 0 or now < b.done_ns:
-                    b.done_ns = now
-                k += 1
-            else:
-                b.lo_ns = now
-                break
-        self._poll_next = k
 
     def _mark_ready(self, i: int, used: bool) -> None:
         if self.ready[i]:
@@ -506,16 +453,8 @@ class Reducer:
         b.launch_ns = t0
         if self.comm_hook is None:
             b.work = all_reduce(b.buffer, ReduceOp.AVG, group=self.pg, async_op=True)
-            cwork = b.work._c
-
-            def stamp(ns: int, b: _Bucket = b, work: Work = b.work) -> None:
-                if b.work is work and (b.done_ns == 0 or ns < b.done_ns):
-                    b.done_ns = ns
-
-            if cwork is None:
-                stamp(time.monotonic_ns())
-            else:
-                _get_watcher().watch(cwork, stamp, self.timeout)
+            if b.work._c is None:  # done already (a group of one)
+                b.done_ns = time.monotonic_ns()
         else:
             gb = GradBucket(b.index, len(self.buckets), b.buffer, [self.params[i] for i in b.indices], list(b.views),
                             b.offsets, b.lengths)
@@ -542,8 +481,6 @@ class Reducer:
                                    f"{self.timeout}s: {e}") from None
 
     def _wait_bucket(self, b: _Bucket) -> None:
-        if not b.is_completed():
-            b.lo_ns = time.monotonic_ns()
         what = (f"all-reduce of gradient bucket {b.index} of {len(self.buckets)} ({len(b.indices)} parameters, "
                 f"{b.nbytes} bytes, first '{self.names[b.indices[0]]}')")
         if b.work is not None:
@@ -563,9 +500,8 @@ class Reducer:
                     raise RuntimeError(f"DDP communication hook returned {data.size} elements for bucket {b.index}, "
                                        f"expected {b.buffer._data.size}")
                 b.buffer._data[...] = data.reshape(-1)
-        now = time.monotonic_ns()
-        if b.done_ns == 0 or now < b.done_ns:
-            b.done_ns = now
+            if b.done_ns == 0:  # the future's done-callback has not run yet
+                b.done_ns = time.monotonic_ns()
 
     def _delay_all_reduce(self) -> None:
         """static_graph, iteration 1: every hook has fired; mark all ready, launch all buckets, finalize."""
@@ -620,16 +556,10 @@ class Reducer:
         # all-reduce, the engine reaching its final callback) hides nothing, so overlap is counted up to there.
         readies = [b.ready_ns for b in self.buckets]
         bwd_end = max(readies) if readies and min(readies) > 0 else finalize_start
-        spans, prev = [], 0
-        for b in self.buckets:
-            # Buckets run one after another on the communication thread: completions are ordered.
-            prev = max(prev, b.completion_ns())
-            spans.append((b.launch_ns, prev))
-        # Each completion lies between the last observation of the bucket still running and the first of it done.
-        uncertainty = sum(max(0, b.done_ns - max(b.lo_ns, b.launch_ns)) for b in self.buckets) / 1e6
+        spans = [b.comm_span() for b in self.buckets]
         comm = _union_ns(spans)
         overlapped = _union_ns(spans, clip_end=bwd_end)
-        first_launch = min(s for s, _ in spans) if spans else bwd_end
+        first_launch = min(b.launch_ns for b in self.buckets) if self.buckets else bwd_end
         self.last_step_stats = {
             "comm_ms": comm / 1e6,
             "overlapped_ms": overlapped / 1e6,
@@ -638,16 +568,15 @@ class Reducer:
             "num_buckets": len(self.buckets),
             "bucket_bytes": [b.nbytes for b in self.buckets],
             "first_launch_to_last_grad_ms": (bwd_end - first_launch) / 1e6,
-            "completion_uncertainty_ms": uncertainty,
         }
         prof = profiler._active
         if prof is not None:
             prev_end = 0
-            for b, (launch, end) in zip(self.buckets, spans):
-                start = max(launch, prev_end)
+            for b, (start, end) in zip(self.buckets, spans):
+                start = max(start, prev_end)  # a comm hook's spans are launch-to-callback and may overlap
                 prof._add_event(f"all_reduce bucket {b.index}", "comm", start, end, profiler.TRACK_COMM,
-                                {"bucket": b.index, "bytes": b.nbytes, "launched_ns": launch,
-                                 "queued_ms": (start - launch) / 1e6})
+                                {"bucket": b.index, "bytes": b.nbytes, "launched_ns": b.launch_ns,
+                                 "queued_ms": (start - b.launch_ns) / 1e6})
                 prev_end = end
 
     def remove_hooks(self) -> None:

@@ -1,0 +1,100 @@
+// GELU, exact (erf) or tanh-approximated, and its derivative; erf on its own. NumPy has no erf, and
+// GELU's formula would take a dozen NumPy passes: here it is one pass calling glibc's SIMD erf/tanh.
+#include <cmath>
+
+#include "kernels/cpu_kernels.h"
+
+namespace tinytorch::cpu {
+
+namespace {
+
+constexpr double kSqrtHalf = 0.70710678118654752440;
+constexpr double kInvSqrt2Pi = 0.39894228040143267794;
+constexpr double kSqrt2OverPi = 0.79788456080286535588;
+constexpr double kTanhCoef = 0.044715;
+
+// The approximation is a template parameter: a branch-free loop vectorizes.
+template <class T, bool kTanh>
+TT_SIMD_CLONES void gelu_forward_loop(const T* __restrict x, T* __restrict y, int64_t b, int64_t e) {
+  for (int64_t i = b; i < e; ++i) {
+    const T v = x[i];
+    if (kTanh) {
+      y[i] = T(0.5) * v * (T(1) + std::tanh(T(kSqrt2OverPi) * (v + T(kTanhCoef) * v * v * v)));
+    } else {
+      y[i] = T(0.5) * v * (T(1) + std::erf(v * T(kSqrtHalf)));
+    }
+  }
+}
+
+template <class T, bool kTanh>
+TT_SIMD_CLONES void gelu_backward_loop(const T* __restrict g, const T* __restrict x, T* __restrict out, int64_t b,
+                                       int64_t e) {
+  for (int64_t i = b; i < e; ++i) {
+    const T v = x[i];
+    T d;
+    if (kTanh) {
+      const T t = std::tanh(T(kSqrt2OverPi) * (v + T(kTanhCoef) * v * v * v));
+      d = T(0.5) * (T(1) + t) + T(0.5) * v * (T(1) - t * t) * T(kSqrt2OverPi) * (T(1) + T(3 * kTanhCoef) * v * v);
+    } else {
+      d = T(0.5) * (T(1) + std::erf(v * T(kSqrtHalf))) + v * T(kInvSqrt2Pi) * std::exp(T(-0.5) * v * v);
+    }
+    out[i] = g[i] * d;
+  }
+}
+
+template <class T>
+TT_SIMD_CLONES void erf_loop(const T* __restrict x, T* __restrict y, int64_t b, int64_t e) {
+  for (int64_t i = b; i < e; ++i) y[i] = std::erf(x[i]);
+}
+
+template <class T>
+void gelu_forward(const py::array& x, py::array& out, bool tanh_approx, int threads) {
+  const T* in = data_of<T>(x);
+  T* y = data_of<T>(out);
+  auto loop = tanh_approx ? gelu_forward_loop<T, true> : gelu_forward_loop<T, false>;
+  py::gil_scoped_release nogil;
+  parallel_for(x.size(), threads, kElementGrain, [=](int64_t b, int64_t e) { loop(in, y, b, e); });
+}
+
+template <class T>
+void gelu_backward(const py::array& grad, const py::array& x, py::array& out, bool tanh_approx, int threads) {
+  const T *g = data_of<T>(grad), *in = data_of<T>(x);
+  T* dx = data_of<T>(out);
+  auto loop = tanh_approx ? gelu_backward_loop<T, true> : gelu_backward_loop<T, false>;
+  py::gil_scoped_release nogil;
+  parallel_for(x.size(), threads, kElementGrain, [=](int64_t b, int64_t e) { loop(g, in, dx, b, e); });
+}
+
+template <class T>
+void erf(const py::array& x, py::array& out, int threads) {
+  const T* in = data_of<T>(x);
+  T* y = data_of<T>(out);
+  py::gil_scoped_release nogil;
+  parallel_for(x.size(), threads, kElementGrain, [=](int64_t b, int64_t e) { erf_loop(in, y, b, e); });
+}
+
+}  // namespace
+
+void init_gelu(py::module_& m) {
+  m.def("gelu", [](const py::array& x, py::array out, bool tanh_approx, int threads) {
+    const Kind kind = kind_of(x, "gelu");
+    check({{&x, false}, {&out, true}}, kind, "gelu");
+    kind == Kind::f32 ? gelu_forward<float>(x, out, tanh_approx, threads)
+                      : gelu_forward<double>(x, out, tanh_approx, threads);
+  }, py::arg("x"), py::arg("out"), py::arg("tanh_approx"), py::arg("threads") = 0,
+     "out = GELU(x), exact (erf) or tanh-approximated.");
+  m.def("gelu_backward", [](const py::array& grad, const py::array& x, py::array out, bool tanh_approx, int threads) {
+    const Kind kind = kind_of(x, "gelu_backward");
+    check({{&grad, false}, {&x, false}, {&out, true}}, kind, "gelu_backward");
+    kind == Kind::f32 ? gelu_backward<float>(grad, x, out, tanh_approx, threads)
+                      : gelu_backward<double>(grad, x, out, tanh_approx, threads);
+  }, py::arg("grad"), py::arg("x"), py::arg("out"), py::arg("tanh_approx"), py::arg("threads") = 0,
+     "out = grad * GELU'(x).");
+  m.def("erf", [](const py::array& x, py::array out, int threads) {
+    const Kind kind = kind_of(x, "erf");
+    check({{&x, false}, {&out, true}}, kind, "erf");
+    kind == Kind::f32 ? erf<float>(x, out, threads) : erf<double>(x, out, threads);
+  }, py::arg("x"), py::arg("out"), py::arg("threads") = 0, "out = erf(x).");
+}
+
+}  // namespace tinytorch::cpu
