@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 from . import _C  # noqa: F401  (the C++ engine; also registers the Tensor helpers it calls)
+from . import _memory
 from ._tensor import Size, Tensor
 from ._dtype import (bfloat16, dtype, float16, float32, float64, get_default_dtype, int8, int16, int32, int64,
                      promote_types, result_type, set_default_dtype, uint8)
@@ -38,3 +39,6 @@ short = int16
 __version__ = "0.1.0"
 
 from ._misc import allclose, compile, equal, get_num_threads, is_tensor, isclose, numel, set_num_threads  # noqa: E402,A004
+
+_memory.keep_freed_memory()  # the process keeps freed arrays for the next step (see _memory.py)
+_memory.follow_torch_huge_page_policy()
