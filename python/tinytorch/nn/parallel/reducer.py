@@ -133,11 +133,6 @@ class _Bucket:
         self.future: Optional[Future] = None
         self.launch_ns = self.done_ns = self.ready_ns = 0
 
-    def is_completed(self) -> bool:
-        if self.work is not None:
-            return self.work.is_completed()
-        return self.future is not None and self.future.done()
-
     def comm_span(self) -> Tuple[int, int]:
         """(start, end) of this bucket's all-reduce in monotonic ns. A collective run by tinytorch's communication
         layer carries the times its backend started and finished it; a comm hook's future only has the time its
