@@ -225,12 +225,17 @@ def test_create_graph_through_device_node():
 
 
 _SHUTDOWN_SCRIPT = textwrap.dedent("""
-    import atexit, os, threading
+    import atexit, os, threading, time
 
     def native_threads():  # threads Python does not know about (BLAS pools, engine threads)
         return len(os.listdir("/proc/self/task")) - threading.active_count()
 
     def report():  # registered before tinytorch's handler, so it runs after the engine shut down
+        # A joined thread's /proc entry goes away shortly after pthread_join returns (the kernel reaps the
+        # task after waking the joiner), so give a loaded machine a moment before counting.
+        deadline = time.monotonic() + 2.0
+        while native_threads() > baseline and time.monotonic() < deadline:
+            time.sleep(0.01)
         print("ENGINE_THREADS_LEFT", native_threads() - baseline, flush=True)
 
     atexit.register(report)
