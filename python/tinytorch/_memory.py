@@ -3,15 +3,17 @@ kernel, so the next step's arrays of the same sizes reuse them.
 
 A training step allocates and frees the same large activation and gradient arrays every iteration. glibc
 serves arrays above its mmap threshold with fresh mmap()s and trims the heap top on free, so each step
-page-faults its arrays in again (W3 at 1 thread: 9,100 faults and ~30 ms a step, ~5%). Raising the mmap
-threshold and the trim threshold keeps those blocks (PyTorch's CUDA caching allocator does the same for
-device memory). The cost: the process keeps its peak heap. TINYTORCH_KEEP_FREED_MEMORY=0 turns it off.
+page-faults its arrays in again. Raising the mmap threshold and the trim threshold keeps those blocks
+(PyTorch's CUDA caching allocator does the same for device memory). The cost: the process keeps its peak
+heap. TINYTORCH_KEEP_FREED_MEMORY=0 turns it off.
 
-NumPy asks for transparent huge pages on every array of 4 MiB or more (madvise MADV_HUGEPAGE). Where the
-kernel defragments on such faults (THP defrag "madvise", a common default) an 8 MiB array can take 18 ms
-instead of 1 ms to fault in; W3 at 1 thread ran ~30 ms a step faster without it. PyTorch's CPU allocator
-asks for huge pages only when THP_MEM_ALLOC_ENABLE=1, and tinytorch follows it: NumPy's request is turned
-off unless that variable is set.
+NumPy asks for transparent huge pages on every array of 4 MiB or more (madvise MADV_HUGEPAGE); where the
+kernel defragments memory on such faults (THP defrag "madvise", a common default) a fresh array can stall
+for milliseconds. PyTorch's CPU allocator asks for huge pages only when THP_MEM_ALLOC_ENABLE=1, and
+tinytorch follows it: NumPy's request is turned off unless that variable is set.
+
+Together, on the 2-core CI machine: W3 at 1 thread 449-461 ms a step, against 488-528 ms with
+TINYTORCH_KEEP_FREED_MEMORY=0 THP_MEM_ALLOC_ENABLE=1 (benchmarks/train_step.py --threads 1; docs/benchmarks.md).
 """
 from __future__ import annotations
 
