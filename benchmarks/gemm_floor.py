@@ -10,13 +10,12 @@ the same shapes), each with --threads threads. Prints a table (GFLOP per step, f
 writes JSON.
 """
 import argparse
-import json
 import os
-import statistics
-import time
-from typing import Callable, List, Tuple
+from typing import List, Tuple
 
 import numpy as np
+
+from harness import median_ms, write_json
 
 # (label, A shape, B shape, transpose A, transpose B): batched shapes have a leading batch dim.
 Product = Tuple[str, Tuple[int, ...], Tuple[int, ...], bool, bool]
@@ -59,16 +58,6 @@ def flops(p: Product) -> float:
     return 2.0 * batch * m * k * ncol
 
 
-def _median_ms(fn: Callable[[], object], reps: int) -> float:
-    fn()
-    times = []
-    for _ in range(reps):
-        t0 = time.perf_counter()
-        fn()
-        times.append(time.perf_counter() - t0)
-    return 1e3 * statistics.median(times)
-
-
 def time_products(ps: List[Product], lib: str, reps: int) -> List[float]:
     rng = np.random.default_rng(0)
     out = []
@@ -80,7 +69,7 @@ def time_products(ps: List[Product], lib: str, reps: int) -> List[float]:
             a, b = torch.from_numpy(a), torch.from_numpy(b)
         at = a.transpose(-1, -2) if lib == "torch" and ta else (a.swapaxes(-1, -2) if ta else a)
         bt = b.transpose(-1, -2) if lib == "torch" and tb else (b.swapaxes(-1, -2) if tb else b)
-        out.append(_median_ms(lambda: at @ bt, reps))
+        out.append(median_ms(lambda: at @ bt, reps))
     return out
 
 
@@ -115,10 +104,7 @@ def main(argv=None) -> dict:
             cells.append(f"{sum(ms):17.1f} {gflop / sum(ms) * 1e3:8.1f}")
         results["workloads"][w] = row
         print(f"{w:9} {gflop:7.2f} " + " ".join(cells))
-    os.makedirs(os.path.dirname(os.path.abspath(args.json)), exist_ok=True)
-    with open(args.json, "w") as f:
-        json.dump(results, f, indent=1)
-    print(f"wrote {args.json}")
+    write_json(args.json, results)
     return results
 
 

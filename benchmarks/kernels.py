@@ -5,25 +5,14 @@ masked attention softmax, LayerNorm, GELU and embedding, at W3's shapes (batch 1
     python benchmarks/kernels.py [--threads 1] [--reps 30] [--json PATH]
 """
 import argparse
-import json
 import os
-import statistics
-import time
 from typing import Callable, Dict
 
 import numpy as np
 
+from harness import median_ms, write_json
+
 B, T, D, H, V = 16, 128, 256, 4, 256
-
-
-def _median_ms(fn: Callable[[], object], reps: int) -> float:
-    fn()
-    times = []
-    for _ in range(reps):
-        t0 = time.perf_counter()
-        fn()
-        times.append(time.perf_counter() - t0)
-    return 1e3 * statistics.median(times)
 
 
 def cases(torch) -> Dict[str, Callable[[], object]]:
@@ -68,17 +57,14 @@ def main(argv=None) -> dict:
         pass
     for lib in libs.values():
         lib.set_num_threads(args.threads)
-    times = {name: {k: _median_ms(fn, args.reps) for k, fn in cases(lib).items()} for name, lib in libs.items()}
+    times = {name: {k: median_ms(fn, args.reps) for k, fn in cases(lib).items()} for name, lib in libs.items()}
     results = {"threads": args.threads, "reps": args.reps, "ms": times}
     print(f"{'op (W3 shapes)':26} {'tinytorch ms':>13} {'torch ms':>9} {'ratio':>6}")
     for k, mine in times["tinytorch"].items():
         theirs = times.get("torch", {}).get(k)
         cells = f"{theirs:9.3f} {mine / theirs:6.2f}" if theirs else f"{'-':>9} {'-':>6}"
         print(f"{k:26} {mine:13.3f} {cells}")
-    os.makedirs(os.path.dirname(os.path.abspath(args.json)), exist_ok=True)
-    with open(args.json, "w") as f:
-        json.dump(results, f, indent=1)
-    print(f"wrote {args.json}")
+    write_json(args.json, results)
     return results
 
 

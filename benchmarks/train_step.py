@@ -10,7 +10,6 @@ agree (1e-4 relative on the first step, within 1% over the run). Writes JSON.
 --threads 1 gives each library one core, as each rank has under W5's DDP on a 2-core machine.
 """
 import argparse
-import json
 import os
 import statistics
 import sys
@@ -20,6 +19,7 @@ import numpy as np
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import models  # noqa: E402
+from harness import write_json  # noqa: E402
 
 
 class Trainer:
@@ -91,10 +91,7 @@ def main(argv=None) -> dict:
         else:
             print(f"{w:10} {row['tinytorch_ms']:13.1f} {'-':>10} {'-':>7}")
         results["workloads"][w] = row
-    os.makedirs(os.path.dirname(os.path.abspath(args.json)), exist_ok=True)
-    with open(args.json, "w") as f:
-        json.dump(results, f, indent=1)
-    print(f"wrote {args.json}")
+    write_json(args.json, results)
     return results
 
 
