@@ -38,6 +38,7 @@ class ProcessGroupRing final : public Backend {
 
   std::string name() const override { return "ring"; }
   std::string transport() const { return transport_; }
+  uint64_t bytes_sent() const { return links_ ? links_->payload_sent() : 0; }
   void shutdown() override;
 
   // A synchronous caller runs its job itself when nothing is ahead of it: that saves two thread

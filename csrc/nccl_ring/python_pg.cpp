@@ -89,6 +89,7 @@ void bind_process_groups(py::module_& m) {
            py::arg("small_bytes") = 256 << 10, py::arg("shm_capacity") = 8 << 20,
            py::call_guard<py::gil_scoped_release>())
       .def_property_readonly("transport", &ProcessGroupRing::transport)
+      .def_property_readonly("bytes_sent", &ProcessGroupRing::bytes_sent)
       .def("allreduce",
            [](ProcessGroupRing& pg, uintptr_t p, size_t n, int t, int op, py::object k, bool a) {
              auto kk = keep(std::move(k));

@@ -42,3 +42,4 @@ from .store import (  # noqa: F401
     Store,
     TCPStore,
 )
+from .device_mesh import DeviceMesh, init_device_mesh  # noqa: F401,E402

@@ -409,7 +409,28 @@ def _debug_check(g: ProcessGroup, fingerprint: str) -> None:
                 f"but rank {r} called {other} (detected by TINYTORCH_DISTRIBUTED_DEBUG=DETAIL)")
 
 
+_label = threading.local()
+
+
+class _debug_label:
+    """Name who issues the collectives inside the block (FSDP names its group) in DETAIL-mode fingerprints, so a
+    mismatch between ranks says which module each rank was at."""
+
+    def __init__(self, label: str) -> None:
+        self.label = label
+
+    def __enter__(self) -> None:
+        self.prev = getattr(_label, "value", None)
+        _label.value = self.label
+
+    def __exit__(self, *exc: Any) -> None:
+        _label.value = self.prev
+
+
 def _fingerprint(collective: str, arrays: Sequence[Any], **extra: Any) -> str:
+    label = getattr(_label, "value", None)
+    if label is not None:
+        extra["issued_by"] = label
     parts = []
     for a in arrays:
         shape, dt, dev = _arrays.describe(a)
