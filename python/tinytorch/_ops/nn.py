@@ -607,9 +607,16 @@ def linear(input: Tensor, weight: Tensor, bias: Tensor | None = None) -> Tensor:
                            f"{_short(_dt(other))}")
     lead = xd.shape[:-1]
     x2 = xd.reshape(-1, K)
-    y = x2 @ wd.T
-    if bias is not None:
-        y += bias._data
+    if xd.dtype.itemsize == 2 and type(xd) is np.ndarray:
+        # float16/bfloat16: float32 accumulation through BLAS (as PyTorch), rounded once at the end
+        y = x2.astype(np.float32) @ wd.T.astype(np.float32)
+        if bias is not None:
+            y += bias._data
+        y = y.astype(xd.dtype)
+    else:
+        y = x2 @ wd.T
+        if bias is not None:
+            y += bias._data
     out = _wrap(y.reshape(lead + (wd.shape[0],)))
     if needs_grad(x, w, bias):
         rx, rw = x._requires_grad, w._requires_grad

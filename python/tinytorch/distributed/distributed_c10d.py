@@ -101,6 +101,10 @@ class ProcessGroup:
     def _shutdown(self) -> None:
         self._backend.shutdown()
 
+    def _bytes_sent(self) -> int:
+        """Payload bytes this rank's collectives have sent so far, counted by the ring backend (0 on NCCL)."""
+        return int(getattr(self._backend, "bytes_sent", 0))
+
     def __repr__(self) -> str:
         return f"ProcessGroup(name={self._name}, backend={self._backend_name}, rank={self._rank}, size={self.size()})"
 

@@ -305,7 +305,9 @@ class DTensor(Tensor):
 
     def mean(self, dim=None, keepdim: bool = False, *, dtype=None) -> "DTensor":
         s = self.sum(dim, keepdim, dtype=dtype)
-        s._data = s._data / max(self.numel(), 1)
+        s._data = s._data / s._data.dtype.type(max(self.numel(), 1)) if s._data.dtype.kind == "f" else \
+            (s._data / max(self.numel(), 1)).astype(np.float32)
+        s._data = (np if type(self._data) is np.ndarray else self._data.__array_namespace__()).asarray(s._data)
         return s
 
     def norm(self, p: Any = "fro", dim=None, keepdim: bool = False, dtype=None) -> "DTensor":
@@ -319,7 +321,7 @@ class DTensor(Tensor):
         else:
             r = self._reduced((xp.abs(flat) ** order).sum(), "sum")
             r._data = r._data ** (1.0 / order)
-        r._data = r._data.astype(self._data.dtype)
+        r._data = xp.asarray(r._data, dtype=self._data.dtype).reshape(())
         return r
 
 
