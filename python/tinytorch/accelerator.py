@@ -47,17 +47,17 @@ def device_count() -> int:
 
 def _require(what: str) -> None:
     if not is_available():
-        raise RuntimeError(f"torch.accelerator.{what}: no available accelerators detected (tinytorch's accelerator "
-                           "is CUDA through CuPy)")
+        raise RuntimeError("Cannot access accelerator device when none is available.")
 
 
 def _index_of(device: _device_t, what: str) -> int:
     if isinstance(device, int):
         return device
     d = _device(device)
-    if d.type != "cuda":
-        raise ValueError(f"torch.accelerator.{what}: {d} does not match the current accelerator's device type "
-                         "'cuda'")
+    acc = current_accelerator(check_available=True)
+    if acc is None or d.type != acc.type:
+        raise RuntimeError(f"Accelerator expected: torch.accelerator.{what} got {d}, but the current accelerator is "
+                           f"{acc.type if acc is not None else 'none (no accelerator is available)'}")
     return _cuda.current_device() if d.index is None else d.index
 
 
