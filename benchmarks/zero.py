@@ -2,7 +2,8 @@
 
 Run:  python benchmarks/zero.py --nproc 2
 Spawns --nproc local ranks. For transformer-shaped parameter lists (4 blocks of width d) it times, by median
-(the methods interleaved rep by rep, so machine load falls on all alike), the sharing of updated parameters after the local step, four ways:
+(the methods interleaved rep by rep, so machine load falls on all alike), the sharing of updated parameters
+after the local step, four ways:
   all_gather/views   ZeroRedundancyOptimizer(parameters_as_bucket_view=True)._sync_params(): one all-gather
                      into the flat buffer the parameters are views of (what tinytorch does, no copies)
   all_gather/copy    parameters_as_bucket_view=False: pack own block, one all-gather, copy the rest out
@@ -151,8 +152,8 @@ def main() -> None:
         row["d"] = d
         rows.append(row)
         print(f"{d:>5} {row['MB']:>6.1f} " + " ".join(f"{row[c]:>17.2f}" if c in row else f"{'-':>17}" for c in cols))
-    write_json(os.path.join(os.path.dirname(os.path.abspath(__file__)), "results",
-                            f"zero_sync_{args.nproc}ranks.json"), {"nproc": args.nproc, "reps": args.reps, "rows": rows})
+    path = os.path.join(os.path.dirname(os.path.abspath(__file__)), "results", f"zero_sync_{args.nproc}ranks.json")
+    write_json(path, {"nproc": args.nproc, "reps": args.reps, "rows": rows})
 
 
 if __name__ == "__main__":

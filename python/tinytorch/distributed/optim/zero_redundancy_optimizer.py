@@ -20,7 +20,6 @@ optimizer private copies of its shard's state and does not edit the dict passed 
 from __future__ import annotations
 
 import io
-import logging
 from collections import defaultdict
 from itertools import chain
 from typing import Any, Callable, Dict, List, Optional, Type, Union
@@ -32,8 +31,6 @@ from ...optim.optimizer import Optimizer, _typename
 from .. import distributed_c10d as _c10d
 
 __all__ = ["ZeroRedundancyOptimizer"]
-
-logger = logging.getLogger(__name__)
 
 
 def _xp(a: Any) -> Any:
