@@ -341,3 +341,51 @@ def test_zero_errors_before_any_process_group():
         ZeroRedundancyOptimizer(params, torch.optim.AdamW, overlap_with_ddp=True)
     with pytest.raises(RuntimeError, match="init_process_group"):
         ZeroRedundancyOptimizer(params, torch.optim.AdamW, lr=0.1)
+
+
+def _torch_run(rank: int, world: int, port: int, init: dict):
+    """PyTorch's own DDP + ZeroRedundancyOptimizer(AdamW) on gloo, same weights, data, clipping and schedule."""
+    import torch
+    import torch.distributed as dist
+    from torch.distributed.optim import ZeroRedundancyOptimizer
+    from torch.nn.parallel import DistributedDataParallel as DDP
+
+    dist.init_process_group("gloo", init_method=f"tcp://127.0.0.1:{port}", rank=rank, world_size=world)
+    model = _mlp(torch)
+    model.load_state_dict({k: torch.from_numpy(v) for k, v in init.items()})
+    ddp = DDP(model)
+    zero = ZeroRedundancyOptimizer(_groups(model), torch.optim.AdamW, lr=LR, weight_decay=0.1)
+    sched = torch.optim.lr_scheduler.StepLR(zero, step_size=2, gamma=0.5)
+    norms = _train(torch, ddp, zero, sched, rank, world, STEPS)
+    zero.consolidate_state_dict(to=0)
+    out = {"state": _state(model), "norms": norms, "partition": _numel_lists(zero)}
+    if rank == 0:
+        sd = zero.state_dict()
+        out["sd_group_params"] = [g["params"] for g in sd["param_groups"]]
+        out["sd_state"] = {k: {n: v.numpy().copy() for n, v in s.items()} for k, s in sd["state"].items()}
+    dist.destroy_process_group()
+    return out
+
+
+def test_zero_matches_pytorch_zero_world2():
+    pytest.importorskip("torch")
+    import tinytorch as torch
+
+    torch.manual_seed(7)
+    init = _state(_mlp(torch))  # the reference's (and the ranks' rank-0) initial weights
+    results = run_ranks(_torch_run, 2, init, timeout=150)
+    ref = _reference(2)
+    worst = 0.0
+    for res in results:
+        for k, v in ref["state"].items():
+            d = _rel_diff(res["state"][k], v)
+            worst = max(worst, d)
+            assert d <= RTOL, f"PyTorch's ZeRO and tinytorch's reference differ in {k} by {d:.2e}"
+        # The same greedy partition as tinytorch's (see test_zero_matches_single_process_world2).
+        assert res["partition"] == [[[256], []], [[128, 64], [16, 16, 4]]]
+    r0 = results[0]
+    assert r0["sd_group_params"] == [[0, 1, 2], [3, 4, 5]]
+    assert set(r0["sd_state"]) == set(ref["opt_sd"])
+    assert all(set(r0["sd_state"][k]) == set(ref["opt_sd"][k]) for k in ref["opt_sd"])
+    print(f"\nPyTorch ZeroRedundancyOptimizer (gloo, 2 ranks) vs tinytorch one process: max relative difference "
+          f"{worst:.2e}")
