@@ -117,7 +117,10 @@ def _zero_run(rank: int, world: int, port: int, scenarios, tmpdir):
                                        parameters_as_bucket_view=name == "bucket_view", lr=LR, weight_decay=0.1)
         if name == "added_group":
             before = _numel_lists(zero)
+            zero.param_groups[0]["lr"] = 2 * LR  # a global-view change not yet pushed to the local optimizer
             zero.add_param_group(_groups(model)[1])
+            assert zero.param_groups[0]["lr"] == 2 * LR, "add_param_group overwrote the global view"
+            zero.param_groups[0]["lr"] = LR
             after = _numel_lists(zero)
             assert [b[0] for b in before] == [a[0] for a in after], "add_param_group moved existing parameters"
             assert len(zero.optim.param_groups) == 2 and zero.param_groups[1]["weight_decay"] == 0.0

@@ -296,7 +296,8 @@ class ZeroRedundancyOptimizer(Optimizer):
             local = self._partition_parameters()[self.rank]
             if len(local) == len(self.optim.param_groups) + 1:
                 self.optim.add_param_group(dict(local[-1]))
-                self._sync_param_groups(self.optim.param_groups, self.param_groups)
+                # Only the new group: the others may carry global-view changes not yet pushed by step().
+                self._sync_param_groups(self.optim.param_groups[-1:], self.param_groups[-1:])
             self._build_param_buckets()
 
     def step(self, closure: Optional[Callable[[], Any]] = None, **kwargs: Any) -> Optional[Any]:
