@@ -37,6 +37,8 @@ class Backend:
     RING = "ring"
     NCCL = "nccl"
     GLOO = "gloo"  # accepted as an alias of ring, so torch.distributed scripts run unchanged
+    # Device type -> the backend init_process_group picks for it (PyTorch's map says "gloo" for cpu).
+    default_device_backend_map = {"cpu": "ring", "cuda": "nccl"}
 
     def __new__(cls, name: str) -> str:  # type: ignore[misc]
         return _normalize_backend(name)
@@ -51,6 +53,20 @@ def _normalize_backend(name: Optional[str]) -> str:
     if n in ("nccl", "cuda"):
         return "nccl"
     raise ValueError(f"unknown backend '{name}': use 'ring' (CPU), 'nccl' (CUDA) or None to choose by device")
+
+
+def get_default_backend_for_device(device: Any) -> str:
+    """The backend used for collectives on `device` ('cpu' -> 'ring', 'cuda' -> 'nccl'), as a lower-case string.
+
+    PyTorch answers 'gloo' for cpu; tinytorch's CPU backend is the ring one ('gloo' is accepted as its alias).
+    """
+    from .._device import device as _device_cls
+
+    dev_type = device.type if isinstance(device, _device_cls) else _device_cls(device).type
+    backend = Backend.default_device_backend_map.get(dev_type)
+    if backend is None:
+        raise ValueError(f"Default backend not registered for device : {device}")
+    return backend
 
 
 def _cuda_available() -> bool:
