@@ -126,8 +126,9 @@ class FSDPParamGroup:
             return
         work, out, _src, t0 = self._ag
         self._ag = None
+        w0 = time.monotonic_ns()
         work.wait()
-        self._record("all_gather", work, t0, out.nbytes // self.world * (self.world - 1))
+        self._record("all_gather", work, t0, out.nbytes // self.world * (self.world - 1), time.monotonic_ns() - w0)
         dt = out.dtype
         if self._storage is None or self._is_cuda() or self._storage.dtype != dt:
             self._alloc_storage(dt)
@@ -239,8 +240,9 @@ class FSDPParamGroup:
         if self._rs is not None:
             work, out, _src, with_grad, t0 = self._rs
             self._rs = None
+            w0 = time.monotonic_ns()
             work.wait()
-            self._record("reduce_scatter", work, t0, out.nbytes * (self.world - 1))
+            self._record("reduce_scatter", work, t0, out.nbytes * (self.world - 1), time.monotonic_ns() - w0)
             if self.divide_factor is not None:
                 out /= self.divide_factor
             for p in with_grad:
@@ -251,12 +253,14 @@ class FSDPParamGroup:
                 p.set_sharded_grad(piece)
 
     # ------------------------------------------------------------------ measurement
-    def _record(self, kind: str, work: Any, t0: int, nbytes: int) -> None:
+    def _record(self, kind: str, work: Any, t0: int, nbytes: int, blocked_ns: int) -> None:
+        """Keep the collective's span (as the backend stamped it) and how long the host blocked waiting for it:
+        the blocked part is the exposed communication, the rest was hidden under compute."""
         c = getattr(work, "_c", None)
         start = getattr(c, "start_ns", 0) if c is not None else 0
         end = getattr(c, "end_ns", 0) if c is not None else 0
         span = {"kind": kind, "group": self.label, "issued_ns": t0, "start_ns": start or t0,
-                "end_ns": end or time.monotonic_ns(), "bytes": nbytes}
+                "end_ns": end or time.monotonic_ns(), "bytes": nbytes, "blocked_ns": blocked_ns}
         self.stats.append(span)
         from ... import profiler
         prof = profiler._active
