@@ -5,6 +5,7 @@ import itertools
 from collections import OrderedDict, namedtuple
 from typing import Any, Callable, Iterator
 
+from ..._meta import MetaArray
 from ..._tensor import Tensor
 from ..._C import _grad_enabled
 from ...autograd.grad_mode import no_grad
@@ -402,12 +403,21 @@ class Module:
         if recurse:
             for module in self.children():
                 module._apply(fn)
-        for key, param in self._parameters.items():
+        for key, param in list(self._parameters.items()):
             if param is None:
                 continue
-            # Parameters keep their identity (optimizers hold them); only the array behind them changes.
             with no_grad():
                 new = fn(param)
+            if (type(new._data) is MetaArray) != (type(param._data) is MetaArray):
+                # Into or out of the meta device a parameter is replaced, as PyTorch does (the storages are
+                # not interchangeable): a new Parameter with the same requires_grad.
+                out = Parameter(new, requires_grad=param.requires_grad)
+                self._parameters[key] = out
+                if param._grad is not None:
+                    with no_grad():
+                        out._grad = fn(param._grad)
+                continue
+            # Parameters keep their identity (optimizers hold them); only the array behind them changes.
             if new._data is not param._data:
                 param._data = new._data
             if param._grad is not None:
@@ -432,6 +442,12 @@ class Module:
                 return t.to(device=device, dtype=dtype)
             return t.to(device=device)
         return self._apply(convert)
+
+    def to_empty(self, *, device, recurse: bool = True) -> "Module":
+        """Move parameters and buffers to `device` without copying values: uninitialised storage, e.g. to
+        materialise a model built on the meta device (then call reset_parameters())."""
+        from ..._creation import empty_like
+        return self._apply(lambda t: empty_like(t, device=device), recurse=recurse)
 
     def cuda(self, device=None) -> "Module":
         """Move every parameter and buffer to a CUDA device."""
