@@ -16,8 +16,7 @@ import operator
 
 import numpy as np
 
-NO_DATA = ("Cannot copy out of meta tensor; no data! Please use torch.nn.Module.to_empty() instead of "
-           "torch.nn.Module.to() when moving module from meta to a different device.")
+NO_DATA = "Cannot copy out of meta tensor; no data!"  # PyTorch's words (nn.Module.to adds a hint)
 
 # The fake address layout proxies start at: never dereferenced (the proxies are read-only and only viewed).
 _FAKE_ADDRESS = 1 << 40
@@ -70,17 +69,33 @@ def _is_contiguous(shape: tuple, strides: tuple, itemsize: int, order: str = "C"
 class MetaArray:
     """An array with shape, dtype and strides (in bytes, as NumPy) and no storage."""
 
-    __slots__ = ("shape", "dtype", "strides", "offset", "base")
+    __slots__ = ("_shape", "dtype", "strides", "offset", "base")
     __array_priority__ = 1000
 
     def __init__(self, shape, dtype, strides: tuple | None = None, offset: int = 0, base=None) -> None:
-        self.shape = tuple(int(s) for s in shape)
+        self._shape = tuple(int(s) for s in shape)
         self.dtype = np.dtype(dtype)
-        self.strides = _contiguous_strides(self.shape, self.dtype.itemsize) if strides is None else tuple(strides)
+        self.strides = _contiguous_strides(self._shape, self.dtype.itemsize) if strides is None else tuple(strides)
         self.offset = offset
         self.base = base
 
     # ------------------------------------------------------------ attributes
+    @property
+    def shape(self) -> tuple:
+        return self._shape
+
+    @shape.setter
+    def shape(self, new) -> None:
+        # As ndarray.shape = ...: in place, and AttributeError when the strides need a copy. Computed here,
+        # not on the layout proxy: NumPy's setter copies first and compares afterwards (it would read).
+        new = _resolve_shape((int(new),) if isinstance(new, (int, np.integer)) else tuple(int(x) for x in new),
+                             self.size)
+        strides = _view_strides(self._shape, self.strides, new, self.itemsize)
+        if strides is None:
+            raise AttributeError("Incompatible shape for in-place modification. Use `.reshape()` to make a copy "
+                                 "with the desired shape.")
+        self._shape, self.strides = new, strides
+
     @property
     def ndim(self) -> int:
         return len(self.shape)
@@ -160,12 +175,10 @@ class MetaArray:
         if len(shape) == 1 and isinstance(shape[0], (tuple, list)):
             shape = tuple(shape[0])
         shape = _resolve_shape(tuple(int(s) for s in shape), self.size)
-        v = self._proxy().view()
-        try:
-            v.shape = shape  # a view when the strides allow it, as NumPy's reshape
-        except AttributeError:
+        strides = _view_strides(self._shape, self.strides, shape, self.itemsize)
+        if strides is None:
             return MetaArray(shape, self.dtype)  # NumPy (and PyTorch's reshape) would copy
-        return self._view_from(v)
+        return MetaArray(shape, self.dtype, strides, self.offset, self if self.base is None else self.base)
 
     def transpose(self, *axes) -> "MetaArray":
         if len(axes) == 1 and (axes[0] is None or isinstance(axes[0], (tuple, list))):
@@ -324,6 +337,35 @@ def _as_meta(x) -> MetaArray:
         return x
     a = np.asarray(x)
     return MetaArray(a.shape, a.dtype)
+
+
+def _view_strides(old: tuple, old_strides: tuple, new: tuple, itemsize: int):
+    """The strides of `new` viewing memory laid out as (old, old_strides), or None when a copy is needed
+    (PyTorch's computeStride, in bytes)."""
+    if not old:
+        return tuple(itemsize for _ in new)
+    numel = 1
+    for s in old:
+        numel *= s
+    if numel == 0:
+        return old_strides if old == new else _contiguous_strides(new, itemsize)
+    out = [0] * len(new)
+    view_d = len(new) - 1
+    chunk_base = old_strides[-1]
+    tensor_numel = view_numel = 1
+    for d in range(len(old) - 1, -1, -1):
+        tensor_numel *= old[d]
+        if d == 0 or (old[d - 1] != 1 and old_strides[d - 1] != tensor_numel * chunk_base):
+            while view_d >= 0 and (view_numel < tensor_numel or new[view_d] == 1):
+                out[view_d] = view_numel * chunk_base
+                view_numel *= new[view_d]
+                view_d -= 1
+            if view_numel != tensor_numel:
+                return None
+            if d > 0:
+                chunk_base = old_strides[d - 1]
+                tensor_numel = view_numel = 1
+    return tuple(out) if view_d == -1 else None
 
 
 def _resolve_shape(shape: tuple, size: int) -> tuple:

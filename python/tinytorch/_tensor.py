@@ -141,13 +141,14 @@ class Tensor:
         return 0 if type(d) is MetaArray else d.data.ptr
 
     def get_device(self) -> int:
-        return -1 if self.is_cpu else self.device.index
+        return -1 if self.is_cpu or type(self._data) is MetaArray else self.device.index
 
     def type(self, dtype=None):
         """With no argument, PyTorch's type string ('tinytorch.FloatTensor'); else a cast."""
         if dtype is None:
             name = _LEGACY_TYPE_NAMES.get(self.dtype.name, self.dtype.name)
-            return f"tinytorch.{'cuda.' if self.is_cuda else ''}{name}"
+            where = "cuda." if self.is_cuda else ("meta." if type(self._data) is MetaArray else "")
+            return f"tinytorch.{where}{name}"
         if isinstance(dtype, str):
             for k, v in _LEGACY_TYPE_NAMES.items():
                 if dtype.endswith(v):

@@ -5,7 +5,7 @@ import itertools
 from collections import OrderedDict, namedtuple
 from typing import Any, Callable, Iterator
 
-from ..._meta import MetaArray
+from ..._meta import NO_DATA, MetaArray
 from ..._tensor import Tensor
 from ..._C import _grad_enabled
 from ...autograd.grad_mode import no_grad
@@ -441,7 +441,13 @@ class Module:
             if t.is_floating_point():
                 return t.to(device=device, dtype=dtype)
             return t.to(device=device)
-        return self._apply(convert)
+        try:
+            return self._apply(convert)
+        except NotImplementedError as e:
+            if str(e) == NO_DATA:  # PyTorch's hint for a model built on the meta device
+                raise NotImplementedError(f"{e} Please use torch.nn.Module.to_empty() instead of torch.nn.Module.to() "
+                                          "when moving module from meta to a different device.") from None
+            raise
 
     def to_empty(self, *, device, recurse: bool = True) -> "Module":
         """Move parameters and buffers to `device` without copying values: uninitialised storage, e.g. to
