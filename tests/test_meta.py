@@ -291,3 +291,33 @@ def test_init_functions_are_no_ops_on_meta():
                nn.init.trunc_normal_, nn.init.normal_, nn.init.uniform_, nn.init.zeros_, nn.init.ones_, nn.init.eye_):
         assert fn(w) is w and w.is_meta
     assert (torch.get_rng_state().numpy() == state.numpy()).all()  # no draw from the CPU generator
+
+
+def test_more_ops_keep_meta():
+    x = torch.empty(4, 6, device="meta")
+    q = torch.empty(2, 3, 5, 8, device="meta")
+    outs = [x.softmax(-1), F.log_softmax(x, 1), F.silu(x), F.dropout(x, 0.5, True), F.pad(x, (1, 1)),
+            x.masked_fill(torch.empty(4, 6, dtype=torch.bool, device="meta"), 0.0), x.tril(), x.cumsum(0),
+            x.var(0), x.norm(), x.repeat(2, 1), x.topk(2)[0], x.sort(-1)[0], x.clamp(0, 1), 1 - x, 2 / x,
+            x[None, :, 1], x[torch.tensor([0, 2])], x[torch.empty(5, dtype=torch.int64, device="meta")],
+            x.gather(1, torch.empty(4, 2, dtype=torch.int64, device="meta")), torch.einsum("ij,jk->ik", x, x.t()),
+            F.scaled_dot_product_attention(q, q, q, is_causal=True), x.t().contiguous(), x.roll(1, 0),
+            F.one_hot(torch.empty(3, dtype=torch.int64, device="meta"), 5)]
+    assert all(o.is_meta for o in outs)
+    assert [tuple(o.shape) for o in outs[-8:-2]] == [(2, 6), (5, 6), (4, 2), (4, 4), (2, 3, 5, 8), (6, 4)]
+    assert outs[-1].shape == (3, 5) and outs[-1].dtype is torch.int64
+    with pytest.raises(RuntimeError, match="needs num_classes"):
+        F.one_hot(torch.empty(3, dtype=torch.int64, device="meta"))
+    with pytest.raises(NotImplementedError, match="data-dependent"):
+        x.nonzero()
+
+
+@pytest.mark.parametrize("make", [lambda p: torch.optim.SGD(p, lr=0.1, momentum=0.9), lambda p: torch.optim.AdamW(p)])
+def test_optimizer_step_on_meta_parameters(make):
+    with torch.device("meta"):
+        m = nn.Linear(4, 3)
+    m(torch.empty(2, 4, device="meta")).sum().backward()
+    opt = make(m.parameters())
+    opt.step()
+    opt.step()
+    assert m.weight.is_meta and all(v.is_meta for v in opt.state[m.weight].values() if v.dim() > 0)

@@ -822,6 +822,10 @@ def one_hot(tensor: Tensor, num_classes: int = -1) -> Tensor:
     if data.dtype != np.int64:
         raise RuntimeError("one_hot is only applicable to index tensor of type LongTensor.")
     xp = _xp(data)
+    if type(data) is MetaArray:  # no values: the class count must be given, and nothing can be checked
+        if num_classes == -1:
+            raise RuntimeError("one_hot on a meta tensor needs num_classes: inferring it reads the data")
+        return _wrap(xp.zeros(data.shape + (num_classes,), np.int64))
     if data.size and int(data.min()) < 0:
         raise RuntimeError("Class values must be non-negative.")
     if num_classes == -1:
