@@ -5,10 +5,12 @@ operators, `__array_ufunc__`, `__array_function__`, `__array_namespace__`) that 
 unchanged on it and produce meta results: every op computes only the result's shape and dtype.
 
 Shapes of elementwise ops come from broadcasting; dtypes from running the same NumPy call on one-element
-stand-ins (so promotion is NumPy's, hence the CPU path's). Views (reshape, transpose, slicing, expand, ...)
+stand-ins (so promotion is NumPy's, hence the CPU path's). Views (transpose, slicing, expand, diagonal, ...)
 are computed by NumPy itself on a *layout proxy*: an ndarray with the meta array's shape and strides whose
-data pointer points at nothing. NumPy computes a view's shape, strides and offset without reading memory;
-the proxy is read-only and private to this module, and only view operations ever touch it.
+data pointer points at nothing. NumPy computes such a view's shape, strides and offset without reading
+memory; the proxy is read-only and private to this module, and only pure view operations touch it.
+Reshape is the exception: NumPy's reshape copies when it must (reading), so reshapes use PyTorch's own
+stride rule (`_view_strides`) instead.
 """
 from __future__ import annotations
 
@@ -666,6 +668,15 @@ def _moveaxis(a, source, destination):
     return a._view_from(np.moveaxis(a._proxy(), source, destination))
 
 
+def _expand_dims(a, axis):
+    a = _as_meta(a)
+    axes = axis if isinstance(axis, (tuple, list)) else (axis,)
+    n = a.ndim + len(axes)
+    axes = {x % n for x in axes}
+    dims = iter(a.shape)
+    return a.reshape(tuple(1 if i in axes else next(dims) for i in range(n)))  # our reshape: never reads
+
+
 def _view_fn(name):
     def impl(a, *args, **kwargs):
         a = _as_meta(a)
@@ -693,7 +704,7 @@ _FUNCTIONS = {
     np.squeeze: lambda a, axis=None: _as_meta(a).squeeze(axis),
     np.ravel: lambda a, order="C": _as_meta(a).ravel(),
     np.moveaxis: _moveaxis,
-    np.expand_dims: _view_fn("expand_dims"),
+    np.expand_dims: _expand_dims,
     np.broadcast_to: _view_fn("broadcast_to"),
     np.diagonal: _view_fn("diagonal"),
     np.concatenate: _concatenate,
