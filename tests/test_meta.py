@@ -321,3 +321,15 @@ def test_optimizer_step_on_meta_parameters(make):
     opt.step()
     opt.step()
     assert m.weight.is_meta and all(v.is_meta for v in opt.state[m.weight].values() if v.dim() > 0)
+
+
+def test_load_state_dict_into_a_meta_model():
+    src = nn.Linear(3, 2)
+    with torch.device("meta"):
+        m = nn.Linear(3, 2)
+    with pytest.warns(UserWarning, match="copying from a non-meta parameter in the checkpoint to a meta parameter"):
+        m.load_state_dict(src.state_dict())
+    assert m.weight.is_meta
+    m.load_state_dict(src.state_dict(), assign=True)
+    assert not m.weight.is_meta and m.weight.requires_grad
+    assert np.array_equal(m.weight.detach().numpy(), src.weight.detach().numpy())

@@ -684,6 +684,12 @@ class Module:
                     else:
                         self._buffers[name] = input_param
                 else:
+                    if type(param._data) is MetaArray and type(input_param._data) is not MetaArray:
+                        import warnings
+                        warnings.warn(f"for {key}: copying from a non-meta parameter in the checkpoint to a meta "
+                                      "parameter in the current model, which is a no-op. (Did you mean to pass "
+                                      "`assign=True` to assign items in the state dictionary to their corresponding "
+                                      "key in the module instead of copying them in place?)", stacklevel=2)
                     _copy_into(param, input_param)
             except Exception as ex:
                 error_msgs.append(f'While copying the parameter named "{key}", whose dimensions in the model are '
