@@ -164,7 +164,8 @@ class MetaArray:
 
     def view(self, dtype=None, type=None) -> "MetaArray":
         if dtype is None or np.dtype(dtype) == self.dtype:
-            return MetaArray(self.shape, self.dtype, self.strides, self.offset, self if self.base is None else self.base)
+            base = self if self.base is None else self.base
+            return MetaArray(self.shape, self.dtype, self.strides, self.offset, base)
         dt = np.dtype(dtype)
         if dt.itemsize == self.itemsize:
             out = self.view()
