@@ -317,6 +317,7 @@ def test_optimizer_step_on_meta_parameters(make):
     with torch.device("meta"):
         m = nn.Linear(4, 3)
     m(torch.empty(2, 4, device="meta")).sum().backward()
+    assert nn.utils.clip_grad_norm_(m.parameters(), 1.0).is_meta
     opt = make(m.parameters())
     opt.step()
     opt.step()
