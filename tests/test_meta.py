@@ -334,3 +334,19 @@ def test_load_state_dict_into_a_meta_model():
     m.load_state_dict(src.state_dict(), assign=True)
     assert not m.weight.is_meta and m.weight.requires_grad
     assert np.array_equal(m.weight.detach().numpy(), src.weight.detach().numpy())
+
+
+def test_meta_array_index_and_reduce_shapes_match_numpy():
+    from tinytorch._meta import MetaArray
+    y = np.zeros((2, 3, 4, 5), np.float32)
+    m = MetaArray(y.shape, y.dtype)
+    keys = [(0, slice(None), [1, 2]), ([0, 1], slice(None), [1, 2]), (Ellipsis, [1, 0]), (slice(None), [0, 1], [1, 2]),
+            (None, 1, Ellipsis, [0, 0, 1]), (np.array([True, False]),), (1, slice(1, None, 2)), (Ellipsis, None)]
+    for k in keys:
+        assert m[k].shape == y[k].shape, k
+    for k in [(1, slice(1, None, 2)), (slice(None), 2), (Ellipsis, slice(None, None, -1))]:
+        assert m[k].strides == y[k].strides, k  # views: NumPy's strides
+    for args in [dict(axis=None), dict(axis=1), dict(axis=(0, 2), keepdims=True), dict(axis=-1)]:
+        assert m.sum(**args).shape == y.sum(**args).shape and m.mean(**args).dtype == y.mean(**args).dtype
+    assert np.add.reduce(m).shape == np.add.reduce(y).shape and np.sort(m).shape == y.shape
+    assert np.concatenate([m, m], 1).shape == (2, 6, 4, 5) and np.stack([m, m], -1).shape == (2, 3, 4, 5, 2)

@@ -548,14 +548,14 @@ MetaArray.__invert__ = lambda self: np.invert(self)
 
 # ------------------------------------------------------------------ array functions (np.* called on meta arrays)
 
-def _same_shape(fn, flatten_when_axis_none: bool = False):
+def _same_shape(fn, flatten_when_axis_none: bool = False, default_axis=-1):
     """A function whose result has its first argument's shape; the dtype comes from a same-rank stand-in."""
     def impl(a, *args, **kwargs):
         a = _as_meta(a)
         args = [_tiny(x, a.ndim) if isinstance(x, MetaArray) else x for x in args]
         with np.errstate(all="ignore"):
             rdt = np.asarray(fn(np.zeros((1,) * a.ndim, a.dtype), *args, **kwargs)).dtype
-        if flatten_when_axis_none and kwargs.get("axis", args[0] if args else None) is None:
+        if flatten_when_axis_none and kwargs.get("axis", args[0] if args else default_axis) is None:
             return MetaArray((a.size,), rdt)
         return MetaArray(a.shape, rdt)
     return impl
@@ -803,26 +803,26 @@ class MetaGenerator:
     """The random source for meta tensors: samples have a shape and a dtype and no values."""
 
     def random(self, size=None, dtype=np.float64, out=None) -> MetaArray:
-        return MetaArray(_creation_shape(size or ()), dtype)
+        return MetaArray(_creation_shape(() if size is None else size), dtype)
 
     def standard_normal(self, size=None, dtype=np.float64, out=None) -> MetaArray:
-        return MetaArray(_creation_shape(size or ()), dtype)
+        return MetaArray(_creation_shape(() if size is None else size), dtype)
 
     standard_exponential = standard_normal
 
     def uniform(self, low=0.0, high=1.0, size=None) -> MetaArray:
-        return MetaArray(_creation_shape(size or ()), np.float64)
+        return MetaArray(_creation_shape(() if size is None else size), np.float64)
 
     normal = uniform
 
     def integers(self, low, high=None, size=None, dtype=np.int64, endpoint=False) -> MetaArray:
-        return MetaArray(_creation_shape(size or ()), dtype)
+        return MetaArray(_creation_shape(() if size is None else size), dtype)
 
     def permutation(self, n) -> MetaArray:
         return MetaArray((int(n),), np.int64)
 
     def choice(self, a, size=None, replace=True, p=None) -> MetaArray:
-        return MetaArray(_creation_shape(size or ()), np.int64)
+        return MetaArray(_creation_shape(() if size is None else size), np.int64)
 
 
 meta_generator = MetaGenerator()
