@@ -83,7 +83,7 @@ def _nested_tensors_to_lists(data):
 def tensor(data, dtype=None, device=None, requires_grad: bool = False, pin_memory: bool = False) -> Tensor:
     """A new tensor holding a copy of `data` (nested lists, scalars, NumPy/CuPy arrays, tensors)."""
     dt = to_dtype(dtype) if dtype is not None else None
-    dev = to_device(device) if device is not None else (data.device if isinstance(data, Tensor) else CPU)
+    dev = to_device(device) if device is not None else (data.device if isinstance(data, Tensor) else to_device(None))
     return _finish(_wrap(_to_array(data, dt, dev)), requires_grad)
 
 
@@ -299,6 +299,9 @@ def set_rng_state(state: Tensor) -> None:
 
 
 def _generator_for(dev, generator):
+    if dev.type == "meta":  # samples with a shape and no values (no draw from any generator)
+        from ._meta import meta_generator
+        return meta_generator
     if generator is not None:
         return generator._rng
     if dev.type == "cpu":

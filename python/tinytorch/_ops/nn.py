@@ -12,6 +12,8 @@ import warnings
 
 import numpy as np
 
+from .._meta import MetaArray, namespace as meta_namespace
+
 from .. import _C, _threads
 from .._tensor import Tensor, _wrap, _wrap_dim
 from ._common import (_grad_enabled, alias, attach, float_data, inplace_unary, needs_grad, record, saved_output)
@@ -27,12 +29,14 @@ def _xp(a):
     """numpy or cupy, whichever holds `a`."""
     if type(a) is np.ndarray:
         return np
+    if type(a) is MetaArray:
+        return meta_namespace
     from .._device import cupy
     return cupy()
 
 
 def _is_cuda(a) -> bool:
-    return type(a) is not np.ndarray
+    return type(a) is not np.ndarray and type(a) is not MetaArray
 
 
 def _kernel_ok(a) -> bool:
@@ -118,6 +122,8 @@ def erf_array(x):
     if _is_cuda(x):
         from cupyx.scipy.special import erf as cupy_erf
         return cupy_erf(x)
+    if type(x) is MetaArray:  # erf keeps shape and floating dtype
+        return x.copy()
     x = np.asarray(x)
     out_dtype = x.dtype
     if out_dtype != np.float64:
@@ -297,7 +303,7 @@ def _class_targets(x: Tensor, target: Tensor, weight, ignore_index: int):
     if type(tf) is not type(x._data):
         tf = xp.asarray(tf) if xp is not np else tf.get()
     valid = tf != ignore_index
-    if tf.size:
+    if tf.size and type(tf) is not MetaArray:  # meta targets hold no values to check
         tv = tf[valid]
         if tv.size and (int(tv.max()) >= C or int(tv.min()) < 0):
             bad = int(tv.max()) if int(tv.max()) >= C else int(tv.min())
@@ -910,7 +916,7 @@ def binary_cross_entropy(input: Tensor, target: Tensor, weight: Tensor | None = 
         raise ValueError(f"Using a target size ({target.shape}) that is different to the input size "
                          f"({input.shape}) is deprecated. Please ensure they have the same size.")
     xd = input._data
-    if xd.size and (bool((xd < 0).any()) or bool((xd > 1).any())):
+    if xd.size and type(xd) is not MetaArray and (bool((xd < 0).any()) or bool((xd > 1).any())):
         raise RuntimeError("all elements of input should be between 0 and 1")
     with np.errstate(divide="ignore"):  # log(0) = -inf is expected here: it is clamped to -100
         log_x = input.log().clamp(min=-100)

@@ -7,6 +7,8 @@ from collections import namedtuple
 
 import numpy as np
 
+from .._meta import MetaArray
+
 from .._dtype import get_default_dtype, int64, to_dtype
 from .._tensor import Tensor, _wrap_dim
 from ._common import alias, attach, float_data, needs_grad, record, saved_output, sum_to, _grad_enabled
@@ -254,6 +256,11 @@ def _argmax(x, axis, keepdims):
     return np.argmax(x, axis=axis, keepdims=keepdims)
 
 
+def _asarray(r):
+    """np.asarray for a reduction's result (a NumPy scalar becomes a 0-d array; a meta array stays as is)."""
+    return r if type(r) is MetaArray else np.asarray(r)
+
+
 def _argmin(x, axis, keepdims):
     return np.argmin(x, axis=axis, keepdims=keepdims)
 
@@ -262,7 +269,7 @@ def argmax(a: Tensor, dim=None, keepdim: bool = False) -> Tensor:
     """Index of the largest element (of the flattened tensor when dim is None)."""
     x = a._data
     if dim is None:
-        return _result(np.asarray(np.argmax(x.reshape(-1))).astype(np.int64))
+        return _result(_asarray(np.argmax(x.reshape(-1))).astype(np.int64))
     return _result(np.argmax(x, axis=_wrap_dim(dim, x.ndim), keepdims=keepdim).astype(np.int64, copy=False))
 
 
@@ -270,7 +277,7 @@ def argmin(a: Tensor, dim=None, keepdim: bool = False) -> Tensor:
     """Index of the smallest element (of the flattened tensor when dim is None)."""
     x = a._data
     if dim is None:
-        return _result(np.asarray(np.argmin(x.reshape(-1))).astype(np.int64))
+        return _result(_asarray(np.argmin(x.reshape(-1))).astype(np.int64))
     return _result(np.argmin(x, axis=_wrap_dim(dim, x.ndim), keepdims=keepdim).astype(np.int64, copy=False))
 
 
@@ -415,17 +422,17 @@ def cumprod(a: Tensor, dim: int, *, dtype=None) -> Tensor:
 
 def all(a: Tensor, dim=None, keepdim: bool = False) -> Tensor:
     """Whether every element (along dim) is nonzero."""
-    return _result(np.asarray(a._data.astype(bool).all(axis=_dims(dim, a._data.ndim), keepdims=keepdim)))
+    return _result(_asarray(a._data.astype(bool).all(axis=_dims(dim, a._data.ndim), keepdims=keepdim)))
 
 
 def any(a: Tensor, dim=None, keepdim: bool = False) -> Tensor:
     """Whether some element (along dim) is nonzero."""
-    return _result(np.asarray(a._data.astype(bool).any(axis=_dims(dim, a._data.ndim), keepdims=keepdim)))
+    return _result(_asarray(a._data.astype(bool).any(axis=_dims(dim, a._data.ndim), keepdims=keepdim)))
 
 
 def count_nonzero(a: Tensor, dim=None) -> Tensor:
     """The number of nonzero elements (along dim)."""
-    return _result(np.asarray(np.count_nonzero(a._data, axis=_dims(dim, a._data.ndim))).astype(np.int64))
+    return _result(_asarray(np.count_nonzero(a._data, axis=_dims(dim, a._data.ndim))).astype(np.int64))
 
 
 attach(sum=sum, sum_to_size=sum_to_size, mean=mean, var=var, std=std, amax=amax, amin=amin, max=max, min=min,

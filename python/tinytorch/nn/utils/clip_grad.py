@@ -8,13 +8,16 @@ from typing import Iterable
 import numpy as np
 
 from ..._device import cuda_context, cupy, move
+from ..._meta import MetaArray, namespace as meta_namespace
 from ..._tensor import Tensor, _wrap
 
 __all__ = ["clip_grad_norm_", "clip_grad_norm", "clip_grad_value_", "get_total_norm"]
 
 
 def _xp(a):
-    return np if type(a) is np.ndarray else cupy()
+    if type(a) is np.ndarray:
+        return np
+    return meta_namespace if type(a) is MetaArray else cupy()
 
 
 def _array_norm(a, norm_type: float):
