@@ -28,6 +28,7 @@ from .autograd.grad_mode import (enable_grad, inference_mode, is_grad_enabled, i
 from . import autograd, cuda, utils  # noqa: E402
 from . import nn, optim  # noqa: E402
 from .serialization import load, save  # noqa: E402
+from .storage import TypedStorage, UntypedStorage  # noqa: E402
 
 float = float32  # noqa: A001
 double = float64
