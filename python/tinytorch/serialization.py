@@ -788,7 +788,8 @@ class _ZipReader:
             if n == 0:
                 return np.empty(0, np_dtype)
             try:  # copy-on-write mapping: the tensors are writable, the file never changes (PyTorch's shared=False)
-                return np.memmap(self.mmap_path, dtype=np_dtype, mode="c", offset=offset, shape=(numel,))
+                mapped = np.memmap(self.mmap_path, dtype=np_dtype, mode="c", offset=offset, shape=(numel,))
+                return mapped.view(np.ndarray)  # tensors hold plain ndarrays (the map stays alive as the base)
             except (ValueError, OSError) as e:
                 _fail(self.name, f"record {info.filename!r} ({n} bytes at offset {offset}) cannot be mapped: {e}: "
                                  "the file is truncated")
@@ -837,9 +838,7 @@ def _load_zip(f: BinaryIO, name: str, map_location: Any, weights_only: bool, mma
         unpickler = _WeightsUnpickler(io.BytesIO(data), reader.persistent_load, **pickle_load_args)
         try:
             return unpickler.load()
-        except CheckpointError:
-            raise
-        except Exception as e:
+        except pickle.UnpicklingError as e:
             raise pickle.UnpicklingError(
                 f"Weights only load failed for {name}. Re-running `tinytorch.load` with `weights_only` set to "
                 "`False` will likely succeed, but it can result in arbitrary code execution. Do it only if you got "
