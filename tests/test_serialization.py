@@ -5,7 +5,7 @@ import os
 import pickle
 import struct
 import zipfile
-from collections import OrderedDict
+from collections import Counter, OrderedDict
 from pathlib import Path
 
 import numpy as np
@@ -600,3 +600,26 @@ def test_save_keyword_arguments_of_pytorch():
     assert tinytorch.load(buf)["a"].tolist() == [1.0, 1.0]
     with pytest.raises(ValueError, match="pickles with Python's pickle module"):
         tinytorch.save({}, io.BytesIO(), pickle_module=io)
+
+
+def test_big_endian_archives_are_byte_swapped(tmp_path):
+    t = tinytorch.tensor([1.5, -2.0, 3.25])
+    buf = io.BytesIO()
+    pickler = serialization._Pickler(buf, 2)
+    pickler.dump({"t": t})
+    flat = pickler.storages["0"][0]
+    path = tmp_path / "be.pt"
+    _archive(path, buf.getvalue(), {"byteorder": b"big", "data/0": flat.astype(">f4").tobytes()})
+    assert tinytorch.load(path)["t"].tolist() == [1.5, -2.0, 3.25]
+
+
+def test_object_state_cannot_set_dunder_attributes(tmp_path):
+    class Evil:
+        def __reduce__(self):  # an OrderedDict whose pickled state would reassign its class
+            return OrderedDict, (), {"__class__": Counter}
+    buf = io.BytesIO()
+    serialization._Pickler(buf, 2).dump(Evil())
+    path = tmp_path / "state.pt"
+    _archive(path, buf.getvalue(), {})
+    with pytest.raises(pickle.UnpicklingError, match="object state must be a dict of attribute names"):
+        tinytorch.load(path)

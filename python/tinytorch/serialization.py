@@ -416,16 +416,26 @@ def _rebuild_tensor_v3(storage: Any, storage_offset: int, size: Any, stride: Any
 
 
 def _set_obj_state(obj: Any, state: Any) -> None:
+    """Apply pickled object state (a dict, or (dict, slots dict)) as pickle's BUILD does, refusing dunder names
+    (a file must not reassign __class__ or the like)."""
     if isinstance(state, tuple) and len(state) == 2:
         dict_state, slots_state = state
     else:
         dict_state, slots_state = state, None
     for part in (dict_state, slots_state):
-        if part:
-            if not isinstance(part, dict) or not all(type(k) is str for k in part):
-                raise pickle.UnpicklingError(f"object state must be a dict with str keys, got {type(part).__name__}")
-            for k, v in part.items():
+        if part is None:
+            continue
+        if not isinstance(part, dict) or not all(type(k) is str and not k.startswith("__") for k in part):
+            raise pickle.UnpicklingError(f"object state must be a dict of attribute names, got {part!r:.80}")
+    if dict_state:
+        if hasattr(obj, "__dict__"):
+            obj.__dict__.update(dict_state)
+        else:
+            for k, v in dict_state.items():
                 setattr(obj, k, v)
+    if slots_state:
+        for k, v in slots_state.items():
+            setattr(obj, k, v)
 
 
 def _rebuild_parameter(data: Any, requires_grad: bool, backward_hooks: Any) -> Any:
