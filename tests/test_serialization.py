@@ -1,6 +1,7 @@
 """tinytorch.save / load: PyTorch's zip format both ways, round trips, map_location, mmap, atomic writes,
 weights_only, corruption errors, and tinytorch's older format."""
 import io
+import mmap
 import os
 import pickle
 import struct
@@ -251,8 +252,20 @@ def test_views_keep_sharing_strides_and_offsets():
         assert back[k].tolist() == v.tolist(), k
         assert back[k].stride() == v.stride(), k
         assert np.shares_memory(back[k].numpy(), back["base"].numpy()), k
+    # Saved again, what was loaded keeps its sharing (each loaded tensor views its storage's array).
+    buf = io.BytesIO()
+    tinytorch.save(back, buf)
+    assert len(zipfile.ZipFile(io.BytesIO(buf.getvalue())).namelist()) == 7  # one storage record
+    buf.seek(0)
+    back = tinytorch.load(buf)
+    assert back["step"].tolist() == obj["step"].tolist() and back["t"].stride() == (1, 6)
     back["base"].zero_()
     assert back["t"].sum().item() == 0 and back["step"].sum().item() == 0
+    # A tensor made by as_strided (NumPy puts a stand-in object between it and its base) is found in its base.
+    strided = np.lib.stride_tricks.as_strided(base.numpy(), shape=(3, 2), strides=(16, 8))
+    buf = io.BytesIO()
+    tinytorch.save({"base": base, "s": tinytorch.from_numpy(strided)}, buf)
+    assert len(zipfile.ZipFile(io.BytesIO(buf.getvalue())).namelist()) == 7
 
 
 def test_zip64_records_when_sizes_pass_the_limit(tmp_path, monkeypatch):
@@ -546,8 +559,9 @@ def test_mmap_load_maps_storages_copy_on_write(tmp_path):
     before = path.read_bytes()
     back = tinytorch.load(path, mmap=True)
     arr = back["base"].numpy()
-    while not isinstance(arr, np.memmap):  # the tensor views a mapping of the file
+    while isinstance(arr.base, np.ndarray):
         arr = arr.base
+    assert isinstance(getattr(arr.base, "obj", arr.base), mmap.mmap)  # the tensor views a mapping of the file
     assert back["t"].tolist() == base.t().tolist() and back["bf"].float().tolist() == list(range(64))
     assert np.shares_memory(back["t"].numpy(), back["base"].numpy())
     back["base"].add_(1)  # writable; the file does not change (copy-on-write, like PyTorch's mmap)

@@ -177,8 +177,14 @@ class _Pickler(pickle._Pickler):
         item = a.dtype.itemsize
         root = a
         array_type = np.ndarray if _is_numpy(a) else type(a)
-        while isinstance(root.base, array_type):
-            root = root.base
+        while True:
+            b = root.base
+            if isinstance(b, array_type):
+                root = b
+            elif isinstance(getattr(b, "base", None), array_type) and hasattr(b, "__array_interface__"):
+                root = b.base  # through the stand-in object np.lib.stride_tricks.as_strided puts between
+            else:
+                break
         offset = _data_ptr(a) - _data_ptr(root) if a.size else 0
         view_of_root = (
             a.size > 0 and (root.flags.c_contiguous or root.flags.f_contiguous)
@@ -379,9 +385,9 @@ def _tensor_from_storage(storage: Any, storage_offset: Any, size: Any, stride: A
     item = dtype.itemsize
     if numel == 0:
         data = arr[:0].reshape(size)
-    elif _is_numpy(arr):
-        data = np.lib.stride_tricks.as_strided(arr[storage_offset:], shape=size,
-                                               strides=tuple(s * item for s in stride))
+    elif _is_numpy(arr):  # a view whose base is the storage's array: saving it again finds the storage
+        data = np.ndarray(size, arr.dtype, buffer=arr, offset=storage_offset * item,
+                          strides=tuple(s * item for s in stride))
     else:
         import cupy
         data = cupy.lib.stride_tricks.as_strided(arr[storage_offset:], shape=size,
@@ -758,7 +764,16 @@ class _ZipReader:
                 _fail(name, f"unknown byte order {order!r} in the byteorder record")
             self.swap = order != sys.byteorder
         self.storages: dict[str, TypedStorage] = {}
-        self._mmap_file: BinaryIO | None = None
+        self._mmap: Any = None
+
+    def _mapping(self) -> Any:
+        """The file mapped copy-on-write (PyTorch's mmap=True, shared=False): tensors over it are writable and
+        the file never changes; pages are read when touched."""
+        if self._mmap is None:
+            import mmap
+            with open(self.mmap_path, "rb") as fh:
+                self._mmap = mmap.mmap(fh.fileno(), 0, access=mmap.ACCESS_COPY)
+        return self._mmap
 
     def _info(self, record: str) -> zipfile.ZipInfo:
         try:
@@ -797,12 +812,11 @@ class _ZipReader:
         if self.mmap_path:
             if n == 0:
                 return np.empty(0, np_dtype)
-            try:  # copy-on-write mapping: the tensors are writable, the file never changes (PyTorch's shared=False)
-                mapped = np.memmap(self.mmap_path, dtype=np_dtype, mode="c", offset=offset, shape=(numel,))
-                return mapped.view(np.ndarray)  # tensors hold plain ndarrays (the map stays alive as the base)
-            except (ValueError, OSError) as e:
-                _fail(self.name, f"record {info.filename!r} ({n} bytes at offset {offset}) cannot be mapped: {e}: "
-                                 "the file is truncated")
+            if offset + n > len(self._mapping()):
+                _fail(self.name, f"record {info.filename!r} ({n} bytes at offset {offset}) lies past the end of the "
+                                 f"file ({len(self._mapping())} bytes): the file is truncated")
+            # Each storage is its own array over the one mapping, so saving it again writes only that storage.
+            return np.frombuffer(self._mapping(), np_dtype, numel, offset)
         arr = np.empty(numel, np_dtype)
         view = memoryview(arr.view(np.uint8)) if n else memoryview(b"")
         self.f.seek(offset)
