@@ -389,6 +389,11 @@ def test_pytorch_checkpoint_loads_in_tinytorch(tmp_path):
 
 def test_pytorch_dtypes_tinytorch_lacks_give_a_clear_error(tmp_path):
     torch = pytest.importorskip("torch")
+    path = tmp_path / "old.pt"
+    torch.save({"x": torch.ones(2)}, path, _use_new_zipfile_serialization=False)
+    with pytest.raises(serialization.CheckpointError, match=r"old\.pt: this is a bare pickle stream \(PyTorch's "
+                                                            "pre-1.6 format"):
+        tinytorch.load(path)
     path = tmp_path / "u16.pt"
     torch.save({"x": torch.zeros(2, dtype=torch.uint16)}, path)
     with pytest.raises(pickle.UnpicklingError, match="dtype torch.uint16, which tinytorch does not have"):

@@ -42,7 +42,7 @@ import tempfile
 import zipfile
 import zlib
 from collections import Counter, OrderedDict
-from typing import Any, BinaryIO, Callable, Iterable
+from typing import Any, BinaryIO, Callable
 
 import numpy as np
 
@@ -943,5 +943,9 @@ def load(f: str | os.PathLike | BinaryIO, map_location: str | _device_cls | dict
             return _Reader(fh, name, map_location, bool(weights_only)).decode_root()
         if len(head) < len(MAGIC):
             _fail(name, f"file is truncated: {len(head)} bytes, too short to be a checkpoint")
+        if head[:1] == b"\x80":
+            _fail(name, "this is a bare pickle stream (PyTorch's pre-1.6 format, torch.save(..., "
+                        "_use_new_zipfile_serialization=False), or a plain pickle), which tinytorch.load does not "
+                        "read: save it again with PyTorch's default format")
         _fail(name, f"not a checkpoint tinytorch can read (starts with {head!r}): expected PyTorch's zip format "
                     "(torch.save since PyTorch 1.6, tinytorch.save) or tinytorch's older format")
