@@ -29,6 +29,7 @@ from . import autograd, cuda, utils  # noqa: E402
 from . import nn, optim  # noqa: E402
 from . import accelerator  # noqa: E402  (device-generic: torch.accelerator)
 from .serialization import load, save  # noqa: E402
+from .storage import TypedStorage, UntypedStorage  # noqa: E402
 
 float = float32  # noqa: A001
 double = float64
