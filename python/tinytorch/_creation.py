@@ -158,8 +158,18 @@ def full(size, fill_value, *, dtype=None, device=None, requires_grad=False) -> T
     return _finish(_wrap(arr), requires_grad)
 
 
+def _dtensor_like(t: Tensor, local: Tensor) -> Tensor:
+    """For a DTensor t: `local` (made with t's local shape) as a DTensor laid out like t."""
+    out = t._like(local._data)
+    out._requires_grad = local._requires_grad
+    return out
+
+
 def _like(fn):
     def make(t: Tensor, dtype=None, device=None, requires_grad=False, memory_format=None, **kw):
+        if getattr(t, "_placements", None) is not None:  # a DTensor: its local piece's shape
+            return _dtensor_like(t, fn(*t._data.shape, dtype=dtype or t.dtype, device=device or t.device,
+                                       requires_grad=requires_grad))
         return fn(*t.shape, dtype=dtype or t.dtype, device=device or t.device, requires_grad=requires_grad)
     return make
 
@@ -171,6 +181,9 @@ empty_like = _like(empty)
 
 def full_like(t: Tensor, fill_value, dtype=None, device=None, requires_grad=False, **kw) -> Tensor:
     """A tensor shaped like t filled with fill_value."""
+    if getattr(t, "_placements", None) is not None:
+        return _dtensor_like(t, full(t._data.shape, fill_value, dtype=dtype or t.dtype, device=device or t.device,
+                                     requires_grad=requires_grad))
     return full(t.shape, fill_value, dtype=dtype or t.dtype, device=device or t.device, requires_grad=requires_grad)
 
 
@@ -361,9 +374,7 @@ def randperm(n: int, *, generator=None, dtype=None, device=None, requires_grad=F
 
 
 def _like_random(fn):
-    def make(t: Tensor, dtype=None, device=None, requires_grad=False, **kw):
-        return fn(*t.shape, dtype=dtype or t.dtype, device=device or t.device, requires_grad=requires_grad)
-    return make
+    return _like(fn)
 
 
 rand_like = _like_random(rand)

@@ -209,6 +209,24 @@ def _dtensor_worker(rank, world, port):
     out["errors"] = errors
     param = torch.nn.Parameter(d)
     out["param"] = isinstance(param, torch.nn.Parameter) and isinstance(param, DTensor) and param.requires_grad
+    # A model built on the meta device is sharded before it has any memory, then materialized as shards only;
+    # loading the single-process model's full state dict makes it compute the same outputs.
+    from tinytorch.distributed.checkpoint.state_dict import set_model_state_dict
+    from tinytorch.distributed.fsdp import fully_shard
+    with torch.device("meta"):
+        m = _model(torch)
+    for b in m.blocks:
+        fully_shard(b)
+    fully_shard(m)
+    m.to_empty(device="cpu")
+    for mod in m.modules():
+        if hasattr(mod, "reset_parameters"):
+            mod.reset_parameters()
+    out["meta_local_rows"] = {n: (tuple(p.shape), p.to_local().shape[0], p.device.type)
+                              for n, p in m.named_parameters()}
+    set_model_state_dict(m, _model(torch).state_dict())
+    x, _ = _batch(0, B)
+    out["meta_out"] = m(torch.tensor(x)).detach().numpy()
     dist.destroy_process_group()
     return out
 
@@ -237,6 +255,13 @@ def test_dtensor_layouts_collectives_and_errors():
         assert "full_tensor()" in o["errors"]["view"] and "full_tensor()" in o["errors"]["numpy"]
         assert "placements" in o["errors"]["placements"]
         assert o["param"]
+        for name, (shape, rows, dev) in o["meta_local_rows"].items():
+            assert dev == "cpu" and rows == len(range(shape[0])[r * -(-shape[0] // world):][:-(-shape[0] // world)]), name
+    import tinytorch as torch
+    x, _ = _batch(0, B)
+    ref = _model(torch)(torch.tensor(x)).detach().numpy()
+    for o in res:
+        np.testing.assert_allclose(o["meta_out"], ref, rtol=1e-6, atol=1e-7)
 
 
 def _mixed_precision_worker(rank, world, port):

@@ -102,6 +102,7 @@ class FSDPState:
             current = module._parameters.get(name)
             if current is not None and current is not p.unsharded_param:
                 p.adopt_sharded(current)
+                p.register(p.sharded_param)  # to_empty() makes one new parameter per owner: tie them again
             if p.sharded_param.device.type == "meta":
                 raise RuntimeError(f"FSDP: parameter {name} of {type(module).__name__} is still on the meta device; "
                                    "call module.to_empty(device=...) and initialize it (reset_parameters()) before "
