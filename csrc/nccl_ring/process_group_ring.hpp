@@ -48,7 +48,7 @@ class ProcessGroupRing final : public Backend {
 
   std::shared_ptr<Work> allreduce(void* buf, size_t count, DType t, ReduceOp op, Keep keep, bool async_op = true);
   std::shared_ptr<Work> reduce_scatter(void* out, const void* in, size_t count, DType t, ReduceOp op, Keep keep,
-                                       bool async_op = true);
+                                       bool async_op = true, bool overwrite_input = false);
   std::shared_ptr<Work> allgather(void* out, const void* in, size_t count, DType t, Keep keep, bool async_op = true);
   std::shared_ptr<Work> broadcast(void* buf, size_t count, DType t, int root, Keep keep, bool async_op = true);
   std::shared_ptr<Work> reduce(void* buf, size_t count, DType t, ReduceOp op, int root, Keep keep, bool async_op = true);

@@ -549,8 +549,9 @@ def _block_arrays(name: str, g: "ProcessGroup", output: Any, input: Any, whole: 
 
 
 def reduce_scatter_tensor(output: Any, input: Any, op: Any = ReduceOp.SUM, group: Optional[Any] = None,
-                          async_op: bool = False) -> Optional[Work]:
-    """Reduce `input` (world_size blocks) across the group; rank i gets block i in `output`."""
+                          async_op: bool = False, *, _overwrite_input: bool = False) -> Optional[Work]:
+    """Reduce `input` (world_size blocks) across the group; rank i gets block i in `output`.
+    (_overwrite_input: the caller gives `input` up, so the ring may keep partial sums in it instead of a copy.)"""
     g = _resolve(group)
     if g is None:
         return None
@@ -558,9 +559,10 @@ def reduce_scatter_tensor(output: Any, input: Any, op: Any = ReduceOp.SUM, group
     o, i = _block_arrays(name, g, output, input, whole="input")
     t = _arrays.dtype_code(o, name)
     code = _op_code(op, name, o.dtype)
+    extra = {"overwrite_input": True} if _overwrite_input and g._backend_name == "ring" else {}
     return _issue(g, name, [o, i], [o], [output],
                   lambda arr, a_: g._backend.reduce_scatter(_arrays.data_ptr(arr[0]), _arrays.data_ptr(arr[1]), arr[0].size,
-                                                        t, code, (arr[0], arr[1]), a_),
+                                                        t, code, (arr[0], arr[1]), a_, **extra),
                   async_op, [output], lambda: _fingerprint(name, [o, i], op=ReduceOp._NAMES[code]))
 
 

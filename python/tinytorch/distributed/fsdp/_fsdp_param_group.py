@@ -197,14 +197,18 @@ class FSDPParamGroup:
         """All gradients of the group are in: start their reduce-scatter, then reshard."""
         self.grads_remaining = -1  # done for this backward (the final callback must not do it again)
         with_grad = [p for p in self.fsdp_params if p.unsharded_param is not None and p.unsharded_param._grad is not None]
-        if self.requires_gradient_sync and with_grad:
-            self._reduce_scatter(with_grad)
+        # Reshard first: the unsharded values are no longer needed, and their memory is then free for the
+        # reduce-scatter's buffer (peak memory is what ZeRO-3 is for).
         if self.reshard_after_backward:
             self.reshard()
+        if self.requires_gradient_sync and with_grad:
+            self._reduce_scatter(with_grad)
 
     def _reduce_scatter(self, with_grad: List[FSDPParam]) -> None:
         xp = self._xp()
         rdt = self.reduce_dtype or self._uniform_dtype()
+        if self.before_reduce is not None:
+            self.before_reduce(self)  # the previous group's reduce-scatter ends (and frees its buffers) first
         src = xp.zeros(self.world * self.block_numel, dtype=rdt)
         blocks = src.reshape(self.world, self.block_numel)
         for p in with_grad:
@@ -216,12 +220,10 @@ class FSDPParamGroup:
                     blocks[r, p.offset:p.offset + (b - a) * p.row_numel] = g[a:b].reshape(-1)
             p.unsharded_param._grad = None
         out = xp.empty(self.block_numel, dtype=rdt)
-        if self.before_reduce is not None:
-            self.before_reduce(self)
         op = c10d.ReduceOp.AVG if self.divide_factor is None else c10d.ReduceOp.SUM
         t0 = time.monotonic_ns()
         with c10d._debug_label(f"FSDP reduce-scatter of {self.label}"):
-            work = c10d.reduce_scatter_tensor(out, src, op=op, group=self.pg, async_op=True)
+            work = c10d.reduce_scatter_tensor(out, src, op=op, group=self.pg, async_op=True, _overwrite_input=True)
         self._rs = (work, out, src, with_grad, t0)
 
     def finish_backward(self) -> None:
