@@ -82,3 +82,23 @@ def manual_seed(seed: int) -> None:
 
 
 manual_seed_all = manual_seed
+
+
+def is_bf16_supported(including_emulation: bool = True) -> bool:
+    """Whether the current GPU computes in bfloat16 (compute capability 8.0+; False without a GPU)."""
+    if not is_available():
+        return False
+    import cupy
+    major = int(cupy.cuda.Device().compute_capability[:-1] or 0)
+    return major >= 8 or bool(including_emulation)
+
+
+def get_device_capability(device=None) -> tuple:
+    """(major, minor) compute capability of device (default: current)."""
+    import cupy
+    idx = device if isinstance(device, int) else (getattr(device, "index", None) or 0) if device is not None else None
+    cc = (cupy.cuda.Device() if idx is None else cupy.cuda.Device(idx)).compute_capability
+    return int(cc[:-1]), int(cc[-1])
+
+
+from . import amp  # noqa: E402,F401  (tinytorch.cuda.amp: PyTorch's deprecated AMP spellings)
