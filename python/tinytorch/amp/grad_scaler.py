@@ -38,7 +38,7 @@ def _unscale_arrays(grads: list, inv_scale: float, found_inf):
             nonfinite = ~xp.isfinite(g).all()
             xp.multiply(g, g.dtype.type(inv_scale), out=g)
         bad = nonfinite if bad is None else (bad | nonfinite)
-    return xp.maximum(found_inf, bad.astype(np.float32))
+    return xp.asarray(xp.maximum(found_inf, bad.astype(np.float32)), dtype=np.float32)
 
 
 def _cupy():
@@ -109,7 +109,7 @@ class GradScaler:
     def _unscale_grads_(self, optimizer, inv_scale: float, allow_fp16: bool) -> dict:
         """Unscale every gradient of optimizer's params in place; per device, a 0-d float32 tensor: 1 if
         any gradient held inf/NaN."""
-        from .._creation import tensor
+        from .._tensor import _wrap
         per_device: dict = defaultdict(list)
         for group in optimizer.param_groups:
             for param in group["params"]:
@@ -123,12 +123,7 @@ class GradScaler:
             xp = np if type(grads[0]) is np.ndarray else _cupy()
             zero = xp.zeros((), dtype=np.float32)
             found[dev] = _unscale_arrays(grads, inv_scale, zero)
-        out = {}
-        for dev, arr in found.items():
-            t = tensor(0.0)
-            t._data = arr
-            out[dev] = t
-        return out
+        return {dev: _wrap(arr) for dev, arr in found.items()}
 
     def unscale_(self, optimizer) -> None:
         """Divide optimizer's gradients by the scale in place (once per optimizer per step), recording infs."""
