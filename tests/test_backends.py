@@ -86,4 +86,12 @@ def test_compile_returns_its_argument_and_seeding_repeats():
     assert tinytorch.equal(a, tinytorch.randn(4))
     if not tinytorch.cuda.is_available():
         assert tinytorch.cuda.is_bf16_supported() is False
+    else:
+        tinytorch.cuda.manual_seed_all(11)
+        c = tinytorch.randn(4, device="cuda")
+        tinytorch.cuda.manual_seed(11)
+        assert tinytorch.equal(c, tinytorch.randn(4, device="cuda"))
+    from tinytorch import _creation
+    tinytorch.cuda.manual_seed_all(11)  # CUDA devices first used after this start from seed 11
+    assert _creation._cuda_seed[0] == 11
 

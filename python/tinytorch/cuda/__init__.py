@@ -76,9 +76,9 @@ def empty_cache() -> None:
 
 
 def manual_seed(seed: int) -> None:
+    """Seed the CUDA generators (every device: a process normally drives one), including devices used later."""
     from .. import _creation
-    for g in _creation._cuda_generators.values():
-        g.manual_seed(seed)
+    _creation._seed_cuda(seed)
 
 
 manual_seed_all = manual_seed
