@@ -162,6 +162,11 @@ def test_cuda_policy_lists_and_cpu_tensors_under_cuda_autocast():
     assert _autocast.policy("group_norm", "cuda") == "fp32"
     assert _autocast.policy("dot", "cuda") == "promote" and _autocast.policy("dot", "cpu") is None
     assert _autocast.policy("binary_cross_entropy", "cuda") == "banned"
+    # RNNs as PyTorch's CPU autocast runs them (nn.LSTM/nn.RNN in bfloat16, nn.GRU and the cells not)
+    assert _autocast.policy("lstm", "cpu") == "lower" and _autocast.policy("rnn_tanh", "cpu") == "lower"
+    assert _autocast.policy("gru", "cpu") is None and _autocast.policy("lstm_cell", "cpu") is None
+    assert _autocast.policy("gru", "cuda") == "lower" and _autocast.policy("lstm_cell", "cuda") == "lower"
+    assert _autocast.policy("max_pool2d", "cpu") is None and _autocast.policy("max_pool3d", "cpu") == "fp32"
     x = tinytorch.tensor(X)
     _autocast.set_autocast_enabled("cuda", True)
     try:

@@ -51,7 +51,7 @@ LOWER = {
     "cpu": frozenset(_CONV + (
         "__matmul__", "__rmatmul__", "bmm", "mm", "linalg_vecdot", "baddbmm", "addmm", "addbmm", "linear",
         "matmul", "einsum", "scaled_dot_product_attention", "_native_multi_head_attention", "mkldnn_rnn",
-        "mkldnn_rnn_layer", "lstm", "gru", "rnn_tanh", "rnn_relu")),
+        "mkldnn_rnn_layer", "lstm", "rnn_tanh", "rnn_relu")),  # CPU GRU and the cells stay in their input type
 }
 
 FP32 = {
@@ -59,14 +59,15 @@ FP32 = {
         "__pow__", "__rdiv__", "__rpow__", "__rtruediv__", "pow", "acos", "asin", "cosh", "sinh", "tan", "erfinv",
         "exp", "expm1", "log", "log10", "log1p", "log2", "reciprocal", "rsqrt", "cdist", "cosine_similarity",
         "dist", "pdist", "norm", "renorm", "normalize", "group_norm", "layer_norm", "native_layer_norm",
-        "batch_norm", "instance_norm", "softplus", "softmax", "log_softmax", "softmin", "sum", "prod", "cumsum",
+        "softplus", "softmax", "log_softmax", "softmin", "sum", "prod", "cumsum", "logsumexp", "huber_loss",
         "cumprod", "linalg_vector_norm", "linalg_matrix_norm", "frobenius_norm", "nuclear_norm",
         "binary_cross_entropy_with_logits", "cosine_embedding_loss", "cross_entropy", "cross_entropy_loss",
         "hinge_embedding_loss", "kl_div", "l1_loss", "margin_ranking_loss", "mse_loss", "multilabel_margin_loss",
         "multi_margin_loss", "nll_loss", "nll_loss2d", "poisson_nll_loss", "smooth_l1_loss", "soft_margin_loss",
-        "triplet_margin_loss", "ctc_loss", "upsample_nearest1d", "upsample_nearest2d", "upsample_nearest3d",
-        "upsample_linear1d", "upsample_bilinear2d", "upsample_trilinear3d", "upsample_bicubic2d", "grid_sampler",
-        "polar", "fft_fft", "fft_ifft", "fft_rfft", "fft_irfft")),
+        "triplet_margin_loss", "upsample_nearest1d", "_upsample_nearest_exact1d", "upsample_nearest2d",
+        "_upsample_nearest_exact2d", "upsample_nearest3d", "_upsample_nearest_exact3d", "upsample_linear1d",
+        "upsample_bilinear2d", "_upsample_bilinear2d_aa", "upsample_trilinear3d", "upsample_bicubic2d",
+        "_upsample_bicubic2d_aa", "interpolate")),
     "cpu": frozenset((
         "avg_pool3d", "binary_cross_entropy", "grid_sampler", "polar", "prod", "quantile", "nanquantile", "stft",
         "cdist", "trace", "view_as_complex", "cholesky", "cholesky_inverse", "cholesky_solve", "inverse",
@@ -78,7 +79,8 @@ FP32 = {
         "kl_div", "multilabel_margin_loss", "binary_cross_entropy_with_logits", "fft_fft", "fft_ifft", "fft_fft2",
         "fft_ifft2", "fft_fftn", "fft_ifftn", "fft_rfft", "fft_irfft", "fft_rfft2", "fft_irfft2", "fft_rfftn",
         "fft_irfftn", "fft_hfft", "fft_ihfft", "linalg_cond", "linalg_matrix_rank", "linalg_solve",
-        "linalg_cholesky", "linalg_svdvals", "linalg_eigvals", "linalg_eigvalsh", "linalg_inv", "linalg_householder_product",
+        "linalg_cholesky", "linalg_svdvals", "linalg_eigvals", "linalg_eigvalsh", "linalg_inv",
+        "linalg_householder_product",
         "linalg_tensorinv", "linalg_tensorsolve", "fake_quantize_per_tensor_affine", "geqrf", "_lu_with_info", "qr",
         "svd", "triangular_solve", "fractional_max_pool2d", "fractional_max_pool3d", "adaptive_max_pool3d",
         "multilabel_margin_loss_forward", "linalg_qr", "linalg_cholesky_ex", "linalg_svd", "linalg_eig", "linalg_eigh",
@@ -86,8 +88,8 @@ FP32 = {
 }
 
 PROMOTE = {
-    "cuda": frozenset(("addcdiv", "addcmul", "atan2", "bilinear", "cross", "dot", "vdot", "grid_sample",
-                       "index_put", "scatter_add", "tensordot", "cat", "stack", "index_copy")),
+    "cuda": frozenset(("addcdiv", "addcmul", "atan2", "bilinear", "cross", "dot", "vdot", "grid_sampler",
+                       "grid_sample", "index_put", "scatter_add", "tensordot")),
     "cpu": frozenset(("stack", "cat", "index_copy")),
 }
 
