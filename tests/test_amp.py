@@ -352,3 +352,42 @@ def test_grad_scaler_scale_nested_update_and_state_dict():
     assert off.state_dict() == {} and off.get_scale() == 1.0 and off.scale(a) is a
     with pytest.raises(RuntimeError, match="The source state dict is empty"):
         other.load_state_dict({})
+
+
+def _block_loss(lib, weights, x_np, t_np, amp: bool):
+    """A pre-norm attention + MLP block and a cross-entropy head, weights given; returns (loss, logits, grads)."""
+    F_ = lib.nn.functional
+    W = {k: lib.tensor(v, requires_grad=True) for k, v in weights.items()}
+    x = lib.tensor(x_np)
+    ctx = lib.autocast("cpu", dtype=lib.bfloat16) if amp else lib.autocast("cpu", enabled=False)
+    with ctx:
+        h = F_.layer_norm(x, (8,), W["ln_w"], W["ln_b"])
+        q, k, v = F_.linear(h, W["qkv"]).split(8, dim=-1)
+        q, k, v = (z.view(2, 5, 2, 4).transpose(1, 2) for z in (q, k, v))
+        a = F_.scaled_dot_product_attention(q, k, v, is_causal=True).transpose(1, 2).reshape(2, 5, 8)
+        x2 = x + F_.linear(a, W["proj"])
+        logits = F_.linear(F_.gelu(F_.linear(x2, W["fc"], W["fc_b"])), W["head"])
+        loss = F_.cross_entropy(logits.reshape(10, 6), lib.tensor(t_np))
+    loss.backward()
+    return loss, logits, {k: w.grad.numpy() for k, w in W.items()}
+
+
+def test_transformer_block_under_autocast_matches_torch():
+    torch = pytest.importorskip("torch")
+    rng = np.random.default_rng(3)
+    weights = {"ln_w": 1 + 0.1 * rng.standard_normal(8), "ln_b": 0.1 * rng.standard_normal(8),
+               "qkv": 0.3 * rng.standard_normal((24, 8)), "proj": 0.3 * rng.standard_normal((8, 8)),
+               "fc": 0.3 * rng.standard_normal((16, 8)), "fc_b": 0.1 * rng.standard_normal(16),
+               "head": 0.3 * rng.standard_normal((6, 16))}
+    weights = {k: v.astype(np.float32) for k, v in weights.items()}
+    x_np = rng.standard_normal((2, 5, 8)).astype(np.float32)
+    t_np = rng.integers(0, 6, 10)
+    ours = _block_loss(tinytorch, weights, x_np, t_np, amp=True)
+    theirs = _block_loss(torch, weights, x_np, t_np, amp=True)
+    assert ours[1].dtype is tinytorch.bfloat16 and theirs[1].dtype == torch.bfloat16
+    assert ours[0].dtype is tinytorch.float32 and theirs[0].dtype == torch.float32
+    np.testing.assert_allclose(ours[0].item(), theirs[0].item(), rtol=2e-2)
+    for k in weights:
+        np.testing.assert_allclose(ours[2][k], theirs[2][k], rtol=0.1, atol=2e-2, err_msg=k)
+    full = _block_loss(tinytorch, weights, x_np, t_np, amp=False)  # the bf16 run stays near the float32 one
+    np.testing.assert_allclose(ours[0].item(), full[0].item(), rtol=2e-2)
