@@ -79,6 +79,8 @@ def test_compile_returns_its_argument_and_seeding_repeats():
     model = tinytorch.nn.Linear(2, 2)
     assert tinytorch.compile(model) is model
     assert tinytorch.compile(mode="max-autotune")(model) is model
+    assert tinytorch.compiler.compile(model) is model and tinytorch.compiler.disable(model) is model
+    assert tinytorch.compiler.is_compiling() is False and tinytorch._dynamo.is_compiling() is False
     tinytorch.manual_seed(3)
     a = tinytorch.randn(4)
     tinytorch.cuda.manual_seed_all(3)

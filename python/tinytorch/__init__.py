@@ -44,7 +44,7 @@ _memory.keep_freed_memory()  # the process keeps freed arrays for the next step 
 _memory.follow_torch_huge_page_policy()
 
 # Mixed precision, backend switches and determinism (PyTorch's top-level names)
-from . import amp, backends, cpu  # noqa: E402
+from . import amp, backends, compiler, cpu  # noqa: E402
 from .amp import autocast  # noqa: E402
 from ._autocast import (autocast_decrement_nesting, autocast_increment_nesting, clear_autocast_cache,  # noqa: E402
                         get_autocast_cpu_dtype, get_autocast_dtype, get_autocast_gpu_dtype, is_autocast_cache_enabled,

@@ -101,4 +101,35 @@ def get_device_capability(device=None) -> tuple:
     return int(cc[:-1]), int(cc[-1])
 
 
+def get_device_name(device=None) -> str:
+    """The GPU's name as CUDA reports it (device: index, 'cuda:N' or tinytorch.device; default current)."""
+    import cupy
+    return cupy.cuda.runtime.getDeviceProperties(_index(device))["name"].decode()
+
+
+def get_device_properties(device=None):
+    """name, total_memory, major, minor and multi_processor_count of a GPU (PyTorch's field names)."""
+    import types
+
+    import cupy
+    p = cupy.cuda.runtime.getDeviceProperties(_index(device))
+    return types.SimpleNamespace(name=p["name"].decode(), total_memory=int(p["totalGlobalMem"]),
+                                 major=int(p["major"]), minor=int(p["minor"]),
+                                 multi_processor_count=int(p["multiProcessorCount"]))
+
+
+def is_initialized() -> bool:
+    """Whether CUDA is usable in this process (tinytorch initialises it on first use through CuPy)."""
+    return is_available()
+
+
+def _index(device) -> int:
+    if device is None:
+        return current_device()
+    if isinstance(device, int):
+        return device
+    from .._device import to_device
+    return to_device(device).index or 0
+
+
 from . import amp  # noqa: E402,F401  (tinytorch.cuda.amp: PyTorch's deprecated AMP spellings)
