@@ -147,6 +147,11 @@ def test_cast_cache_holds_leaf_casts_until_outermost_exit():
     with tinytorch.autocast("cpu", cache_enabled=False):
         F.linear(x, w)
         assert len(_autocast._cache) == 0
+    with tinytorch.autocast("cpu"):  # a no_grad pass first must not leave a graph-less cast behind
+        with tinytorch.no_grad():
+            F.linear(x, w)
+        F.linear(x, w).float().sum().backward()
+    assert w.grad is not None and w.grad.dtype is tinytorch.float32
 
 
 def test_explicit_dtype_is_not_autocast():

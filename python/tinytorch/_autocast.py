@@ -25,6 +25,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from ._C import _grad_enabled
 from ._dtype import bfloat16, float16, float32, float64
 
 active = False  # the one test every autocast op makes: autocast is on for some device
@@ -213,8 +214,10 @@ def _cast(t, to, device_type: str):
     if isinstance(t, Tensor):
         if not _eligible(t, device_type) or t.dtype is to:
             return t
+        # Only casts that carry a graph edge are cached: a cast made under no_grad reused later in grad
+        # mode would silently cut the weight off from its gradient.
         cacheable = (_cache_enabled and to is _dtype[device_type] and t.dtype is float32 and t._requires_grad
-                     and t._grad_fn is None and t._base is None)
+                     and t._grad_fn is None and t._base is None and _grad_enabled())
         if cacheable:
             hit = _cache.get(id(t))
             if hit is not None and hit[0] is t:
