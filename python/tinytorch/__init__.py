@@ -44,3 +44,16 @@ from ._misc import allclose, compile, equal, get_num_threads, is_tensor, isclose
 
 _memory.keep_freed_memory()  # the process keeps freed arrays for the next step (see _memory.py)
 _memory.follow_torch_huge_page_policy()
+
+# Mixed precision, backend switches and determinism (PyTorch's top-level names)
+from . import amp, backends, compiler, cpu  # noqa: E402
+from .amp import autocast  # noqa: E402
+from ._autocast import (autocast_decrement_nesting, autocast_increment_nesting, clear_autocast_cache,  # noqa: E402
+                        get_autocast_cpu_dtype, get_autocast_dtype, get_autocast_gpu_dtype, is_autocast_cache_enabled,
+                        is_autocast_cpu_enabled, is_autocast_enabled, set_autocast_cache_enabled,
+                        set_autocast_cpu_dtype, set_autocast_cpu_enabled, set_autocast_dtype, set_autocast_enabled,
+                        set_autocast_gpu_dtype)
+from .backends import get_float32_matmul_precision, set_float32_matmul_precision  # noqa: E402
+from ._deterministic import (are_deterministic_algorithms_enabled, get_deterministic_debug_mode,  # noqa: E402
+                             is_deterministic_algorithms_warn_only_enabled, set_deterministic_debug_mode,
+                             use_deterministic_algorithms)

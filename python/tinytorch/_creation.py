@@ -281,14 +281,21 @@ class Generator:
 
 default_generator = Generator()
 _cuda_generators: dict = {}
+_cuda_seed: list = [None]  # the last seed given for CUDA: generators made later start from it
 
 
 def manual_seed(seed: int) -> Generator:
-    """Seed the default generators (CPU, and every CUDA device already used)."""
+    """Seed the default generators (CPU, and every CUDA device, including ones first used later)."""
     default_generator.manual_seed(seed)
+    _seed_cuda(seed)
+    return default_generator
+
+
+def _seed_cuda(seed: int) -> None:
+    """Seed every CUDA generator, and remember the seed for devices not used yet (cuda.manual_seed_all)."""
+    _cuda_seed[0] = int(seed)
     for g in _cuda_generators.values():
         g.manual_seed(seed)
-    return default_generator
 
 
 def seed() -> int:
@@ -321,7 +328,8 @@ def _generator_for(dev, generator):
         return default_generator._rng
     key = dev.index or 0
     if key not in _cuda_generators:
-        _cuda_generators[key] = Generator(dev).manual_seed(default_generator.initial_seed())
+        first = _cuda_seed[0] if _cuda_seed[0] is not None else default_generator.initial_seed()
+        _cuda_generators[key] = Generator(dev).manual_seed(first)
     return _cuda_generators[key]._rng
 
 

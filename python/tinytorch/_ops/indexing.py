@@ -10,7 +10,7 @@ from __future__ import annotations
 import numpy as np
 
 from .._meta import MetaArray, namespace as meta_namespace
-
+from .. import _autocast
 from .. import _C
 from .._dtype import int64
 from .._tensor import Tensor, _view_of, _wrap, _wrap_dim
@@ -314,6 +314,8 @@ def setitem(x: Tensor, key, value) -> None:
 
 def index_put(x: Tensor, indices, values: Tensor, accumulate: bool = False) -> Tensor:
     """Out-of-place x[indices] = values (or += with accumulate); indices is a tuple of tensors."""
+    if _autocast.active:
+        return _autocast.dispatch("index_put", index_put, x, indices, values, accumulate)
     k, basic = _convert_key(x, tuple(indices))
     return _put(x, k, values, accumulate=accumulate, basic=basic)
 
@@ -473,6 +475,8 @@ def _pad_to(g: Tensor, shape: tuple) -> Tensor:
 
 def scatter_add(x: Tensor, dim: int, index: Tensor, src: Tensor) -> Tensor:
     """A copy of x with x[index[i][j]][j] += src[i][j] (for dim=0), accumulating repeats."""
+    if _autocast.active:
+        return _autocast.dispatch("scatter_add", scatter_add, x, dim, index, src)
     _check_index_dtype(index, "scatter_add")
     data = x._data
     d = _wrap_dim(dim, data.ndim)
@@ -598,6 +602,8 @@ def index_add(x: Tensor, dim: int, index: Tensor, source: Tensor, *, alpha=1) ->
 
 def index_copy(x: Tensor, dim: int, index: Tensor, source: Tensor) -> Tensor:
     """A copy of x with its slices at `index` along dim replaced by source."""
+    if _autocast.active:
+        return _autocast.dispatch("index_copy", index_copy, x, dim, index, source)
     data = x._data
     d = _wrap_dim(dim, data.ndim)
     idx = _index_1d(index, "index_copy", data)

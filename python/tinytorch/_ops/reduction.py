@@ -8,7 +8,7 @@ from collections import namedtuple
 import numpy as np
 
 from .._meta import MetaArray
-
+from .. import _autocast
 from .._dtype import get_default_dtype, int64, to_dtype
 from .._tensor import Tensor, _wrap_dim
 from ._common import alias, attach, float_data, needs_grad, record, saved_output, sum_to, _grad_enabled
@@ -69,6 +69,8 @@ def _expand_back(g: Tensor, in_shape: tuple, axes, keepdim: bool) -> Tensor:
 
 def sum(a: Tensor, dim=None, keepdim: bool = False, *, dtype=None) -> Tensor:
     """Sum over dim (all elements when None)."""
+    if _autocast.active:
+        return _autocast.dispatch("sum", sum, a, dim, keepdim, dtype=dtype)
     x = a._data
     axes = _dims(dim, x.ndim)
     if dtype is not None:
@@ -304,6 +306,8 @@ def logsumexp(a: Tensor, dim, keepdim: bool = False) -> Tensor:
 
 def norm(a: Tensor, p="fro", dim=None, keepdim: bool = False, dtype=None) -> Tensor:
     """Vector p-norm over dim (2-norm and Frobenius by default; inf, -inf, 0, 1 and any p > 0)."""
+    if _autocast.active:
+        return _autocast.dispatch("norm", norm, a, p, dim, keepdim, dtype=dtype)
     if p == "fro" or p is None:
         p = 2
     if isinstance(p, str):
@@ -346,6 +350,8 @@ def _norm2(a: Tensor, axes, keepdim: bool) -> Tensor:
 
 def prod(a: Tensor, dim=None, keepdim: bool = False, *, dtype=None) -> Tensor:
     """Product over dim (gradient via the product of the others; exact when there are zeros)."""
+    if _autocast.active:
+        return _autocast.dispatch("prod", prod, a, dim, keepdim, dtype=dtype)
     x = a._data if dtype is None else a._data.astype(to_dtype(dtype).np)
     if x.dtype.kind in "bui":
         x = x.astype(np.int64)
@@ -380,6 +386,8 @@ def prod(a: Tensor, dim=None, keepdim: bool = False, *, dtype=None) -> Tensor:
 
 def cumsum(a: Tensor, dim: int, *, dtype=None) -> Tensor:
     """Running sum along dim."""
+    if _autocast.active:
+        return _autocast.dispatch("cumsum", cumsum, a, dim, dtype=dtype)
     x = a._data if dtype is None else a._data.astype(to_dtype(dtype).np)
     if x.dtype.kind in "bui":
         x = x.astype(np.int64)
@@ -392,6 +400,8 @@ def cumsum(a: Tensor, dim: int, *, dtype=None) -> Tensor:
 
 def cumprod(a: Tensor, dim: int, *, dtype=None) -> Tensor:
     """Running product along dim (the gradient stays exact where inputs are zero)."""
+    if _autocast.active:
+        return _autocast.dispatch("cumprod", cumprod, a, dim, dtype=dtype)
     x = a._data if dtype is None else a._data.astype(to_dtype(dtype).np)
     if x.dtype.kind in "bui":
         x = x.astype(np.int64)

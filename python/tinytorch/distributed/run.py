@@ -114,6 +114,8 @@ def get_args_parser() -> argparse.ArgumentParser:
     a("-m", "--module", action=_EnvFlag, dest="module", help="run the script as 'python -m <module>'")
     a(*_spellings("no-python"), action=_EnvFlag, dest="no_python",
       help="execute the script directly instead of through the Python interpreter")
+    a("--compat", action=_EnvFlag, dest="compat",
+      help="run each worker through tinytorch.compat: the script's `import torch` resolves to tinytorch")
     p.add_argument("training_script", help="script (or module with -m, or program with --no-python) to run")
     p.add_argument("training_script_args", nargs=argparse.REMAINDER)
     return p
@@ -244,8 +246,13 @@ def config_from_args(args: argparse.Namespace) -> LaunchConfig:
     node_rank = args.node_rank
     if backend == "static" and node_rank is None:
         node_rank = 0
+    if args.compat and args.no_python:
+        raise ValueError("--compat and --no-python cannot be used together")
     if args.no_python:
         cmd = [args.training_script]
+    elif args.compat:
+        cmd = [sys.executable, "-u", "-m", "tinytorch.compat"] + (["-m"] if args.module else [])
+        cmd.append(args.training_script)
     elif args.module:
         cmd = [sys.executable, "-u", "-m", args.training_script]
     else:
