@@ -73,6 +73,8 @@ def test_slurm_defaults_and_flag_precedence(clean_env):
     clean_env.setenv("MASTER_PORT", "31337")
     c = _config(["--rdzv-backend", "c10d", "w.py"])
     assert (c.rdzv_host, c.rdzv_port, c.node_rank) == ("node02", 31337, 2)
+    clean_env.setenv("SLURM_STEP_NUM_NODES", "3")  # srun -N3 inside the 4-node allocation
+    assert _config(["w.py"]).max_nodes == 3
     # TINYTORCH_RUN_* and PET_* beat Slurm; the command line beats everything.
     clean_env.setenv("PET_NNODES", "3")
     clean_env.setenv("PET_NODE_RANK", "1")

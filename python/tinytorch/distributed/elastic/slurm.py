@@ -4,7 +4,7 @@ need no flags inside ``sbatch``/``srun``.
 Two ways to start under Slurm:
 
 * one ``tinytorch-run`` per node (``srun --ntasks-per-node=1 tinytorch-run ...``): the launcher takes
-  ``--nnodes`` from SLURM_NNODES, ``--node-rank`` from SLURM_NODEID, the rendezvous host from the first
+  ``--nnodes`` from SLURM_STEP_NUM_NODES (else SLURM_NNODES), ``--node-rank`` from SLURM_NODEID, the rendezvous host from the first
   host of the step's (else the job's) node list and ``--rdzv-id`` from SLURM_JOB_ID
   (:func:`launch_defaults`);
 * one rank per Slurm task (``srun --ntasks-per-node=G python train.py``): ``init_process_group`` takes
@@ -100,7 +100,8 @@ def launch_defaults(env: Mapping[str, str]) -> dict[str, str]:
     if not in_slurm_job(env):
         return {}
     out: dict[str, str] = {"rdzv_id": env["SLURM_JOB_ID"]}
-    nnodes = env.get("SLURM_NNODES") or env.get("SLURM_JOB_NUM_NODES")
+    # Under srun, SLURM_NNODES is the whole allocation; a step on fewer nodes (srun -N1) has its own count.
+    nnodes = env.get("SLURM_STEP_NUM_NODES") or env.get("SLURM_NNODES") or env.get("SLURM_JOB_NUM_NODES")
     if nnodes:
         out["nnodes"] = nnodes
     if env.get("SLURM_NODEID"):
