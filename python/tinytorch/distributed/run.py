@@ -13,8 +13,10 @@ Every flag can also be given as ``TINYTORCH_RUN_<FLAG>`` (e.g. ``TINYTORCH_RUN_N
 as torchrun's ``PET_<FLAG>`` (what Kubeflow's PyTorchJob sets: PET_NNODES, PET_NODE_RANK,
 PET_MASTER_ADDR, ...). Inside a Slurm job, --nnodes, --node-rank, the rendezvous host and --rdzv-id
 come from SLURM_NNODES, SLURM_NODEID, the first host of the node list and SLURM_JOB_ID
-(``elastic/slurm.py``). Precedence: command line, TINYTORCH_RUN_*, PET_*, Slurm, built-in default. Workers get torchrun's environment (RANK, LOCAL_RANK, WORLD_SIZE,
-MASTER_ADDR, MASTER_PORT, TORCHELASTIC_*...). MASTER_ADDR:MASTER_PORT is the agents' own store
+(``elastic/slurm.py``). Precedence: command line, TINYTORCH_RUN_*, PET_*, Slurm, built-in default.
+
+Workers get torchrun's environment (RANK, LOCAL_RANK, WORLD_SIZE, MASTER_ADDR, MASTER_PORT,
+TORCHELASTIC_*...). MASTER_ADDR:MASTER_PORT is the agents' own store
 (``TORCHELASTIC_USE_AGENT_STORE=True``), so ``init_process_group("env://")`` connects to it as a
 client and no worker has to bind a port.
 """

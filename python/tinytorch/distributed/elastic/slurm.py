@@ -4,9 +4,9 @@ need no flags inside ``sbatch``/``srun``.
 Two ways to start under Slurm:
 
 * one ``tinytorch-run`` per node (``srun --ntasks-per-node=1 tinytorch-run ...``): the launcher takes
-  ``--nnodes`` from SLURM_STEP_NUM_NODES (else SLURM_NNODES), ``--node-rank`` from SLURM_NODEID, the rendezvous host from the first
-  host of the step's (else the job's) node list and ``--rdzv-id`` from SLURM_JOB_ID
-  (:func:`launch_defaults`);
+  ``--nnodes`` from SLURM_STEP_NUM_NODES (else SLURM_NNODES), ``--node-rank`` from SLURM_NODEID, the
+  rendezvous host from the first host of the step's (else the job's) node list and ``--rdzv-id`` from
+  SLURM_JOB_ID (:func:`launch_defaults`);
 * one rank per Slurm task (``srun --ntasks-per-node=G python train.py``): ``init_process_group`` takes
   RANK from SLURM_PROCID, WORLD_SIZE from SLURM_NTASKS and LOCAL_RANK from SLURM_LOCALID
   (:func:`process_env`).
