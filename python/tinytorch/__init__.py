@@ -38,6 +38,7 @@ long = int64
 int = int32  # noqa: A001
 short = int16
 
+# The package's only statement of its version: pyproject.toml reads it (setuptools dynamic version).
 __version__ = "0.1.0"
 
 from ._misc import allclose, compile, equal, get_num_threads, is_tensor, isclose, numel, set_num_threads  # noqa: E402,A004

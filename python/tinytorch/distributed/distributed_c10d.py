@@ -236,7 +236,8 @@ def init_process_group(
     pg_options: Any = None,
     device_id: Any = None,
 ) -> None:
-    """Create the default process group (env:// reads MASTER_ADDR, MASTER_PORT, RANK, WORLD_SIZE)."""
+    """Create the default process group (env:// reads MASTER_ADDR, MASTER_PORT, RANK, WORLD_SIZE, or
+    under srun SLURM_PROCID, SLURM_NTASKS, SLURM_LOCALID and the node list)."""
     global _default_pg, _generation, _group_count, _pg_prefix
     with _state_lock:
         if _default_pg is not None:
@@ -246,6 +247,12 @@ def init_process_group(
         if timeout is None:
             timeout = default_pg_nccl_timeout if backend == "nccl" else default_pg_timeout
         timeout_s = _seconds(timeout, 1800.0)
+        if (store is None and (init_method or "env://").startswith("env:")
+                and (rank is None or rank < 0) and (world_size is None or world_size < 0)):
+            # A rank started by srun (one per Slurm task) has SLURM_PROCID/SLURM_NTASKS, not RANK/WORLD_SIZE.
+            from .elastic import slurm as _slurm
+
+            os.environ.update(_slurm.process_env(os.environ))
         if rank is None or rank < 0:
             rank = _env_int("RANK") if _env_int("RANK") is not None else -1
         if world_size is None or world_size < 0:
