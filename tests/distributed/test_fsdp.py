@@ -117,6 +117,18 @@ def _equivalence_worker(rank, world, port):
                                  for fp in st.group.fsdp_params]
         out[name + "_groups"] = [sum(fp.padded_shard_numel for fp in st.group.fsdp_params)
                                  for st in m._fsdp_state.states if st.group is not None]
+    # Every parameter whose rows divide evenly takes the copy-free path (its own collectives): same result.
+    from tinytorch.distributed.fsdp import _fsdp_param_group
+    saved, _fsdp_param_group.DIRECT_NUMEL = _fsdp_param_group.DIRECT_NUMEL, 1
+    m = _model(torch)
+    for b in m.blocks:
+        fully_shard(b)
+    fully_shard(m)
+    _fsdp_param_group.DIRECT_NUMEL = saved
+    out["direct_count"] = sum(len(st.group.direct) for st in [b._fsdp_state for b in m.blocks])
+    opt = torch.optim.AdamW(m.parameters(), lr=1e-2)
+    _train(torch, m, opt, rank, world)
+    out["direct"] = {k: v.full_tensor().numpy() for k, v in m.state_dict().items()}
     # Gradient accumulation: no reduce-scatter on the first micro-batches, one on the last.
     m = _model(torch)
     for b in m.blocks:
@@ -152,7 +164,8 @@ def _equivalence_worker(rank, world, port):
 def test_zero3_and_zero2_match_one_process_with_the_whole_batch(world):
     res = run_ranks(_equivalence_worker, world, timeout=240)
     ref = _reference(world)
-    for name in ("zero3", "zero2", "accum", "explicit"):
+    assert res[0]["direct_count"] == (12 if world == 2 else 0)  # rows 6: even over 2 ranks, not over 4
+    for name in ("zero3", "zero2", "accum", "explicit", "direct"):
         for r in range(world):
             for k, v in ref.items():
                 np.testing.assert_allclose(res[r][name][k], v, rtol=1e-5, atol=1e-6, err_msg=f"{name} rank {r} {k}")
