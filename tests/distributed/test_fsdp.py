@@ -150,6 +150,12 @@ def _equivalence_worker(rank, world, port):
     opt = torch.optim.AdamW(m.parameters(), lr=1e-2)
     _train(torch, m, opt, rank, world)
     out["explicit"] = {k: v.full_tensor().numpy() for k, v in m.state_dict().items()}
+    # A traced step shows every group's all-gathers and reduce-scatters on the communication track.
+    from tinytorch.profiler import profile
+    with profile() as prof:
+        _train(torch, m, opt, rank, world, steps=1)
+    spans = [(e.name, e.track) for e in prof.events() if e.cat == "comm"]
+    out["trace"] = sorted({name.split()[0] for name, _ in spans}), len(spans), {t for _, t in spans}
     # unshard()/reshard() by hand: the module shows full plain parameters between them.
     blocks[0].unshard()
     w = blocks[0].fc.weight
@@ -171,6 +177,9 @@ def test_zero3_and_zero2_match_one_process_with_the_whole_batch(world):
                 np.testing.assert_allclose(res[r][name][k], v, rtol=1e-5, atol=1e-6, err_msg=f"{name} rank {r} {k}")
     assert res[0]["zero3_grad_is_dtensor"] and res[0]["zero2_grad_is_dtensor"]
     assert res[0]["unsharded_plain"] and res[0]["resharded"]
+    kinds, n, tracks = res[0]["trace"]
+    # 4 groups: forward all-gathers (4), backward all-gathers (3: the root keeps its parameters), reduce-scatters (4)
+    assert kinds == ["all_gather", "reduce_scatter"] and n == 11 and len(tracks) == 1
     # Traffic counted by the backend, per rank and step: ZeRO-3 gathers every non-root group twice (forward and
     # backward) and the root once, then reduce-scatters every group; ZeRO-2 gathers once.
     groups = res[0]["zero3_groups"]         # padded elements of one rank's shard per group, root first
