@@ -1,4 +1,5 @@
-"""tinytorch.profiler: forward ops, backward nodes, DDP bucket launches and collectives (DDP all-reduces, FSDP all-gathers and reduce-scatters) on one clock.
+"""tinytorch.profiler: forward ops, backward nodes, DDP bucket launches and collectives (DDP's all-reduces,
+FSDP's all-gathers and reduce-scatters) on one clock.
 
     with tinytorch.profiler.profile() as prof:
         loss = model(x).sum(); loss.backward()
