@@ -5,3 +5,4 @@ from .convert_parameters import parameters_to_vector, vector_to_parameters
 
 __all__ = ["clip_grad_norm", "clip_grad_norm_", "clip_grad_value_", "get_total_norm", "parameters_to_vector",
            "vector_to_parameters"]
+from . import rnn  # noqa: F401,E402
