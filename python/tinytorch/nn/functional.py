@@ -36,3 +36,12 @@ __all__ = ["binary_cross_entropy", "binary_cross_entropy_with_logits", "cross_en
            "linear", "log_softmax", "logsigmoid", "mse_loss", "nll_loss", "normalize", "one_hot", "pad", "relu",
            "relu_", "relu6", "scaled_dot_product_attention", "sigmoid", "silu", "smooth_l1_loss", "softmax",
            "softmin", "softplus", "tanh"]
+
+from .._ops.loss import (bilinear, cosine_embedding_loss, cosine_similarity, gaussian_nll_loss,  # noqa: E402
+                         hinge_embedding_loss, kl_div, margin_ranking_loss, multilabel_margin_loss,
+                         multilabel_soft_margin_loss, pairwise_distance, poisson_nll_loss, soft_margin_loss,
+                         triplet_margin_loss)
+
+__all__ += ["bilinear", "cosine_embedding_loss", "cosine_similarity", "gaussian_nll_loss", "hinge_embedding_loss",
+            "kl_div", "margin_ranking_loss", "multilabel_margin_loss", "multilabel_soft_margin_loss",
+            "pairwise_distance", "poisson_nll_loss", "soft_margin_loss", "triplet_margin_loss"]

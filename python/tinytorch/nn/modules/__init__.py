@@ -16,3 +16,11 @@ __all__ = ["Module", "Identity", "Linear", "Flatten", "Embedding", "LayerNorm", 
 from .rnn import GRU, LSTM, RNN, GRUCell, LSTMCell, RNNBase, RNNCell, RNNCellBase
 
 __all__ += ["RNNBase", "RNN", "LSTM", "GRU", "RNNCellBase", "RNNCell", "LSTMCell", "GRUCell"]
+from .distance import CosineSimilarity, PairwiseDistance
+from .linear import Bilinear
+from .loss import (CosineEmbeddingLoss, GaussianNLLLoss, HingeEmbeddingLoss, KLDivLoss, MarginRankingLoss,
+                   MultiLabelMarginLoss, MultiLabelSoftMarginLoss, PoissonNLLLoss, SoftMarginLoss, TripletMarginLoss)
+
+__all__ += ["CosineSimilarity", "PairwiseDistance", "Bilinear", "KLDivLoss", "MarginRankingLoss", "TripletMarginLoss",
+            "CosineEmbeddingLoss", "PoissonNLLLoss", "GaussianNLLLoss", "MultiLabelSoftMarginLoss", "SoftMarginLoss",
+            "HingeEmbeddingLoss", "MultiLabelMarginLoss"]
