@@ -45,3 +45,7 @@ from .._ops.loss import (bilinear, cosine_embedding_loss, cosine_similarity, gau
 __all__ += ["bilinear", "cosine_embedding_loss", "cosine_similarity", "gaussian_nll_loss", "hinge_embedding_loss",
             "kl_div", "margin_ranking_loss", "multilabel_margin_loss", "multilabel_soft_margin_loss",
             "pairwise_distance", "poisson_nll_loss", "soft_margin_loss", "triplet_margin_loss"]
+
+from .._ops.attention import multi_head_attention_forward  # noqa: E402
+
+__all__ += ["multi_head_attention_forward"]

@@ -24,3 +24,9 @@ from .loss import (CosineEmbeddingLoss, GaussianNLLLoss, HingeEmbeddingLoss, KLD
 __all__ += ["CosineSimilarity", "PairwiseDistance", "Bilinear", "KLDivLoss", "MarginRankingLoss", "TripletMarginLoss",
             "CosineEmbeddingLoss", "PoissonNLLLoss", "GaussianNLLLoss", "MultiLabelSoftMarginLoss", "SoftMarginLoss",
             "HingeEmbeddingLoss", "MultiLabelMarginLoss"]
+from .activation import MultiheadAttention
+from .transformer import (Transformer, TransformerDecoder, TransformerDecoderLayer, TransformerEncoder,
+                          TransformerEncoderLayer)
+
+__all__ += ["MultiheadAttention", "Transformer", "TransformerEncoder", "TransformerDecoder", "TransformerEncoderLayer",
+            "TransformerDecoderLayer"]

@@ -100,3 +100,13 @@ class Bilinear(Module):
 
 
 __all__ += ["Bilinear"]
+
+
+class NonDynamicallyQuantizableLinear(Linear):
+    """A Linear under another name: MultiheadAttention's out_proj (PyTorch's repr and type names show it)."""
+
+    def __init__(self, in_features: int, out_features: int, bias: bool = True, device=None, dtype=None) -> None:
+        super().__init__(in_features, out_features, bias=bias, device=device, dtype=dtype)
+
+
+__all__ += ["NonDynamicallyQuantizableLinear"]
