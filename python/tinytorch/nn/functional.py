@@ -49,3 +49,7 @@ __all__ += ["bilinear", "cosine_embedding_loss", "cosine_similarity", "gaussian_
 from .._ops.attention import multi_head_attention_forward  # noqa: E402
 
 __all__ += ["multi_head_attention_forward"]
+
+from .._ops.embedding_bag import embedding_bag  # noqa: E402
+
+__all__ += ["embedding_bag"]

@@ -30,3 +30,6 @@ from .transformer import (Transformer, TransformerDecoder, TransformerDecoderLay
 
 __all__ += ["MultiheadAttention", "Transformer", "TransformerEncoder", "TransformerDecoder", "TransformerEncoderLayer",
             "TransformerDecoderLayer"]
+from .sparse import EmbeddingBag
+
+__all__ += ["EmbeddingBag"]
