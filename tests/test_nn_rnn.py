@@ -308,3 +308,13 @@ def test_state_dict_keys_repr_and_reset():
     for p in m.parameters():
         assert np.abs(p.detach().numpy()).max() <= 0.25
     assert len(m.all_weights) == 1 and len(m.all_weights[0]) == 4
+
+
+def test_double_backward_raises_clearly():
+    m = tinytorch.nn.GRU(3, 4).double()
+    x = tinytorch.randn(4, 2, 3, dtype=tinytorch.float64, requires_grad=True)
+    g, = tinytorch.autograd.grad(m(x)[0].sum(), x, create_graph=True)
+    first, = tinytorch.autograd.grad(m(x)[0].sum(), x)
+    np.testing.assert_allclose(g.detach().numpy(), first.numpy())
+    with pytest.raises(RuntimeError, match="double backward through the fused RNN/LSTM/GRU node"):
+        g.sum().backward()

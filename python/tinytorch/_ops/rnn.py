@@ -15,7 +15,8 @@ from __future__ import annotations
 import numpy as np
 
 from .._tensor import Tensor, _wrap
-from ._common import needs_grad, record
+from .. import _C
+from ._common import _grad_enabled, needs_grad, record
 
 _GATES = {"RNN_TANH": 1, "RNN_RELU": 1, "LSTM": 4, "GRU": 3}
 
@@ -156,12 +157,33 @@ def rnn_layer(mode: str, x: Tensor, h0: Tensor, c0: Tensor | None, w_ih: Tensor,
     inputs = (x, h0, c0, w_ih, w_hh, b_ih, b_hh, w_hr)
     if needs_grad(*[t for t in inputs if t is not None]):
         def rnn_backward(gy, ghn, gcn=None):
-            return _backward(mode, saved, hprev, X, Wih, Whh, Whr, bih is not None, H, Hout, reverse, m,
-                             _arr(gy), _arr(ghn), _arr(gcn), inputs)
+            grads = _backward(mode, saved, hprev, X, Wih, Whh, Whr, bih is not None, H, Hout, reverse, m,
+                              _arr(gy), _arr(ghn), _arr(gcn), inputs)
+            if _grad_enabled():  # create_graph: these gradients are computed on arrays, so not differentiable
+                grads = _once_differentiable(grads, tuple(g for g in (gy, ghn, gcn) if g is not None) +
+                                             tuple(t for t in inputs if t is not None))
+            return grads
         outs = (y_t, hn_t, cn_t) if mode == "LSTM" else (y_t, hn_t)
         record({"LSTM": "LstmBackward0", "GRU": "GruBackward0"}.get(mode, "RnnBackward0"), rnn_backward, outs,
                inputs, tuple(t for t in inputs if t is not None))
     return y_t, hn_t, cn_t
+
+
+def _once_differentiable(grads: tuple, depends_on: tuple) -> tuple:
+    """Gradients that raise if differentiated again (instead of silently giving zero second derivatives)."""
+    sources = tuple(g for g in depends_on if isinstance(g, Tensor) and g._requires_grad)
+    if not sources:
+        return grads
+
+    def delayed_error(*_):
+        raise RuntimeError("double backward through the fused RNN/LSTM/GRU node is not supported in tinytorch: "
+                           "its backward is computed on arrays (create_graph=True gives first derivatives only)")
+    out = []
+    for g in grads:
+        if g is not None and sources:
+            _C._record("RnnDoubleBackwardError", delayed_error, g, sources)
+        out.append(g)
+    return tuple(out)
 
 
 def _backward(mode, saved, hprev, X, Wih, Whh, Whr, has_bias, H, Hout, reverse, m, gy, ghn, gcn, inputs):
