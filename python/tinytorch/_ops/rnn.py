@@ -176,8 +176,9 @@ def _once_differentiable(grads: tuple, depends_on: tuple) -> tuple:
         return grads
 
     def delayed_error(*_):
-        raise RuntimeError("double backward through the fused RNN/LSTM/GRU node is not supported in tinytorch: "
-                           "its backward is computed on arrays (create_graph=True gives first derivatives only)")
+        raise RuntimeError("double backward through the fused RNN/LSTM/GRU (or CTC loss) node is not supported in "
+                           "tinytorch: its backward is computed on arrays (create_graph=True gives first derivatives "
+                           "only)")
     out = []
     for g in grads:
         if g is not None and sources:

@@ -53,3 +53,7 @@ __all__ += ["multi_head_attention_forward"]
 from .._ops.embedding_bag import embedding_bag  # noqa: E402
 
 __all__ += ["embedding_bag"]
+
+from .._ops.ctc import ctc_loss  # noqa: E402
+
+__all__ += ["ctc_loss"]

@@ -33,3 +33,6 @@ __all__ += ["MultiheadAttention", "Transformer", "TransformerEncoder", "Transfor
 from .sparse import EmbeddingBag
 
 __all__ += ["EmbeddingBag"]
+from .loss import CTCLoss
+
+__all__ += ["CTCLoss"]

@@ -245,3 +245,19 @@ class MultiLabelMarginLoss(_Loss):
 __all__ += ["KLDivLoss", "MarginRankingLoss", "TripletMarginLoss", "CosineEmbeddingLoss", "PoissonNLLLoss",
             "GaussianNLLLoss", "MultiLabelSoftMarginLoss", "SoftMarginLoss", "HingeEmbeddingLoss",
             "MultiLabelMarginLoss"]
+
+
+class CTCLoss(_Loss):
+    """Connectionist temporal classification loss between log-probability sequences and shorter label sequences."""
+
+    def __init__(self, blank: int = 0, reduction: str = "mean", zero_infinity: bool = False) -> None:
+        super().__init__(reduction=reduction)
+        self.blank = blank
+        self.zero_infinity = zero_infinity
+
+    def forward(self, log_probs: Tensor, targets: Tensor, input_lengths, target_lengths) -> Tensor:
+        return F.ctc_loss(log_probs, targets, input_lengths, target_lengths, self.blank, self.reduction,
+                          self.zero_infinity)
+
+
+__all__ += ["CTCLoss"]
