@@ -116,6 +116,7 @@ CONFIGS = [
     ("LSTM", dict(num_layers=2, bidirectional=True)),
     ("LSTM", dict(proj_size=3, num_layers=2, batch_first=True)),
     ("LSTM", dict(bias=False)),
+    ("LSTM", dict(proj_size=2, num_layers=2, bidirectional=True)),
     ("GRU", dict(num_layers=2, bidirectional=True, batch_first=True)),
     ("GRU", dict(bias=False)),
 ]
@@ -215,10 +216,12 @@ def test_packed_sequence_parity(cls, enforce_sorted):
     lengths = [5, 3, 2] if enforce_sorted else [3, 5, 2]
     x = np.random.default_rng(0).standard_normal((3, 5, 3))
     results = []
+    h0 = np.random.default_rng(1).standard_normal((4, 3, 4))
     for lib, m in ((torch, ref), (tinytorch, ours)):
         xt = lib.tensor(x, requires_grad=True)
         packed = lib.nn.utils.rnn.pack_padded_sequence(xt, lengths, batch_first=True, enforce_sorted=enforce_sorted)
-        out, h = m(packed)
+        hx = lib.tensor(h0, requires_grad=True)
+        out, h = m(packed, (hx, hx * 0.5) if cls == "LSTM" else hx)
         padded, lens = lib.nn.utils.rnn.pad_packed_sequence(out, batch_first=True, padding_value=-1.0,
                                                             total_length=6)
         hn = h[0] if cls == "LSTM" else h
@@ -226,7 +229,7 @@ def test_packed_sequence_parity(cls, enforce_sorted):
             (hn ** 2).sum()
         loss.backward()
         results.append((padded.detach().numpy(), lens.numpy(), hn.detach().numpy(), xt.grad.numpy(),
-                        [p.grad.numpy() for p in m.parameters()], out.batch_sizes.numpy()))
+                        [p.grad.numpy() for p in m.parameters()] + [hx.grad.numpy()], out.batch_sizes.numpy()))
     (p1, l1, h1, g1, w1, b1), (p2, l2, h2, g2, w2, b2) = results
     np.testing.assert_array_equal(l2, l1)
     np.testing.assert_array_equal(b2, b1)
@@ -316,5 +319,5 @@ def test_double_backward_raises_clearly():
     g, = tinytorch.autograd.grad(m(x)[0].sum(), x, create_graph=True)
     first, = tinytorch.autograd.grad(m(x)[0].sum(), x)
     np.testing.assert_allclose(g.detach().numpy(), first.numpy())
-    with pytest.raises(RuntimeError, match="double backward through the fused RNN/LSTM/GRU node"):
+    with pytest.raises(RuntimeError, match="double backward through the fused RNN/LSTM/GRU"):
         g.sum().backward()
