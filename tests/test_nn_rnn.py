@@ -7,7 +7,7 @@ import pytest
 import tinytorch
 from tinytorch._ops.rnn import rnn_layer
 from tinytorch.autograd import gradcheck
-from tinytorch.nn.utils.rnn import pack_padded_sequence, pad_packed_sequence, pad_sequence, pack_sequence
+from tinytorch.nn.utils.rnn import pack_sequence, pad_sequence
 
 _GATES = {"RNN_TANH": 1, "RNN_RELU": 1, "LSTM": 4, "GRU": 3}
 
@@ -48,9 +48,6 @@ def test_rnn_layer_no_bias_gradcheck():
 
 
 # ------------------------------------------------------------------ PyTorch parity
-
-torch = None
-
 
 def _torch():
     return pytest.importorskip("torch")
