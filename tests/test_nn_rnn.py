@@ -318,3 +318,16 @@ def test_double_backward_raises_clearly():
     np.testing.assert_allclose(g.detach().numpy(), first.numpy())
     with pytest.raises(RuntimeError, match="double backward through the fused RNN/LSTM/GRU"):
         g.sum().backward()
+
+
+def test_orthogonal_init_for_recurrent_weights():
+    m = tinytorch.nn.LSTM(3, 4)
+    tinytorch.nn.init.orthogonal_(m.weight_hh_l0)  # (16, 4): orthonormal columns
+    w = m.weight_hh_l0.detach().numpy()
+    np.testing.assert_allclose(w.T @ w, np.eye(4), atol=1e-5)
+    w = tinytorch.empty(2, 3, 2)
+    tinytorch.nn.init.orthogonal_(w, gain=3.0)  # (2, 6) flattened: orthogonal rows of norm 3
+    a = w.numpy().reshape(2, 6)
+    np.testing.assert_allclose(a @ a.T, 9 * np.eye(2), atol=1e-5)
+    with pytest.raises(ValueError, match="Only tensors with 2 or more dimensions are supported"):
+        tinytorch.nn.init.orthogonal_(tinytorch.empty(3))
