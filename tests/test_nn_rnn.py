@@ -331,3 +331,49 @@ def test_orthogonal_init_for_recurrent_weights():
     np.testing.assert_allclose(a @ a.T, 9 * np.eye(2), atol=1e-5)
     with pytest.raises(ValueError, match="Only tensors with 2 or more dimensions are supported"):
         tinytorch.nn.init.orthogonal_(tinytorch.empty(3))
+
+
+def _lm_program(lib, state=None):
+    """A small LSTM language model trained for a few steps with Adam, clipping and a carried hidden state."""
+    nn = lib.nn
+
+    class LM(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.emb = nn.Embedding(11, 6)
+            self.rnn = nn.LSTM(6, 8, num_layers=2, batch_first=True, dropout=0.0)
+            self.out = nn.Linear(8, 11)
+
+        def forward(self, x, h=None):
+            y, h = self.rnn(self.emb(x), h)
+            return self.out(y), h
+    lib.manual_seed(0)
+    model = LM()
+    if state is not None:
+        model.load_state_dict({k: lib.tensor(v) for k, v in state.items()})
+    opt = lib.optim.Adam(model.parameters(), lr=1e-2)
+    data = np.random.default_rng(0).integers(0, 11, (4, 3, 7))
+    h, losses = None, []
+    for step in range(4):
+        x = lib.tensor(data[step, :, :-1])
+        y = lib.tensor(data[step, :, 1:])
+        logits, h = model(x, h)
+        h = tuple(t.detach() for t in h)
+        loss = nn.functional.cross_entropy(logits.reshape(-1, 11), y.reshape(-1))
+        opt.zero_grad()
+        loss.backward()
+        nn.utils.clip_grad_norm_(model.parameters(), 0.5)
+        opt.step()
+        losses.append(loss.item())
+    return model, losses
+
+
+def test_lstm_language_model_program_matches_pytorch():
+    torch = _torch()
+    ref, losses_r = _lm_program(torch)
+    state = {k: v.detach().numpy() for k, v in ref.state_dict().items()}
+    ref, losses_r = _lm_program(torch, state)
+    ours, losses_o = _lm_program(tinytorch, state)
+    np.testing.assert_allclose(losses_o, losses_r, rtol=1e-4, atol=1e-5)
+    for (k, a), b in zip(ref.state_dict().items(), ours.state_dict().values()):
+        np.testing.assert_allclose(b.numpy(), a.numpy(), rtol=1e-4, atol=1e-5, err_msg=k)

@@ -187,3 +187,52 @@ def test_transformer_parity_and_keys():
         ours(tinytorch.randn(2, 5, 8, dtype=tinytorch.float64), tinytorch.randn(2, 4, 6, dtype=tinytorch.float64))
     m = tinytorch.nn.Transformer.generate_square_subsequent_mask(3)
     np.testing.assert_array_equal(m.numpy(), torch.nn.Transformer.generate_square_subsequent_mask(3).numpy())
+
+
+def _classifier_program(lib, state=None):
+    """A small transformer classifier over padded token batches, trained with SGD for a few steps. (Not Adam: the
+    key bias's gradient is zero up to rounding, softmax ignoring a per-row constant, and Adam would scale that
+    rounding noise up to full-size steps that differ between any two libraries.)"""
+    nn = lib.nn
+
+    class Classifier(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.emb = nn.Embedding(13, 8, padding_idx=0)
+            layer = nn.TransformerEncoderLayer(8, 2, 16, dropout=0.0, batch_first=True, activation="gelu")
+            self.enc = nn.TransformerEncoder(layer, 2, enable_nested_tensor=False)
+            self.head = nn.Linear(8, 3)
+
+        def forward(self, x):
+            pad = x == 0
+            h = self.enc(self.emb(x), src_key_padding_mask=pad)
+            keep = (~pad).unsqueeze(-1).to(h.dtype)
+            return self.head((h * keep).sum(1) / keep.sum(1))
+    lib.manual_seed(0)
+    model = Classifier()
+    if state is not None:
+        model.load_state_dict({k: lib.tensor(v) for k, v in state.items()})
+    opt = lib.optim.SGD(model.parameters(), lr=0.1, momentum=0.9, weight_decay=1e-2)
+    rng = np.random.default_rng(0)
+    losses = []
+    for step in range(3):
+        x = rng.integers(1, 13, (4, 6))
+        x[0, 4:] = 0
+        x[2, 2:] = 0
+        y = rng.integers(0, 3, 4)
+        loss = nn.functional.cross_entropy(model(lib.tensor(x)), lib.tensor(y))
+        opt.zero_grad()
+        loss.backward()
+        opt.step()
+        losses.append(loss.item())
+    return model, losses
+
+
+def test_transformer_classifier_program_matches_pytorch():
+    ref, _ = _classifier_program(torch)
+    state = {k: v.detach().numpy() for k, v in ref.state_dict().items()}
+    ref, losses_r = _classifier_program(torch, state)
+    ours, losses_o = _classifier_program(tinytorch, state)
+    np.testing.assert_allclose(losses_o, losses_r, rtol=1e-4, atol=1e-5)
+    for (k, a), b in zip(ref.state_dict().items(), ours.state_dict().values()):
+        np.testing.assert_allclose(b.numpy(), a.numpy(), rtol=1e-3, atol=1e-4, err_msg=k)
