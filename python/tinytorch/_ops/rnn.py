@@ -12,10 +12,12 @@ starts each sequence at its own last valid step.
 """
 from __future__ import annotations
 
+import contextlib
+
 import numpy as np
 
 from .._tensor import Tensor, _wrap
-from .. import _C
+from .. import _C, _threads
 from ._common import _grad_enabled, needs_grad, record
 
 _GATES = {"RNN_TANH": 1, "RNN_RELU": 1, "LSTM": 4, "GRU": 3}
@@ -26,6 +28,33 @@ def _xp(a):
         return np
     from .._device import cupy
     return cupy()
+
+
+_setter = []  # OpenBLAS's set_num_threads, looked up once
+
+
+@contextlib.contextmanager
+def _blas_threads_for_steps(rows: int, xp):
+    """Run the per-step products on one OpenBLAS thread when they are small: splitting a (rows x H) by
+    (H x 4H) product across threads costs a wake-up and join per call, more than it saves."""
+    n = _threads.get()
+    if xp is not np or n <= 1 or rows > _SMALL_ROWS:
+        yield
+        return
+    if not _setter:
+        _setter.append(_threads._blas_setter())
+    fn = _setter[0]
+    if fn is None:
+        yield
+        return
+    fn(1)
+    try:
+        yield
+    finally:
+        fn(n)
+
+
+_SMALL_ROWS = 64
 
 
 def _arr(t):
@@ -74,82 +103,85 @@ def rnn_layer(mode: str, x: Tensor, h0: Tensor, c0: Tensor | None, w_ih: Tensor,
         scale[2 * H:3 * H] = 1.0
         shift = xp.full(GH, 0.5, dt)
         shift[2 * H:3 * H] = 0.0
-        for t in order:
-            hprev[t] = h
-            cprev[t] = c
-            a = acts[t]
-            a += h @ WhhT
-            a *= scale
-            xp.tanh(a, out=a)
-            a *= scale
-            a += shift
-            i, f, g, o = a[:, :H], a[:, H:2 * H], a[:, 2 * H:3 * H], a[:, 3 * H:]
-            cn = f * c
-            cn += i * g
-            tc = xp.tanh(cn)
-            tcs[t] = tc
-            hn = o * tc
-            if Whr is not None:
-                ms[t] = hn
-                hn = hn @ Whr.T
-            if m is not None:
-                mt = m[t]
-                cn = xp.where(mt, cn, c)
-                y[t] = xp.where(mt, hn, 0)
-                hn = xp.where(mt, hn, h)
-            else:
-                y[t] = hn
-            h, c = hn, cn
+        with _blas_threads_for_steps(B, xp):
+            for t in order:
+                hprev[t] = h
+                cprev[t] = c
+                a = acts[t]
+                a += h @ WhhT
+                a *= scale
+                xp.tanh(a, out=a)
+                a *= scale
+                a += shift
+                i, f, g, o = a[:, :H], a[:, H:2 * H], a[:, 2 * H:3 * H], a[:, 3 * H:]
+                cn = f * c
+                cn += i * g
+                tc = xp.tanh(cn)
+                tcs[t] = tc
+                hn = o * tc
+                if Whr is not None:
+                    ms[t] = hn
+                    hn = hn @ Whr.T
+                if m is not None:
+                    mt = m[t]
+                    cn = xp.where(mt, cn, c)
+                    y[t] = xp.where(mt, hn, 0)
+                    hn = xp.where(mt, hn, h)
+                else:
+                    y[t] = hn
+                h, c = hn, cn
         saved.update(acts=acts, cprev=cprev, tcs=tcs, ms=ms)
         c_n = c
     elif mode == "GRU":
         acts = xg  # r, z, n after activation
         hgn = xp.empty((T, B, H), dt)  # W_hn h + b_hn: the reset gate multiplies it
-        for t in order:
-            hprev[t] = h
-            hg = h @ WhhT
-            if bhh is not None:
-                hg += bhh
-            a = acts[t]
-            rz = a[:, :2 * H]
-            rz += hg[:, :2 * H]
-            rz *= 0.5
-            xp.tanh(rz, out=rz)
-            rz *= 0.5
-            rz += 0.5
-            r, z = a[:, :H], a[:, H:2 * H]
-            hgn[t] = hg[:, 2 * H:]
-            n = a[:, 2 * H:]
-            n += r * hg[:, 2 * H:]
-            xp.tanh(n, out=n)
-            hn = n + z * (h - n)
-            if m is not None:
-                mt = m[t]
-                y[t] = xp.where(mt, hn, 0)
-                hn = xp.where(mt, hn, h)
-            else:
-                y[t] = hn
-            h = hn
+        with _blas_threads_for_steps(B, xp):
+            for t in order:
+                hprev[t] = h
+                hg = h @ WhhT
+                if bhh is not None:
+                    hg += bhh
+                a = acts[t]
+                rz = a[:, :2 * H]
+                rz += hg[:, :2 * H]
+                rz *= 0.5
+                xp.tanh(rz, out=rz)
+                rz *= 0.5
+                rz += 0.5
+                r, z = a[:, :H], a[:, H:2 * H]
+                hgn[t] = hg[:, 2 * H:]
+                n = a[:, 2 * H:]
+                n += r * hg[:, 2 * H:]
+                xp.tanh(n, out=n)
+                hn = n + z * (h - n)
+                if m is not None:
+                    mt = m[t]
+                    y[t] = xp.where(mt, hn, 0)
+                    hn = xp.where(mt, hn, h)
+                else:
+                    y[t] = hn
+                h = hn
         saved.update(acts=acts, hgn=hgn)
         c_n = None
     else:
         relu = mode == "RNN_RELU"
         acts = xg
-        for t in order:
-            hprev[t] = h
-            a = acts[t]
-            a += h @ WhhT
-            if relu:
-                xp.maximum(a, 0, out=a)
-            else:
-                xp.tanh(a, out=a)
-            if m is not None:
-                mt = m[t]
-                y[t] = xp.where(mt, a, 0)
-                h = xp.where(mt, a, h)
-            else:
-                y[t] = a
-                h = a
+        with _blas_threads_for_steps(B, xp):
+            for t in order:
+                hprev[t] = h
+                a = acts[t]
+                a += h @ WhhT
+                if relu:
+                    xp.maximum(a, 0, out=a)
+                else:
+                    xp.tanh(a, out=a)
+                if m is not None:
+                    mt = m[t]
+                    y[t] = xp.where(mt, a, 0)
+                    h = xp.where(mt, a, h)
+                else:
+                    y[t] = a
+                    h = a
         saved.update(acts=acts)
         c_n = None
     y_t, hn_t = _wrap(y), _wrap(xp.array(h, copy=True))
@@ -202,87 +234,90 @@ def _backward(mode, saved, hprev, X, Wih, Whh, Whr, has_bias, H, Hout, reverse, 
         cprev, tcs, ms = saved["cprev"], saved["tcs"], saved["ms"]
         dc = xp.zeros((B, H), dt) if gcn is None else gcn.astype(dt, copy=True)
         dH = xp.empty((T, B, Hout), dt) if Whr is not None else None
-        for t in order:
-            dht = dh if gy is None else (dh + (gy[t] if m is None else gy[t] * m[t]))
-            a = acts[t]
-            i, f, g, o = a[:, :H], a[:, H:2 * H], a[:, 2 * H:3 * H], a[:, 3 * H:]
-            if m is not None:
-                dht_m = dht * m[t]
-            else:
-                dht_m = dht
-            if Whr is not None:
-                dH[t] = dht_m
-                dm = dht_m @ Whr
-            else:
-                dm = dht_m
-            tc = tcs[t]
-            dct = dm * o
-            dct *= 1 - tc * tc
-            if m is not None:
-                dct += dc * m[t]
-            else:
-                dct += dc
-            d = dgates[t]
-            d[:, :H] = dct * g
-            d[:, H:2 * H] = dct * cprev[t]
-            d[:, 2 * H:3 * H] = dct * i
-            d[:, 3 * H:] = dm * tc
-            # sigmoid' = a (1 - a) for i, f, o; tanh' = 1 - g^2
-            da = a - a * a
-            da[:, 2 * H:3 * H] = 1 - g * g
-            d *= da
-            dcp = dct * f
-            dhp = d @ Whh
-            if m is not None:
-                keep = ~m[t]
-                dcp += dc * keep
-                dhp += dht * keep
-            dc, dh = dcp, dhp
+        with _blas_threads_for_steps(B, xp):
+            for t in order:
+                dht = dh if gy is None else (dh + (gy[t] if m is None else gy[t] * m[t]))
+                a = acts[t]
+                i, f, g, o = a[:, :H], a[:, H:2 * H], a[:, 2 * H:3 * H], a[:, 3 * H:]
+                if m is not None:
+                    dht_m = dht * m[t]
+                else:
+                    dht_m = dht
+                if Whr is not None:
+                    dH[t] = dht_m
+                    dm = dht_m @ Whr
+                else:
+                    dm = dht_m
+                tc = tcs[t]
+                dct = dm * o
+                dct *= 1 - tc * tc
+                if m is not None:
+                    dct += dc * m[t]
+                else:
+                    dct += dc
+                d = dgates[t]
+                d[:, :H] = dct * g
+                d[:, H:2 * H] = dct * cprev[t]
+                d[:, 2 * H:3 * H] = dct * i
+                d[:, 3 * H:] = dm * tc
+                # sigmoid' = a (1 - a) for i, f, o; tanh' = 1 - g^2
+                da = a - a * a
+                da[:, 2 * H:3 * H] = 1 - g * g
+                d *= da
+                dcp = dct * f
+                dhp = d @ Whh
+                if m is not None:
+                    keep = ~m[t]
+                    dcp += dc * keep
+                    dhp += dht * keep
+                dc, dh = dcp, dhp
         extra["dc0"] = dc
         extra["dH"] = dH
     elif mode == "GRU":
         hgn = saved["hgn"]
         dhg = xp.empty((T, B, GH), dt)  # gradient of W_hh h + b_hh
-        for t in order:
-            dht = dh if gy is None else (dh + (gy[t] if m is None else gy[t] * m[t]))
-            dht_m = dht * m[t] if m is not None else dht
-            a = acts[t]
-            r, z, n = a[:, :H], a[:, H:2 * H], a[:, 2 * H:]
-            hp = hprev[t]
-            d = dgates[t]
-            dn = dht_m * (1 - z)
-            dn *= 1 - n * n
-            d[:, 2 * H:] = dn
-            dz = dht_m * (hp - n)
-            dz *= z * (1 - z)
-            d[:, H:2 * H] = dz
-            dr = dn * hgn[t]
-            dr *= r * (1 - r)
-            d[:, :H] = dr
-            e = dhg[t]
-            e[:, :2 * H] = d[:, :2 * H]
-            e[:, 2 * H:] = dn * r
-            dhp = e @ Whh
-            dhp += dht_m * z
-            if m is not None:
-                dhp += dht * ~m[t]
-            dh = dhp
+        with _blas_threads_for_steps(B, xp):
+            for t in order:
+                dht = dh if gy is None else (dh + (gy[t] if m is None else gy[t] * m[t]))
+                dht_m = dht * m[t] if m is not None else dht
+                a = acts[t]
+                r, z, n = a[:, :H], a[:, H:2 * H], a[:, 2 * H:]
+                hp = hprev[t]
+                d = dgates[t]
+                dn = dht_m * (1 - z)
+                dn *= 1 - n * n
+                d[:, 2 * H:] = dn
+                dz = dht_m * (hp - n)
+                dz *= z * (1 - z)
+                d[:, H:2 * H] = dz
+                dr = dn * hgn[t]
+                dr *= r * (1 - r)
+                d[:, :H] = dr
+                e = dhg[t]
+                e[:, :2 * H] = d[:, :2 * H]
+                e[:, 2 * H:] = dn * r
+                dhp = e @ Whh
+                dhp += dht_m * z
+                if m is not None:
+                    dhp += dht * ~m[t]
+                dh = dhp
         extra["dhg"] = dhg
     else:
         relu = mode == "RNN_RELU"
-        for t in order:
-            dht = dh if gy is None else (dh + (gy[t] if m is None else gy[t] * m[t]))
-            a = acts[t]
-            d = dgates[t]
-            if relu:
-                xp.multiply(dht, a > 0, out=d)
-            else:
-                xp.multiply(dht, 1 - a * a, out=d)
-            if m is not None:
-                d *= m[t]
-                dh = d @ Whh + dht * ~m[t]
-            else:
-                dh = d @ Whh
+        with _blas_threads_for_steps(B, xp):
+            for t in order:
+                dht = dh if gy is None else (dh + (gy[t] if m is None else gy[t] * m[t]))
+                a = acts[t]
+                d = dgates[t]
+                if relu:
+                    xp.multiply(dht, a > 0, out=d)
+                else:
+                    xp.multiply(dht, 1 - a * a, out=d)
+                if m is not None:
+                    d *= m[t]
+                    dh = d @ Whh + dht * ~m[t]
+                else:
+                    dh = d @ Whh
     x, h0, c0, w_ih, w_hh, b_ih, b_hh, w_hr = inputs
     D2 = dgates.reshape(T * B, GH)
     Dh2 = extra["dhg"].reshape(T * B, GH) if mode == "GRU" else D2
