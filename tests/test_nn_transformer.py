@@ -254,3 +254,37 @@ def test_multi_head_attention_forward_gradcheck(need_weights):
             need_weights=need_weights)
         return (out, w) if need_weights else out
     assert tinytorch.autograd.gradcheck(f, (q, k, v, w_in, b_in, w_out, b_out, bk, bv))
+
+
+@pytest.mark.parametrize("grad", [False, True])
+@pytest.mark.parametrize("left_aligned", [True, False])
+def test_encoder_inference_with_padding_matches_pytorch_nested_path(grad, left_aligned):
+    """PyTorch runs eval-mode encoders with a padding mask on nested tensors, returning zeros (then the final
+    norm) at padded positions; tinytorch reproduces that output."""
+    torch.manual_seed(0)
+    ref = torch.nn.TransformerEncoder(torch.nn.TransformerEncoderLayer(8, 2, 16, batch_first=True), 2,
+                                      norm=torch.nn.LayerNorm(8)).double().eval()
+    ours = tinytorch.nn.TransformerEncoder(tinytorch.nn.TransformerEncoderLayer(8, 2, 16, batch_first=True), 2,
+                                           norm=tinytorch.nn.LayerNorm(8)).double().eval()
+    _copy_weights(ref, ours)
+    x = _r(2, 5, 8)
+    pad = np.array([[False, False, False, True, True], [False, False, False, False, False]])
+    if not left_aligned:
+        pad[1, 1] = True
+    outs = []
+    for lib, m in ((torch, ref), (tinytorch, ours)):
+        ctx = lib.enable_grad() if grad else lib.no_grad()
+        with ctx:
+            outs.append(m(lib.tensor(x), src_key_padding_mask=lib.tensor(pad)).detach().numpy())
+    np.testing.assert_allclose(outs[1], outs[0], rtol=1e-6, atol=1e-6)
+
+
+def test_encoder_nested_tensor_warning_matches_pytorch():
+    import warnings
+    got = []
+    for lib in (torch, tinytorch):
+        with warnings.catch_warnings(record=True) as w:
+            warnings.simplefilter("always")
+            lib.nn.TransformerEncoder(lib.nn.TransformerEncoderLayer(8, 2, 16), 2)
+        got.append([str(x.message) for x in w if "enable_nested_tensor" in str(x.message)])
+    assert got[1] == got[0] and len(got[0]) == 1

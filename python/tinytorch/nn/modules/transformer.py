@@ -4,6 +4,7 @@ names so that state_dicts interchange."""
 from __future__ import annotations
 
 import copy
+import warnings
 from typing import Callable
 
 from ..._tensor import Tensor
@@ -29,6 +30,28 @@ def _get_activation_fn(activation: str) -> Callable[[Tensor], Tensor]:
     if activation == "gelu":
         return F.gelu
     raise RuntimeError(f"activation should be relu/gelu, not {activation}")
+
+
+def _why_not_nested(layer) -> str:
+    """Why PyTorch's TransformerEncoder would not use nested tensors with this layer ('' when it would)."""
+    name = "encoder_layer"
+    if not isinstance(layer, TransformerEncoderLayer):
+        return f"{name} was not TransformerEncoderLayer"
+    if layer.norm_first:
+        return f"{name}.norm_first was True"
+    if not layer.self_attn.batch_first:
+        return f"{name}.self_attn.batch_first was not True(use batch_first for better inference performance)"
+    if not layer.self_attn._qkv_same_embed_dim:
+        return f"{name}.self_attn._qkv_same_embed_dim was not True"
+    if layer.self_attn.in_proj_bias is None:
+        return f"{name}.self_attn was passed bias=False"
+    if not layer.activation_relu_or_gelu:
+        return f"{name}.activation_relu_or_gelu was not True"
+    if layer.norm1.eps != layer.norm2.eps:
+        return f"{name}.norm1.eps was not equal to {name}.norm2.eps"
+    if layer.self_attn.num_heads % 2 == 1:
+        return f"{name}.self_attn.num_heads is odd"
+    return ""
 
 
 def _generate_square_subsequent_mask(sz: int, device=None, dtype=None) -> Tensor:
@@ -57,6 +80,13 @@ class TransformerEncoderLayer(Module):
         self.dropout2 = Dropout(dropout)
         if isinstance(activation, str):
             activation = _get_activation_fn(activation)
+        # PyTorch's flag for its fused inference path (1 relu, 2 gelu, 0 other); TransformerEncoder reads it.
+        if activation is F.relu or type(activation).__name__ == "ReLU":
+            self.activation_relu_or_gelu = 1
+        elif activation is F.gelu or type(activation).__name__ == "GELU":
+            self.activation_relu_or_gelu = 2
+        else:
+            self.activation_relu_or_gelu = 0
         self.activation = activation
 
     def forward(self, src: Tensor, src_mask: Tensor | None = None, src_key_padding_mask: Tensor | None = None,
@@ -144,19 +174,50 @@ class TransformerEncoder(Module):
         self.layers = _get_clones(encoder_layer, num_layers)
         self.num_layers = num_layers
         self.norm = norm
-        # Accepted for PyTorch compatibility: tinytorch has no nested tensors, padding is always materialised.
         self.enable_nested_tensor = enable_nested_tensor
-        self.use_nested_tensor = False
+        # tinytorch has no nested tensors; where PyTorch would use them (inference with a padding mask), the one
+        # visible effect, zeros at the padded positions before the final norm, is reproduced in forward.
+        self.use_nested_tensor = enable_nested_tensor
         self.mask_check = mask_check
+        why_not = _why_not_nested(encoder_layer)
+        if enable_nested_tensor and why_not:
+            warnings.warn(f"enable_nested_tensor is True, but self.use_nested_tensor is False because {why_not}",
+                          stacklevel=2)
+            self.use_nested_tensor = False
 
     def forward(self, src: Tensor, mask: Tensor | None = None, src_key_padding_mask: Tensor | None = None,
                 is_causal: bool | None = None) -> Tensor:
         output = src
+        padded = self._nested_padding(src, mask, src_key_padding_mask)
         for mod in self.layers:
             output = mod(output, src_mask=mask, is_causal=bool(is_causal), src_key_padding_mask=src_key_padding_mask)
+        if padded is not None:
+            output = output.masked_fill(padded.unsqueeze(-1), 0.0)
         if self.norm is not None:
             output = self.norm(output)
         return output
+
+    def _nested_padding(self, src: Tensor, mask, src_key_padding_mask):
+        """The (batch, seq) padded positions where PyTorch's inference path would run on nested tensors (and so
+        return zeros there), else None: its conditions, checked in its order."""
+        from ...autograd.grad_mode import is_grad_enabled
+        kpm = src_key_padding_mask
+        if not self.use_nested_tensor or self.layers[0].training or src.dim() != 3 or kpm is None:
+            return None
+        pad = kpm if kpm.dtype.name == "bool" else (kpm != 0)
+        if getattr(self, "mask_check", True):
+            p = pad._data
+            if bool((p[:, :-1] & ~p[:, 1:]).any()):  # not left aligned: padding before a valid position
+                return None
+        if mask is not None:
+            return None
+        first = self.layers[0]
+        args = (src, first.self_attn.in_proj_weight, first.self_attn.in_proj_bias, first.self_attn.out_proj.weight,
+                first.self_attn.out_proj.bias, first.norm1.weight, first.norm1.bias, first.norm2.weight,
+                first.norm2.bias, first.linear1.weight, first.linear1.bias, first.linear2.weight, first.linear2.bias)
+        if is_grad_enabled() and any(a is not None and a.requires_grad for a in args):
+            return None
+        return pad
 
 
 class TransformerDecoder(Module):
