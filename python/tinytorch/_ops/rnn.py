@@ -30,28 +30,63 @@ def _xp(a):
     return cupy()
 
 
-_setter = []  # OpenBLAS's set_num_threads, looked up once
+_blas = []  # (get_num_threads, set_num_threads) of the OpenBLAS NumPy loaded, or None; looked up once
+
+
+def _blas_fns():
+    if not _blas:
+        import ctypes
+        found = None
+        setter = _threads._blas_setter()
+        if setter is not None:
+            for name in ("scipy_openblas_get_num_threads64_", "openblas_get_num_threads64_",
+                         "openblas_get_num_threads"):
+                getter = _threads_getter(name)
+                if getter is not None:
+                    getter.argtypes, getter.restype = [], ctypes.c_int
+                    found = (getter, setter)
+                    break
+        _blas.append(found)
+    return _blas[0]
+
+
+def _threads_getter(name: str):
+    """name from the OpenBLAS library NumPy loaded (found like _threads._blas_setter finds the setter)."""
+    import ctypes
+    try:
+        with open("/proc/self/maps") as f:
+            paths = {p for p in (line.split()[-1] for line in f) if "openblas" in p.lower() and ".so" in p}
+    except OSError:
+        return None
+    for path in sorted(paths):
+        try:
+            fn = getattr(ctypes.CDLL(path), name, None)
+        except OSError:
+            continue
+        if fn is not None:
+            return fn
+    return None
 
 
 @contextlib.contextmanager
 def _blas_threads_for_steps(rows: int, xp):
     """Run the per-step products on one OpenBLAS thread when they are small: splitting a (rows x H) by
-    (H x 4H) product across threads costs a wake-up and join per call, more than it saves."""
-    n = _threads.get()
-    if xp is not np or n <= 1 or rows > _SMALL_ROWS:
+    (H x 4H) product across threads costs a wake-up and join per call, more than it saves. The caller's
+    OpenBLAS thread count is restored afterwards."""
+    fns = _blas_fns() if xp is np and rows <= _SMALL_ROWS else None
+    if fns is None:
         yield
         return
-    if not _setter:
-        _setter.append(_threads._blas_setter())
-    fn = _setter[0]
-    if fn is None:
+    get, set_ = fns
+    n = get()
+    if n <= 1:
         yield
         return
-    fn(1)
+    set_(1)
     try:
         yield
     finally:
-        fn(n)
+        set_(n)
 
 
 _SMALL_ROWS = 64
@@ -90,7 +125,9 @@ def rnn_layer(mode: str, x: Tensor, h0: Tensor, c0: Tensor | None, w_ih: Tensor,
     hprev = xp.empty((T, B, Hout), dt)  # the state each step read (indexed by time position)
     h = h0._data.astype(dt, copy=True)
     order = range(T - 1, -1, -1) if reverse else range(T)
-    WhhT = Whh.T
+    # A contiguous W_hh^T: OpenBLAS runs the small per-step product ~1.4x faster than on the transposed view.
+    WhhT = xp.ascontiguousarray(Whh.T)
+    WhrT = xp.ascontiguousarray(Whr.T) if Whr is not None else None
     saved = {}
     if mode == "LSTM":
         acts = xg  # activated in place: the pre-activations are not needed again
@@ -121,7 +158,7 @@ def rnn_layer(mode: str, x: Tensor, h0: Tensor, c0: Tensor | None, w_ih: Tensor,
                 hn = o * tc
                 if Whr is not None:
                     ms[t] = hn
-                    hn = hn @ Whr.T
+                    hn = hn @ WhrT
                 if m is not None:
                     mt = m[t]
                     cn = xp.where(mt, cn, c)
