@@ -56,6 +56,18 @@ CASES = {
                           [_r(3, 4, seed=1), np.array([[3, 0, -1, 1], [1, 2, 3, 0], [-1, 1, 1, 1]])]),
     "multilabel_margin_1d_none": (lambda F, x, t: F.multilabel_margin_loss(x, t, reduction="none"),
                                   [_r(4, seed=1), np.array([2, -1, 0, 0])]),
+    "triplet_with_distance": (lambda F, a, p, n: F.triplet_margin_with_distance_loss(a, p, n, margin=0.5, swap=True),
+                              [_r(4, 5, seed=1), _r(4, 5, seed=2), _r(4, 5, seed=3)]),
+    "triplet_with_cosine_distance_none": (
+        lambda F, a, p, n: F.triplet_margin_with_distance_loss(
+            a, p, n, distance_function=lambda x, y: 1 - F.cosine_similarity(x, y), reduction="none"),
+        [_r(4, 5, seed=1), _r(4, 5, seed=2), _r(4, 5, seed=3)]),
+    "multi_margin": (lambda F, x, t: F.multi_margin_loss(x, t), [_r(4, 5, seed=1), np.array([0, 4, 2, 2])]),
+    "multi_margin_p2_weight_sum": (lambda F, x, t, w: F.multi_margin_loss(x, t, p=2, margin=0.7, weight=w,
+                                                                          reduction="sum"),
+                                   [_r(4, 5, seed=1), np.array([0, 4, 2, 2]), _r(5, seed=2, lo=0.5)]),
+    "multi_margin_1d_none": (lambda F, x, t: F.multi_margin_loss(x, t, reduction="none"),
+                             [_r(5, seed=1), np.array(3)]),
     "pairwise_distance": (lambda F, a, b: F.pairwise_distance(a, b), [_r(3, 4, seed=1), _r(3, 4, seed=2)]),
     "pairwise_distance_p3_keepdim": (lambda F, a, b: F.pairwise_distance(a, b, p=3, keepdim=True),
                                      [_r(3, 4, seed=1), _r(4, seed=2)]),
@@ -69,7 +81,7 @@ CASES = {
 }
 
 
-CONSTANT_TARGET = {"kl_div_zero_target", "soft_margin"}  # the last input gets no gradient (PyTorch: none or nan)
+CONSTANT_TARGET = {"kl_div_zero_target", "soft_margin", "multi_margin_p2_weight_sum"}  # the last input gets no gradient (PyTorch: none or nan)
 
 
 def _tensors(lib, arrays, grad=True, name=None):
@@ -116,6 +128,8 @@ MODULES = [
     ("SoftMarginLoss", dict(), 2),
     ("HingeEmbeddingLoss", dict(margin=2.0), 2),
     ("MultiLabelMarginLoss", dict(), 2),
+    ("MultiMarginLoss", dict(p=2, margin=0.5), 2),
+    ("TripletMarginWithDistanceLoss", dict(margin=0.3, swap=True), 3),
 ]
 
 
@@ -133,6 +147,8 @@ def test_loss_modules_match_functional_and_torch(cls, kw, n):
         "MultiLabelSoftMarginLoss": [a, (b > 0).astype(float)],
         "PoissonNLLLoss": [a, _r(4, 3, seed=2, lo=0, hi=3)],
         "MultiLabelMarginLoss": [a, np.array([[0, -1, 1], [2, 1, -1], [1, 0, 2], [-1, 0, 0]])],
+        "MultiMarginLoss": [a, np.array([0, 2, 1, 1])],
+        "TripletMarginWithDistanceLoss": [a, b, _r(4, 3, seed=3)],
     }.get(cls, [a, b])
     ours = getattr(tinytorch.nn, cls)(**kw)(*_tensors(tinytorch, arrays, grad=False))
     ref = getattr(torch.nn, cls)(**kw)(*_tensors(torch, arrays, grad=False))

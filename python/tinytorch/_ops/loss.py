@@ -234,6 +234,52 @@ def multilabel_margin_loss(input: Tensor, target: Tensor, size_average=None, red
     return _reduce(loss, reduction)
 
 
-__all__ = ["pairwise_distance", "cosine_similarity", "bilinear", "kl_div", "margin_ranking_loss",
+def triplet_margin_with_distance_loss(anchor: Tensor, positive: Tensor, negative: Tensor, *, distance_function=None,
+                                      margin: float = 1.0, swap: bool = False, reduction: str = "mean") -> Tensor:
+    """max(d(a, p) - d(a, n) + margin, 0) with any distance function (pairwise_distance by default)."""
+    if margin <= 0:
+        raise ValueError(f"triplet_margin_with_distance_loss: expected margin to be greater than 0, got {margin} "
+                         "instead")
+    a_dim, p_dim, n_dim = anchor.dim(), positive.dim(), negative.dim()
+    if not (a_dim == p_dim == n_dim):
+        raise RuntimeError(f"The anchor, positive, and negative tensors are expected to have the same number of "
+                           f"dimensions, but got: anchor {a_dim}D, positive {p_dim}D, and negative {n_dim}D inputs")
+    dist = distance_function if distance_function is not None else pairwise_distance
+    d_pos = dist(anchor, positive)
+    d_neg = dist(anchor, negative)
+    if swap:
+        d_neg = _pw.minimum(d_neg, dist(positive, negative))
+    return _reduce((margin + d_pos - d_neg).clamp_min(0), reduction)
+
+
+def multi_margin_loss(input: Tensor, target: Tensor, p: int = 1, margin: float = 1.0, weight: Tensor | None = None,
+                      size_average=None, reduce=None, reduction: str = "mean") -> Tensor:
+    """Multi-class hinge loss: sum over classes i != y of max(0, margin - x_y + x_i)^p (times weight[y]), over C."""
+    reduction = _legacy_reduction(size_average, reduce, reduction)
+    if p != 1 and p != 2:
+        raise ValueError("only p == 1 and p == 2 supported")
+    if weight is not None and weight.dim() != 1:
+        raise ValueError("weight must be one-dimensional")
+    x = input if input.dim() == 2 else input.reshape(1, -1)
+    y = target.reshape(-1, 1)
+    C = x.shape[1]
+    tg = np.asarray(target._data if type(target._data) is np.ndarray else target._data.get()).reshape(-1)
+    if tg.size and (tg.min() < 0 or tg.max() >= C):
+        raise IndexError(f"Target {int(tg.max() if tg.max() >= C else tg.min())} is out of bounds.")
+    from .._creation import tensor
+    others = tensor((np.arange(C)[None, :] != tg[:, None]).astype(np.dtype(x._data.dtype)), device=x.device)
+    z = relu(margin - x.gather(1, y) + x)
+    if p == 2:
+        z = z * z
+    z = z * others
+    if weight is not None:
+        z = z * weight.index_select(0, target.reshape(-1)).reshape(-1, 1)
+    loss = z.sum(1) / C
+    if input.dim() < 2:
+        loss = loss.reshape(())
+    return _reduce(loss, reduction)
+
+
+__all__ = ["triplet_margin_with_distance_loss", "multi_margin_loss", "pairwise_distance", "cosine_similarity", "bilinear", "kl_div", "margin_ranking_loss",
            "triplet_margin_loss", "cosine_embedding_loss", "poisson_nll_loss", "gaussian_nll_loss",
            "multilabel_soft_margin_loss", "soft_margin_loss", "hinge_embedding_loss", "multilabel_margin_loss"]

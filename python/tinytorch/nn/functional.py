@@ -57,3 +57,7 @@ __all__ += ["embedding_bag"]
 from .._ops.ctc import ctc_loss  # noqa: E402
 
 __all__ += ["ctc_loss"]
+
+from .._ops.loss import multi_margin_loss, triplet_margin_with_distance_loss  # noqa: E402
+
+__all__ += ["multi_margin_loss", "triplet_margin_with_distance_loss"]

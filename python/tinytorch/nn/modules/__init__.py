@@ -36,3 +36,6 @@ __all__ += ["EmbeddingBag"]
 from .loss import CTCLoss
 
 __all__ += ["CTCLoss"]
+from .loss import MultiMarginLoss, TripletMarginWithDistanceLoss
+
+__all__ += ["TripletMarginWithDistanceLoss", "MultiMarginLoss"]
