@@ -42,3 +42,5 @@ from ._misc import allclose, compile, equal, get_num_threads, is_tensor, isclose
 
 _memory.keep_freed_memory()  # the process keeps freed arrays for the next step (see _memory.py)
 _memory.follow_torch_huge_page_policy()
+
+from ._ops.loss import bilinear, cosine_similarity, pairwise_distance  # noqa: E402  (torch.* aliases of F.*)
