@@ -136,3 +136,15 @@ def test_parametrize_errors_match_pytorch():
             ours()
         first = str(want.value).split("\n")[0].split("'")[0].split("Linear")[0]
         assert str(got.value).startswith(first), (str(got.value), str(want.value))
+
+
+def test_parametrized_module_deepcopy():
+    import copy
+    m = tinytorch.nn.utils.parametrizations.weight_norm(tinytorch.nn.Linear(3, 2))
+    c = copy.deepcopy(m)
+    x = tinytorch.randn(4, 3)
+    np.testing.assert_allclose(c(x).detach().numpy(), m(x).detach().numpy())
+    with tinytorch.no_grad():
+        c.parametrizations.weight.original0.mul_(2.0)
+    assert not np.allclose(c(x).detach().numpy(), m(x).detach().numpy())
+    assert type(c) is type(m)

@@ -128,7 +128,19 @@ def _inject_new_class(module: Module) -> None:
 
     def getstate(self):
         raise RuntimeError("Serialization of parametrized modules is only supported through state_dict().")
-    param_cls = type(f"Parametrized{cls.__name__}", (cls,), {"__getstate__": getstate})
+
+    def default_deepcopy(self, memo):
+        # deepcopy (e.g. the layer clones of TransformerEncoder) copies the state, not via __getstate__
+        import copy
+        obj = memo.get(id(self))
+        if obj is not None:
+            return obj
+        replica = self.__new__(self.__class__)
+        memo[id(self)] = replica
+        replica.__dict__ = copy.deepcopy(self.__dict__, memo)
+        return replica
+    param_cls = type(f"Parametrized{cls.__name__}", (cls,), {"__getstate__": getstate,
+                                                              "__deepcopy__": default_deepcopy})
     module.__class__ = param_cls
 
 
