@@ -213,7 +213,17 @@ def main(argv=None) -> dict:
     progress = Progress()
     start, tokens_seen, first_loss = time.time(), 0, None
     deadline = start + args.minutes * 60
-    while step < args.steps and time.time() < deadline:
+
+    def out_of_time() -> bool:
+        # Every rank must stop after the same step (each step's collectives need them all): rank 0's clock decides.
+        late = time.time() >= deadline
+        if not distributed:
+            return late
+        flag = torch.tensor([1.0 if late else 0.0], device=device)
+        dist.broadcast(flag, src=0)
+        return bool(flag.item())
+
+    while step < args.steps and not out_of_time():
         x, y = batch(train_tokens)
         tracing = distributed and step + 1 == args.trace_step
         if tracing:

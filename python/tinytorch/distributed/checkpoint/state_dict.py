@@ -70,10 +70,19 @@ def _clean(name: str) -> str:
     return ".".join(p for p in parts if p not in _WRAPPER_PARTS)
 
 
+def _reshard(model: Module) -> None:
+    """Show every FSDP module's sharded parameters (a module left gathered after a forward without backward)."""
+    for m in model.modules():
+        state = getattr(m, "_fsdp_state", None)
+        if state is not None and state.group is not None:
+            state.group.reshard()
+
+
 def get_model_state_dict(model: Module, *, submodules: Optional[set] = None,
                          options: Optional[StateDictOptions] = None) -> Dict[str, Any]:
     """model.state_dict() with FQN keys: DTensor shards (no communication), or full tensors."""
     options = _opts(options)
+    _reshard(model)
     sd = model.state_dict()
     out: Dict[str, Any] = {}
     frozen = {n for n, p in model.named_parameters() if not p.requires_grad} if options.ignore_frozen_params else set()
@@ -121,6 +130,7 @@ def get_optimizer_state_dict(model: Module, optimizers: Any, *, submodules: Opti
     """The optimizers' state keyed by parameter FQN; state tensors of sharded parameters are DTensors laid out
     like their parameter (or full tensors with full_state_dict)."""
     options = _opts(options)
+    _reshard(model)
     fqns = _param_fqns(model)
     state: Dict[str, Any] = {}
     groups: List[dict] = []
@@ -200,6 +210,7 @@ def set_model_state_dict(model: Module, model_state_dict: Dict[str, Any], *,
     """Load a sharded or full state dict into a (possibly sharded) model; full tensors are cut into this rank's
     shards locally, and with broadcast_from_rank0 only rank 0 needs to hold them."""
     options = _opts(options)
+    _reshard(model)
     if options.broadcast_from_rank0:
         model_state_dict = _broadcast_full(model_state_dict, {})
     targets = {_clean(k): v for k, v in model.state_dict(keep_vars=True).items()}
@@ -223,6 +234,7 @@ def set_optimizer_state_dict(model: Module, optimizers: Any, optim_state_dict: D
                              options: Optional[StateDictOptions] = None) -> None:
     """Load FQN-keyed optimizer state (sharded or full) into the optimizers of a (possibly sharded) model."""
     options = _opts(options)
+    _reshard(model)
     fqns = _param_fqns(model)
     if options.broadcast_from_rank0:
         holder = [optim_state_dict if _rank() == 0 else None]

@@ -149,7 +149,8 @@ class FSDPState:
     def post_forward(self, module: Module, args: tuple, output: Any) -> Any:
         root = self.root
         root.post_fwd_order.append(self)
-        if self.group is not None and self.reshard_after_forward and not self.is_root:
+        # Without grad there is no backward to keep parameters for: every group reshards (evaluation, generate).
+        if self.group is not None and (not _C._grad_enabled() or self.reshard_after_forward and not self.is_root):
             self.group.reshard()
         if _C._grad_enabled():
             tensors = [t for t in _tensors_of(output) if t.requires_grad]
