@@ -46,6 +46,9 @@ class Hardware:
     mem_bw_Bps: float  # per GPU, for the optimizer step (memory bound)
     cpu_cores: Optional[int] = None  # CPU "devices" only: ranks beyond this many share cores
     calib_ranks: Optional[int] = None  # ranks per node of the sweep the links were fitted on
+    # tinytorch's ring backend all-reduces messages up to this size by one all-gather of the whole buffer and a
+    # local reduction (docs/distributed.md): (n-1) steps moving (n-1) S per rank instead of 2 (n-1)/n S
+    latency_path_bytes: int = 0
     sources: Dict[str, str] = field(default_factory=dict)
 
     def link(self, inter_node: bool, ranks_on_node: int) -> Link:
@@ -97,6 +100,7 @@ def _a100() -> Hardware:
 
 
 PROFILES = {"h100": _h100, "a100": _a100}
+RING_LATENCY_PATH_BYTES = 256 << 10  # csrc/nccl_ring: all-reduces up to 256 KiB take the latency path
 
 
 def fit_alpha_beta(rows: List[Dict[str, Any]]) -> tuple:
@@ -106,6 +110,9 @@ def fit_alpha_beta(rows: List[Dict[str, Any]]) -> tuple:
     from .collectives import bus_factor
 
     use = [r for r in rows if r["op"] == "all_reduce"] or list(rows)
+    large = [r for r in use if r["bytes"] > RING_LATENCY_PATH_BYTES]
+    if len(large) >= 2:  # fit the ring algorithm on the sizes that take it
+        use = large
     if len(use) < 2:
         raise ValueError("fitting alpha and beta needs a sweep with at least two sizes")
     op, n = use[0]["op"], int(use[0]["world"])
@@ -157,7 +164,7 @@ def from_collectives(path: str, flops: Optional[float] = None) -> Hardware:
     # one node: every local rank, however many, shares this machine's memory (no inter-node stage)
     return Hardware(name="this-machine", gpus_per_node=1 << 20, intra=link, inter=link,
                     peak_flops=flops if flops is not None else measure_flops(), mfu=1.0, memory_bytes=mem,
-                    mem_bw_Bps=10e9, cpu_cores=cores, calib_ranks=n,
+                    mem_bw_Bps=10e9, cpu_cores=cores, calib_ranks=n, latency_path_bytes=RING_LATENCY_PATH_BYTES,
                     sources={"links": link.source, "peak_flops": "measured float32 GEMM, one thread",
                              "mem_bw_Bps": "assumption: 10 GB/s for one core's optimizer pass"})
 
