@@ -117,6 +117,24 @@ def test_this_machine_shares_bandwidth_beyond_its_cores(tmp_path):
     assert hw.link(False, 4).beta_Bps == pytest.approx(hw.intra.beta_Bps / 2)
     assert hw.link(False, 2).beta_Bps == pytest.approx(hw.intra.beta_Bps)
     assert H.load(str(f)).name == "this-machine"
+
+
+def test_this_machine_latency_path_for_small_all_reduces(tmp_path):
+    # 2 ranks: ring sizes fit t = 2 alpha + S / beta; 64 KiB takes the latency path at 300 us
+    beta = 1e9
+    rows = [{"op": "all_reduce", "world": 2, "bytes": s, "time_us": 1e6 * (2 * 5e-6 + s / beta)}
+            for s in (1 << 20, 1 << 22)]
+    rows.append({"op": "all_reduce", "world": 2, "bytes": 1 << 16, "time_us": 300.0})
+    f = tmp_path / "sweep.json"
+    f.write_text(json.dumps({"rows": rows}))
+    hw = H.from_collectives(str(f), flops=1e10)
+    hw.cpu_cores = 4
+    assert hw.intra.alpha_s == pytest.approx(5e-6) and hw.intra.beta_Bps == pytest.approx(beta)
+    small = hw.latency_path_alpha_s
+    assert small == pytest.approx(300e-6 - (1 << 16) / beta)
+    # 3 ranks: (n-1) steps of the latency path, (n-1) S bytes through each rank
+    assert M.collective_s("all_reduce", 1 << 16, 3, hw) == pytest.approx(2 * small + 2 * (1 << 16) / beta)
+    assert M.collective_s("all_reduce", 1 << 20, 3, hw) == pytest.approx(4 * 5e-6 + 4 / 3 * (1 << 20) / beta)
     with pytest.raises(ValueError, match="needs --collectives"):
         H.load("this-machine")
     with pytest.raises(ValueError, match="unknown hardware"):

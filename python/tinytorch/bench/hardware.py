@@ -49,17 +49,24 @@ class Hardware:
     # tinytorch's ring backend all-reduces messages up to this size by one all-gather of the whole buffer and a
     # local reduction (docs/distributed.md): (n-1) steps moving (n-1) S per rank instead of 2 (n-1)/n S
     latency_path_bytes: int = 0
+    latency_path_alpha_s: Optional[float] = None  # its per-step latency, fitted on those sizes (else intra's)
     sources: Dict[str, str] = field(default_factory=dict)
 
     def link(self, inter_node: bool, ranks_on_node: int) -> Link:
         """The link class used, its bandwidth scaled down when more ranks than cores share this CPU machine
         (the ring backend's copies and reductions are CPU work)."""
         base = self.inter if inter_node else self.intra
+        f = self.slowdown(ranks_on_node)
+        return base if f == 1.0 else Link(base.alpha_s * f, base.beta_Bps / f, base.source)
+
+    def slowdown(self, ranks_on_node: int) -> float:
+        """How much slower communication is with this many ranks on a CPU machine than in its calibration sweep:
+        ranks beyond the cores share them (1.0 on GPUs)."""
         if not self.cpu_cores:
-            return base
+            return 1.0
         share = min(1.0, self.cpu_cores / max(ranks_on_node, 1))
         calib = min(1.0, self.cpu_cores / max(self.calib_ranks or 1, 1))
-        return Link(base.alpha_s / (share / calib), base.beta_Bps * share / calib, base.source)
+        return calib / share
 
     def to_json(self) -> Dict[str, Any]:
         """A dict that `load` reads back."""
@@ -155,6 +162,12 @@ def from_collectives(path: str, flops: Optional[float] = None) -> Hardware:
     with open(path) as f:
         data = json.load(f)
     alpha, beta, n = fit_alpha_beta(data["rows"])
+    # Messages on the latency path: (n-1) steps of alpha_small plus (n-1) S / beta; alpha_small from their median.
+    small = [r for r in data["rows"] if r["op"] == "all_reduce" and r["bytes"] <= RING_LATENCY_PATH_BYTES]
+    alpha_small = None
+    if small:
+        est = sorted(max(r["time_us"] * 1e-6 / (n - 1) - r["bytes"] / beta, 0.0) for r in small)
+        alpha_small = est[len(est) // 2]
     link = Link(alpha, beta, source=f"fitted to {os.path.basename(path)} ({n} ranks, all_reduce rows)")
     try:
         mem = float(os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES"))
@@ -165,6 +178,7 @@ def from_collectives(path: str, flops: Optional[float] = None) -> Hardware:
     return Hardware(name="this-machine", gpus_per_node=1 << 20, intra=link, inter=link,
                     peak_flops=flops if flops is not None else measure_flops(), mfu=1.0, memory_bytes=mem,
                     mem_bw_Bps=10e9, cpu_cores=cores, calib_ranks=n, latency_path_bytes=RING_LATENCY_PATH_BYTES,
+                    latency_path_alpha_s=alpha_small,
                     sources={"links": link.source, "peak_flops": "measured float32 GEMM, one thread",
                              "mem_bw_Bps": "assumption: 10 GB/s for one core's optimizer pass"})
 

@@ -98,7 +98,8 @@ def collective_s(op: str, nbytes: float, world: int, hw: Hardware, gpus_per_node
     intra = hw.link(False, g)
     if m == 1:
         if op == "all_reduce" and nbytes <= hw.latency_path_bytes:
-            return (world - 1) * intra.alpha_s + (world - 1) * nbytes / intra.beta_Bps
+            a = intra.alpha_s if hw.latency_path_alpha_s is None else hw.latency_path_alpha_s * hw.slowdown(g)
+            return (world - 1) * a + (world - 1) * nbytes / intra.beta_Bps
         return _ring(op, world, nbytes, intra.alpha_s, intra.beta_Bps)
     inter = hw.link(True, g)
     ia, ib, ea, eb = intra.alpha_s, intra.beta_Bps, inter.alpha_s, inter.beta_Bps
