@@ -186,3 +186,16 @@ def test_plot_writes_a_png(tmp_path):
     out = tmp_path / "sim.png"
     _run(["simulate", "--model", "gpt-125m", "--world", "8,64", "--plot", str(out)])
     assert out.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+
+
+def test_console_script_entry(monkeypatch, capsys):
+    import tomllib
+
+    with open(os.path.join(ROOT, "pyproject.toml"), "rb") as f:
+        scripts = tomllib.load(f)["project"]["scripts"]
+    assert scripts["tinytorch-bench"] == "tinytorch.bench:cli"
+    from tinytorch.bench import cli
+
+    monkeypatch.setattr(sys, "argv", ["tinytorch-bench", "simulate", "--params", "1e9", "--world", "8"])
+    assert cli() == 0
+    assert "ddp" in capsys.readouterr().out

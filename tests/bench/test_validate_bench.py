@@ -8,7 +8,7 @@ from tinytorch.bench import main
 def test_validate_writes_cases(tmp_path):
     out = tmp_path / "v.json"
     cases = main(["validate", "--out-dir", str(tmp_path / "cal"), "--sizes", "64K,256K", "--iters", "3",
-                  "--worlds", "3", "--steps", "3", "--warmup", "1", "--repeats", "1", "--json", str(out)])
+                  "--worlds", "3", "--steps", "3", "--warmup", "1", "--repeats", "1", "--sweep-repeats", "1", "--json", str(out)])
     saved = json.loads(out.read_text())["cases"]
     assert saved == cases
     kinds = {(c["strategy"], c["world"]) for c in cases}
