@@ -58,9 +58,15 @@ def test_all_reduce_sweep_matches_a_direct_measurement(tmp_path):
     assert direct / 4 < bench < direct * 4, (bench, direct)
 
 
-def test_every_op_is_exact_in_bfloat16():
+def test_every_op_is_exact_in_bfloat16(tmp_path):
+    png = tmp_path / "sweep.png"
     text = _bench("--nproc", "2", "--op", "all", "--min-bytes", "4K", "--max-bytes", "16K", "--step-factor", "4",
-                  "--iters", "2", "--warmup", "1", "--dtype", "bfloat16")
+                  "--iters", "2", "--warmup", "1", "--dtype", "bfloat16", "--plot", str(png))
+    try:
+        import matplotlib  # noqa: F401
+        assert png.read_bytes()[:4] == b"\x89PNG"
+    except ImportError:
+        assert "matplotlib is not installed" in text
     for op in ("all_reduce", "all_gather", "reduce_scatter", "broadcast", "all_to_all"):
         assert f"# {op}" in text
     assert "Out of bounds values : 0 OK" in text

@@ -59,6 +59,7 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--backend", default="auto", choices=["auto", "ring", "nccl"],
                    help="auto: nccl when CUDA is available, else ring")
     p.add_argument("--json", default=None, help="write {'rows': [...]} here")
+    p.add_argument("--plot", default=None, help="PNG of busbw against size, one line per op (matplotlib)")
     p.add_argument("--timeout", type=float, default=1800.0, help="seconds before spawned ranks are given up on")
 
 
@@ -213,6 +214,34 @@ def render(rows: List[Dict[str, Any]]) -> str:
     return "\n".join(out)
 
 
+def plot(rows: List[Dict[str, Any]], path: str) -> bool:
+    """busbw against message size per op (matplotlib; False with a message when it is not installed)."""
+    try:
+        import matplotlib
+
+        matplotlib.use("Agg")
+        import matplotlib.pyplot as plt
+    except ImportError:
+        print("matplotlib is not installed: no plot (pip install matplotlib)")
+        return False
+    fig, ax = plt.subplots(figsize=(7, 4))
+    for op in dict.fromkeys(r["op"] for r in rows):
+        rs = [r for r in rows if r["op"] == op]
+        ax.plot([r["bytes"] for r in rs], [r["busbw_gbps"] for r in rs], marker="o", label=op)
+    ax.set_xscale("log", base=2)
+    ax.set_xlabel("size (bytes)")
+    ax.set_ylabel("busbw (GB/s)")
+    n = rows[0]["world"] if rows else 0
+    ax.set_title(f"tinytorch-bench collectives, {n} ranks, {rows[0]['backend'] if rows else ''}")
+    ax.grid(True, alpha=0.3)
+    ax.legend()
+    fig.tight_layout()
+    fig.savefig(path, dpi=110)
+    plt.close(fig)
+    print(f"wrote {path}")
+    return True
+
+
 def config(args: argparse.Namespace) -> Dict[str, Any]:
     """The sweep's settings from parsed flags (sizes expanded, names checked)."""
     ops = OPS if args.op == "all" else parse_list(args.op)
@@ -241,4 +270,6 @@ def main(args: argparse.Namespace) -> Optional[List[Dict[str, Any]]]:
         write_json(args.json, {"rows": rows, "world": rows[0]["world"] if rows else 0,
                                "command": "tinytorch-bench collectives", "time":
                                time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()), "cpus": os.cpu_count()})
+    if args.plot:
+        plot(rows, args.plot)
     return rows
