@@ -101,3 +101,10 @@ def test_under_tinytorch_run_uses_the_launched_ranks(tmp_path):
     assert res.stdout.count("# reduce_scatter") == 1  # rank 0 prints, once
     rows = json.loads(out.read_text())["rows"]
     assert len(rows) == 1 and rows[0]["world"] == 2 and rows[0]["wrong"] == 0
+
+
+def test_nproc_under_a_launcher_is_refused():
+    env = dict(os.environ, PYTHONPATH=os.path.join(ROOT, "python"), RANK="0", WORLD_SIZE="1")
+    res = subprocess.run([sys.executable, "-m", "tinytorch.bench", "collectives", "--nproc", "2"],
+                         capture_output=True, text=True, timeout=60, env=env)
+    assert res.returncode != 0 and "leave --nproc out" in res.stderr

@@ -143,7 +143,10 @@ def spawn(fn: Callable[..., Any], nproc: int, args: tuple = (), timeout: float =
 def run_ranks(fn: Callable[..., Any], nproc: Optional[int], args: tuple = (), timeout: float = 1800.0) -> List[Any]:
     """fn(*args) on every rank: this process's rank under a launcher (result in a one-element list on rank 0,
     [] elsewhere), or `nproc` spawned local ranks (all their results)."""
-    if launched() and not nproc:
+    if launched() and nproc:
+        raise SystemExit(f"--nproc {nproc} spawns local ranks, but this process is already rank "
+                         f"{os.environ['RANK']} of {os.environ['WORLD_SIZE']} started by a launcher: leave --nproc out")
+    if launched():
         res = fn(*args)
         return [res] if int(os.environ["RANK"]) == 0 else []
     return spawn(fn, nproc or 1, args, timeout=timeout)

@@ -150,18 +150,19 @@ def worker(cfg: Dict[str, Any]) -> Optional[Dict[str, Any]]:
 
         cupy.cuda.Device(int(os.environ.get("LOCAL_RANK", rank))).use()
     lib = tinytorch
-    runs = []  # (label, call, opt, ddp, x, y)
-    tokens = 0
+    runs = []  # (label, call, opt, ddp, x, y, model, recorder)
+    tokens = params = 0
     for label, strat in ([("alone", "none")] if cfg["baseline"] and strategy != "none" else []) + [(strategy, strategy)]:
         lib.manual_seed(0)
         model, _, _, tokens = workloads.build(lib, cfg["model"], cfg["batch"], cfg["seq"])
         x_np, y_np = _rank_batch(workloads, cfg, rank)
         model = model.to(device)
+        if label == strategy:
+            params = sum(int(p.numel()) for p in model.parameters())  # before any sharding
         recorder = _Recorder(model) if label == strategy else None
         call, opt, ddp = wrap(strat, model, lib, cfg["bucket_mb"])
         x, y = lib.from_numpy(x_np).to(device), lib.from_numpy(y_np).to(device)
         runs.append((label, call, opt, ddp, x, y, model, recorder))
-    params = sum(int(p.numel()) for p in runs[-1][6].parameters())
     times: Dict[str, List[float]] = {r[0]: [] for r in runs}
     stats: List[Dict[str, Any]] = []
     for step in range(cfg["steps"]):
