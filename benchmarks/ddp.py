@@ -155,8 +155,8 @@ def spawn(cfg: Dict[str, Any], world: int = 2, timeout: float = 900.0) -> List[D
     return results
 
 
-def _timeline(path: str, ranks: List[Dict[str, Any]]) -> None:
-    from tinytorch.utils.png import timeline
+def _timeline(path: str, ranks: List[Dict[str, Any]]) -> bool:
+    from tinytorch.utils.plot import timeline
 
     t0 = min(ev[2] for r in ranks for ev in r["events"])
     tracks: Dict[str, list] = {}
@@ -170,7 +170,7 @@ def _timeline(path: str, ranks: List[Dict[str, Any]]) -> None:
         tracks[f"rank {rank} backward"] = bwd
         tracks[f"rank {rank} launches"] = launch
         tracks[f"rank {rank} all-reduce"] = comm
-    timeline(path, tracks, title="W3 DDP step, 2 ranks", unit="ms")
+    return timeline(path, tracks, title="W3 DDP step, 2 ranks", unit="ms")
 
 
 def main(argv: Optional[List[str]] = None) -> Dict[str, Any]:
@@ -246,7 +246,7 @@ def main(argv: Optional[List[str]] = None) -> Dict[str, Any]:
     results["load_avg_end"] = os.getloadavg()
 
     from tinytorch.profiler import merge_chrome_traces
-    from tinytorch.utils.png import line_chart
+    from tinytorch.utils.plot import line_chart
 
     series = {}
     for w, row in results["workloads"].items():
@@ -262,26 +262,30 @@ def main(argv: Optional[List[str]] = None) -> Dict[str, Any]:
         if "torch_ddp_ms" in row:
             hl[f"torch DDP {w} (25 MB)"] = row["torch_ddp_ms"]
     plot = os.path.join(args.out_dir, "ddp_bucket_sweep.png")
-    line_chart(plot, series, title="DDP step vs bucket cap (2 ranks)",
-               xlabel="bucket_cap_mb (rightmost point: one bucket)", ylabel="ms per step", hlines=hl or None,
-               log_x=True)
-    results["sweep_plot"] = plot
+    path = os.path.join(args.out_dir, "ddp.json")
+    written = [path]
+    if line_chart(plot, series, title="DDP step vs bucket cap (2 ranks)",
+                  xlabel="bucket_cap_mb (rightmost point: one bucket)", ylabel="ms per step", hlines=hl or None,
+                  log_x=True):
+        results["sweep_plot"] = plot
+        written.append(plot)
     if "W3" in results["workloads"]:
         row = results["workloads"]["W3"]
         e = row["sweep"][row["best_overlap_cap"]]
-        png = os.path.join(args.out_dir, "ddp_w3_timeline.png")
-        _timeline(png, [{"events": ev} for ev in e["_events"]])
         merged = os.path.join(args.out_dir, "ddp_w3_trace.json")
         merge_chrome_traces(e["traces"], merged)
-        results["timeline_png"], results["chrome_trace"] = png, merged
+        results["chrome_trace"] = merged
+        written.append(merged)
+        png = os.path.join(args.out_dir, "ddp_w3_timeline.png")
+        if _timeline(png, [{"events": ev} for ev in e["_events"]]):
+            results["timeline_png"] = png
+            written.append(png)
     for row in results["workloads"].values():
         for ent in row["sweep"].values():
             ent.pop("_events", None)
-    path = os.path.join(args.out_dir, "ddp.json")
     with open(path, "w") as f:
         json.dump(results, f, indent=1)
-    print(f"wrote {path}, {plot}" + (f", {results.get('timeline_png')}, {results.get('chrome_trace')}"
-                                     if "timeline_png" in results else ""))
+    print("wrote " + ", ".join(written))
     return results
 
 

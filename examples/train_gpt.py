@@ -59,7 +59,7 @@ def parse_args(argv=None):
                    help="DDP bucket size: this 13 MiB model gets 4 buckets, so all-reduces overlap backward "
                         "(PyTorch's default, 25, makes only 2)")
     p.add_argument("--trace-step", type=int, default=5,
-                   help="under DDP, profile this step: OUT/trace.json (Perfetto) and OUT/timeline.png")
+                   help="under DDP, profile this step: OUT/trace.json (Perfetto) and OUT/timeline.png (needs matplotlib)")
     p.add_argument("--device", default="cpu")
     p.add_argument("--seed", type=int, default=1337)
     p.add_argument("--backend", default="tinytorch", choices=["tinytorch", "torch"],
@@ -101,9 +101,9 @@ def write_trace(prof, out: str, rank: int, world: int, dist) -> None:
         profiler.merge_chrome_traces(parts, merged)
         for p in parts:
             os.remove(p)
-        profiler.timeline_png(merged, os.path.join(out, "timeline.png"),
-                              title=f"one DDP step of GPT-mini on {world} ranks")
-        print(f"trace of one step: {merged} (open in Perfetto), timeline: {os.path.join(out, 'timeline.png')}",
+        png = os.path.join(out, "timeline.png")
+        drawn = profiler.timeline_png(merged, png, title=f"one DDP step of GPT-mini on {world} ranks")
+        print(f"trace of one step: {merged} (open in Perfetto)" + (f", timeline: {png}" if drawn else ""),
               flush=True)
 
 
@@ -220,11 +220,11 @@ def main(argv=None) -> dict:
         with open(os.path.join(args.out, "history.json"), "w") as f:
             json.dump(history, f)
         plot_path = os.path.join(args.out, "loss.png")
-        from tinytorch.utils.png import line_chart
+        from tinytorch.utils.plot import line_chart
         series = {"train": tuple(zip(*history["train"])), "validation": tuple(zip(*history["val"]))}
-        line_chart(plot_path, {k: v for k, v in series.items() if v}, title="GPT-mini byte-level loss",
-                   xlabel="step", ylabel="cross-entropy", hlines={"uniform ln 256": uniform_loss()})
-        print(f"loss curve: {plot_path}")
+        if line_chart(plot_path, {k: v for k, v in series.items() if v}, title="GPT-mini byte-level loss",
+                      xlabel="step", ylabel="cross-entropy", hlines={"uniform ln 256": uniform_loss()}):
+            print(f"loss curve: {plot_path}")
         prompt = torch.from_numpy(np.frombuffer(b"def ", dtype=np.uint8).astype(np.int64)).reshape(1, -1).to(device)
         gen = torch.Generator(device=device).manual_seed(args.seed) if args.backend == "tinytorch" else None
         out = model.generate(prompt, args.sample_bytes, generator=gen)

@@ -293,12 +293,12 @@ std::shared_ptr<Work> ProcessGroupRing::allreduce(void* buf, size_t count, DType
 }
 
 std::shared_ptr<Work> ProcessGroupRing::reduce_scatter(void* out, const void* in, size_t count, DType t, ReduceOp op,
-                                                       Keep keep, bool async_op) {
+                                                       Keep keep, bool async_op, bool overwrite_input) {
   uint64_t seq = ++seq_;
   auto desc = describe(Opcode::ReduceScatter, seq, count, t, std::string(", ") + reduce_op_name(op));
   return submit(async_op, seq, desc, std::move(keep), [=](const std::string& what, Deadline d) {
     ring_reduce_scatter(links_.get(), ctx(Opcode::ReduceScatter, seq, count, t, op, 0, what, d), rank_, size_,
-                        static_cast<char*>(out), static_cast<const char*>(in), count, scratch_);
+                        static_cast<char*>(out), static_cast<const char*>(in), count, scratch_, overwrite_input);
   });
 }
 

@@ -38,6 +38,7 @@ class ProcessGroupRing final : public Backend {
 
   std::string name() const override { return "ring"; }
   std::string transport() const { return transport_; }
+  uint64_t bytes_sent() const { return links_ ? links_->payload_sent() : 0; }
   void shutdown() override;
 
   // A synchronous caller runs its job itself when nothing is ahead of it: that saves two thread
@@ -47,7 +48,7 @@ class ProcessGroupRing final : public Backend {
 
   std::shared_ptr<Work> allreduce(void* buf, size_t count, DType t, ReduceOp op, Keep keep, bool async_op = true);
   std::shared_ptr<Work> reduce_scatter(void* out, const void* in, size_t count, DType t, ReduceOp op, Keep keep,
-                                       bool async_op = true);
+                                       bool async_op = true, bool overwrite_input = false);
   std::shared_ptr<Work> allgather(void* out, const void* in, size_t count, DType t, Keep keep, bool async_op = true);
   std::shared_ptr<Work> broadcast(void* buf, size_t count, DType t, int root, Keep keep, bool async_op = true);
   std::shared_ptr<Work> reduce(void* buf, size_t count, DType t, ReduceOp op, int root, Keep keep, bool async_op = true);

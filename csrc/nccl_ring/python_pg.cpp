@@ -89,6 +89,7 @@ void bind_process_groups(py::module_& m) {
            py::arg("small_bytes") = 256 << 10, py::arg("shm_capacity") = 8 << 20,
            py::call_guard<py::gil_scoped_release>())
       .def_property_readonly("transport", &ProcessGroupRing::transport)
+      .def_property_readonly("bytes_sent", &ProcessGroupRing::bytes_sent)
       .def("allreduce",
            [](ProcessGroupRing& pg, uintptr_t p, size_t n, int t, int op, py::object k, bool a) {
              auto kk = keep(std::move(k));
@@ -96,11 +97,15 @@ void bind_process_groups(py::module_& m) {
              return pg.allreduce(as_ptr(p), n, dtype_from_int(t), reduce_op_from_int(op), kk, a);
            })
       .def("reduce_scatter",
-           [](ProcessGroupRing& pg, uintptr_t out, uintptr_t in, size_t n, int t, int op, py::object k, bool a) {
+           [](ProcessGroupRing& pg, uintptr_t out, uintptr_t in, size_t n, int t, int op, py::object k, bool a,
+              bool overwrite_input) {
              auto kk = keep(std::move(k));
              py::gil_scoped_release r;
-             return pg.reduce_scatter(as_ptr(out), as_ptr(in), n, dtype_from_int(t), reduce_op_from_int(op), kk, a);
-           })
+             return pg.reduce_scatter(as_ptr(out), as_ptr(in), n, dtype_from_int(t), reduce_op_from_int(op), kk, a,
+                                      overwrite_input);
+           },
+           py::arg("out"), py::arg("in"), py::arg("count"), py::arg("dtype"), py::arg("op"), py::arg("keep"),
+           py::arg("async_op"), py::arg("overwrite_input") = false)
       .def("allgather",
            [](ProcessGroupRing& pg, uintptr_t out, uintptr_t in, size_t n, int t, py::object k, bool a) {
              auto kk = keep(std::move(k));

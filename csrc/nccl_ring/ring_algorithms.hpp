@@ -11,8 +11,10 @@ namespace tinytorch::dist {
 void ring_allreduce(RingLinks* links, const CollectiveCtx& ctx, int rank, int size, char* buf, size_t count,
                     size_t small_bytes, std::vector<char>& scratch);
 // in: size * count elements; out: count elements (this rank's reduced block).
+// With overwrite_in, partial sums are kept in `in` itself (the caller no longer needs it) instead of in
+// scratch: FSDP's gradient buffer is temporary, and a scratch copy of it would double its memory.
 void ring_reduce_scatter(RingLinks* links, const CollectiveCtx& ctx, int rank, int size, char* out, const char* in,
-                         size_t count, std::vector<char>& scratch);
+                         size_t count, std::vector<char>& scratch, bool overwrite_in = false);
 // in: count elements; out: size * count elements, rank i's block at i * count.
 void ring_allgather(RingLinks* links, const CollectiveCtx& ctx, int rank, int size, char* out, const char* in,
                     size_t count);

@@ -2,7 +2,9 @@
 // Every call is non-blocking and returns the bytes it moved; wait() blocks until progress may be
 // possible, throwing on timeout or peer failure. Two implementations: TCP and shared memory.
 #pragma once
+#include <atomic>
 #include <cstddef>
+#include <cstdint>
 #include <memory>
 #include <string>
 #include <vector>
@@ -34,9 +36,14 @@ class RingLinks {
   int rank() const { return rank_; }
   int left() const { return left_; }
   int right() const { return right_; }
+  // Payload bytes this rank has sent to its right neighbour (headers aside): what the traffic
+  // model of DDP and ZeRO counts; read from Python while the progress thread adds to it.
+  uint64_t payload_sent() const { return payload_sent_.load(std::memory_order_relaxed); }
+  void count_sent(size_t n) { payload_sent_.fetch_add(n, std::memory_order_relaxed); }
 
  protected:
   int rank_, left_, right_;
+  std::atomic<uint64_t> payload_sent_{0};
 };
 
 // left_sock and right_sock may be the same connection (world size 2).

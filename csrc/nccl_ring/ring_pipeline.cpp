@@ -86,6 +86,7 @@ void run_ring(RingLinks& links, const CollectiveCtx& ctx, const RingPlan& plan) 
         su_valid = true;
       }
       size_t k = su.bytes > soff ? links.send_some(su.ptr + soff, su.bytes - soff, es, ctx.what) : 0;
+      links.count_sent(k);
       soff += k;
       progress |= k > 0 || su.bytes == 0;
       want_send = k == 0 && su.bytes > 0;

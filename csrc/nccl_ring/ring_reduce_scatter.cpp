@@ -5,16 +5,21 @@
 namespace tinytorch::dist {
 
 void ring_reduce_scatter(RingLinks* links, const CollectiveCtx& ctx, int r, int n, char* out, const char* in,
-                         size_t count, std::vector<char>& scratch) {
+                         size_t count, std::vector<char>& scratch, bool overwrite_in) {
   const size_t es = dtype_size(ctx.dtype), block = count * es;
   if (n == 1 || links == nullptr) {
     if (out != in) std::memmove(out, in, block);
     if (ctx.op == ReduceOp::AVG) divide_by(out, count, ctx.dtype, 1);
     return;
   }
-  // Partial sums of blocks that are still travelling live in scratch, so `in` stays untouched.
-  scratch.resize(static_cast<size_t>(n) * block);
-  char* work = scratch.data();
+  // Partial sums of blocks that are still travelling live in scratch, so `in` stays untouched (or in `in`).
+  char* work;
+  if (overwrite_in) {
+    work = const_cast<char*>(in);
+  } else {
+    scratch.resize(static_cast<size_t>(n) * block);
+    work = scratch.data();
+  }
   const size_t nseg = num_segments(block, ctx.segment_bytes);
   const size_t steps = static_cast<size_t>(n - 1);
   auto seg_off = [&](size_t j, size_t* len) {

@@ -7,7 +7,7 @@ from ._tensor import Size, Tensor
 from ._dtype import (bfloat16, dtype, float16, float32, float64, get_default_dtype, int8, int16, int32, int64,
                      promote_types, result_type, set_default_dtype, uint8)
 from ._dtype import bool_ as bool  # noqa: A001  (PyTorch's name)
-from ._device import device
+from ._device import device, get_default_device, set_default_device
 from . import _ops  # noqa: F401  (attaches the ops to Tensor)
 from ._creation import *  # noqa: F401,F403
 from ._creation import __all__ as _creation_all
@@ -27,7 +27,9 @@ from .autograd.grad_mode import (enable_grad, inference_mode, is_grad_enabled, i
                                  set_grad_enabled)
 from . import autograd, cuda, utils  # noqa: E402
 from . import nn, optim  # noqa: E402
+from . import accelerator  # noqa: E402  (device-generic: torch.accelerator)
 from .serialization import load, save  # noqa: E402
+from .storage import TypedStorage, UntypedStorage  # noqa: E402
 
 float = float32  # noqa: A001
 double = float64
@@ -36,9 +38,23 @@ long = int64
 int = int32  # noqa: A001
 short = int16
 
+# The package's only statement of its version: pyproject.toml reads it (setuptools dynamic version).
 __version__ = "0.1.0"
 
 from ._misc import allclose, compile, equal, get_num_threads, is_tensor, isclose, numel, set_num_threads  # noqa: E402,A004
 
 _memory.keep_freed_memory()  # the process keeps freed arrays for the next step (see _memory.py)
 _memory.follow_torch_huge_page_policy()
+
+# Mixed precision, backend switches and determinism (PyTorch's top-level names)
+from . import amp, backends, compiler, cpu  # noqa: E402
+from .amp import autocast  # noqa: E402
+from ._autocast import (autocast_decrement_nesting, autocast_increment_nesting, clear_autocast_cache,  # noqa: E402
+                        get_autocast_cpu_dtype, get_autocast_dtype, get_autocast_gpu_dtype, is_autocast_cache_enabled,
+                        is_autocast_cpu_enabled, is_autocast_enabled, set_autocast_cache_enabled,
+                        set_autocast_cpu_dtype, set_autocast_cpu_enabled, set_autocast_dtype, set_autocast_enabled,
+                        set_autocast_gpu_dtype)
+from .backends import get_float32_matmul_precision, set_float32_matmul_precision  # noqa: E402
+from ._deterministic import (are_deterministic_algorithms_enabled, get_deterministic_debug_mode,  # noqa: E402
+                             is_deterministic_algorithms_warn_only_enabled, set_deterministic_debug_mode,
+                             use_deterministic_algorithms)

@@ -83,7 +83,7 @@ def _nested_tensors_to_lists(data):
 def tensor(data, dtype=None, device=None, requires_grad: bool = False, pin_memory: bool = False) -> Tensor:
     """A new tensor holding a copy of `data` (nested lists, scalars, NumPy/CuPy arrays, tensors)."""
     dt = to_dtype(dtype) if dtype is not None else None
-    dev = to_device(device) if device is not None else (data.device if isinstance(data, Tensor) else CPU)
+    dev = to_device(device) if device is not None else (data.device if isinstance(data, Tensor) else to_device(None))
     return _finish(_wrap(_to_array(data, dt, dev)), requires_grad)
 
 
@@ -158,8 +158,18 @@ def full(size, fill_value, *, dtype=None, device=None, requires_grad=False) -> T
     return _finish(_wrap(arr), requires_grad)
 
 
+def _dtensor_like(t: Tensor, local: Tensor) -> Tensor:
+    """For a DTensor t: `local` (made with t's local shape) as a DTensor laid out like t."""
+    out = t._like(local._data)
+    out._requires_grad = local._requires_grad
+    return out
+
+
 def _like(fn):
     def make(t: Tensor, dtype=None, device=None, requires_grad=False, memory_format=None, **kw):
+        if getattr(t, "_placements", None) is not None:  # a DTensor: its local piece's shape
+            return _dtensor_like(t, fn(*t._data.shape, dtype=dtype or t.dtype, device=device or t.device,
+                                       requires_grad=requires_grad))
         return fn(*t.shape, dtype=dtype or t.dtype, device=device or t.device, requires_grad=requires_grad)
     return make
 
@@ -171,6 +181,9 @@ empty_like = _like(empty)
 
 def full_like(t: Tensor, fill_value, dtype=None, device=None, requires_grad=False, **kw) -> Tensor:
     """A tensor shaped like t filled with fill_value."""
+    if getattr(t, "_placements", None) is not None:
+        return _dtensor_like(t, full(t._data.shape, fill_value, dtype=dtype or t.dtype, device=device or t.device,
+                                     requires_grad=requires_grad))
     return full(t.shape, fill_value, dtype=dtype or t.dtype, device=device or t.device, requires_grad=requires_grad)
 
 
@@ -268,14 +281,21 @@ class Generator:
 
 default_generator = Generator()
 _cuda_generators: dict = {}
+_cuda_seed: list = [None]  # the last seed given for CUDA: generators made later start from it
 
 
 def manual_seed(seed: int) -> Generator:
-    """Seed the default generators (CPU, and every CUDA device already used)."""
+    """Seed the default generators (CPU, and every CUDA device, including ones first used later)."""
     default_generator.manual_seed(seed)
+    _seed_cuda(seed)
+    return default_generator
+
+
+def _seed_cuda(seed: int) -> None:
+    """Seed every CUDA generator, and remember the seed for devices not used yet (cuda.manual_seed_all)."""
+    _cuda_seed[0] = int(seed)
     for g in _cuda_generators.values():
         g.manual_seed(seed)
-    return default_generator
 
 
 def seed() -> int:
@@ -299,13 +319,17 @@ def set_rng_state(state: Tensor) -> None:
 
 
 def _generator_for(dev, generator):
+    if dev.type == "meta":  # samples with a shape and no values (no draw from any generator)
+        from ._meta import meta_generator
+        return meta_generator
     if generator is not None:
         return generator._rng
     if dev.type == "cpu":
         return default_generator._rng
     key = dev.index or 0
     if key not in _cuda_generators:
-        _cuda_generators[key] = Generator(dev).manual_seed(default_generator.initial_seed())
+        first = _cuda_seed[0] if _cuda_seed[0] is not None else default_generator.initial_seed()
+        _cuda_generators[key] = Generator(dev).manual_seed(first)
     return _cuda_generators[key]._rng
 
 
@@ -358,9 +382,7 @@ def randperm(n: int, *, generator=None, dtype=None, device=None, requires_grad=F
 
 
 def _like_random(fn):
-    def make(t: Tensor, dtype=None, device=None, requires_grad=False, **kw):
-        return fn(*t.shape, dtype=dtype or t.dtype, device=device or t.device, requires_grad=requires_grad)
-    return make
+    return _like(fn)
 
 
 rand_like = _like_random(rand)

@@ -1,6 +1,8 @@
 """Devices and the array module behind each: NumPy for "cpu", CuPy (imported on first use) for "cuda"."""
 from __future__ import annotations
 
+import threading
+
 import numpy as np
 
 
@@ -27,12 +29,22 @@ class device:
                 raise RuntimeError(f"Invalid device string: '{spec}'") from None
         else:
             kind = spec
-        if kind not in ("cpu", "cuda"):
-            raise RuntimeError(f"Expected one of cpu, cuda device type at start of device string: {spec}")
+        if kind not in ("cpu", "cuda", "meta"):
+            raise RuntimeError(f"Expected one of cpu, cuda, meta device type at start of device string: {spec}")
         if kind == "cpu" and index not in (None, 0, -1):
             raise RuntimeError(f"CPU device index must be -1 or zero, got {index}")
         self.type = kind
         self.index = None if kind == "cpu" else index
+
+    def __enter__(self) -> "device":
+        # As PyTorch: inside `with device(...)`, factory functions called without device= make tensors here.
+        stack = _default.__dict__.setdefault("stack", [])
+        stack.append(getattr(_default, "device", None))
+        _default.device = self
+        return self
+
+    def __exit__(self, *exc) -> None:
+        _default.device = _default.stack.pop()
 
     def __eq__(self, other) -> bool:
         if isinstance(other, str):
@@ -50,7 +62,20 @@ class device:
 
 
 CPU = device("cpu")
+META = device("meta")
 _cupy = None
+# The default device of factory functions, per thread as PyTorch's (None: cpu).
+_default = threading.local()
+
+
+def set_default_device(d) -> None:
+    """Make factory functions called without device= create tensors on `d` (None restores cpu), in this thread."""
+    _default.device = None if d is None else to_device(d)
+
+
+def get_default_device() -> device:
+    """The device factory functions use when not given one."""
+    return getattr(_default, "device", None) or CPU
 
 
 def cupy():
@@ -75,29 +100,36 @@ def cupy():
 
 
 def to_device(d) -> device:
-    """Normalise a device argument (device, str, int or None -> cpu)."""
+    """Normalise a device argument (device, str, int or None -> the default device, cpu unless set)."""
     if d is None:
-        return CPU
+        return getattr(_default, "device", None) or CPU
     if isinstance(d, device):
         return d
     return device(d)
 
 
 def xp_for(dev: device):
-    """The array module (numpy or cupy) that holds tensors on `dev`."""
-    return np if dev.type == "cpu" else cupy()
+    """The array module (numpy or cupy; the meta namespace for "meta") that holds tensors on `dev`."""
+    if dev.type == "cpu":
+        return np
+    if dev.type == "meta":
+        from ._meta import namespace
+        return namespace
+    return cupy()
 
 
 def device_of(array) -> device:
     """The device an array lives on."""
     if type(array) is np.ndarray:
         return CPU
+    if type(array) is MetaArray:
+        return META
     return device("cuda", int(array.device.id))
 
 
 def cuda_context(dev: device):
     """A context manager making `dev` current for CuPy (a no-op context for CPU)."""
-    if dev.type == "cpu":
+    if dev.type != "cuda":
         import contextlib
         return contextlib.nullcontext()
     return cupy().cuda.Device(dev.index or 0)
@@ -108,8 +140,15 @@ def move(array, dev: device):
     src = device_of(array)
     if src == dev:
         return array
+    if dev.type == "meta":
+        return MetaArray(array.shape, array.dtype)
+    if src.type == "meta":
+        raise NotImplementedError(NO_DATA)
     if dev.type == "cpu":
         return array.get()
     cp = cupy()
     with cp.cuda.Device(dev.index or 0):
         return cp.asarray(array)
+
+
+from ._meta import NO_DATA, MetaArray  # noqa: E402  (after device: _meta needs nothing from here)

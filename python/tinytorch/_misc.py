@@ -45,9 +45,13 @@ def set_num_threads(n: int) -> None:
     _threads.set(n)
 
 
-def compile(model=None, **kwargs):  # noqa: A001
-    """PyTorch 2's compiler has no counterpart here: the model is returned unchanged."""
-    return model if model is not None else (lambda m: m)
+def compile(model=None, *, fullgraph: bool = False, dynamic=None, backend="inductor", mode=None,  # noqa: A001
+            options=None, disable: bool = False):
+    """torch.compile's signature; tinytorch has no graph compiler, so the model or function is returned
+    unchanged (with no model: a decorator that returns its argument). Scripts that compile run eagerly."""
+    if model is None:
+        return lambda m: m
+    return model
 
 
 Tensor.allclose = allclose

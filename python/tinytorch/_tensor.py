@@ -13,6 +13,7 @@ import numpy as np
 from . import _C
 from ._device import device, device_of
 from ._dtype import dtype, from_numpy_dtype
+from ._meta import MetaArray
 
 _new = object.__new__
 
@@ -86,7 +87,13 @@ class Tensor:
 
     @property
     def is_cuda(self) -> bool:
-        return type(self._data) is not np.ndarray
+        d = self._data
+        return type(d) is not np.ndarray and type(d) is not MetaArray
+
+    @property
+    def is_meta(self) -> bool:
+        """Whether this tensor lives on the meta device (shape, dtype and strides, no data)."""
+        return type(self._data) is MetaArray
 
     @property
     def is_cpu(self) -> bool:
@@ -129,16 +136,19 @@ class Tensor:
 
     def data_ptr(self) -> int:
         d = self._data
-        return d.ctypes.data if type(d) is np.ndarray else d.data.ptr
+        if type(d) is np.ndarray:
+            return d.ctypes.data
+        return 0 if type(d) is MetaArray else d.data.ptr
 
     def get_device(self) -> int:
-        return -1 if self.is_cpu else self.device.index
+        return -1 if self.is_cpu or type(self._data) is MetaArray else self.device.index
 
     def type(self, dtype=None):
         """With no argument, PyTorch's type string ('tinytorch.FloatTensor'); else a cast."""
         if dtype is None:
             name = _LEGACY_TYPE_NAMES.get(self.dtype.name, self.dtype.name)
-            return f"tinytorch.{'cuda.' if self.is_cuda else ''}{name}"
+            where = "cuda." if self.is_cuda else ("meta." if type(self._data) is MetaArray else "")
+            return f"tinytorch.{where}{name}"
         if isinstance(dtype, str):
             for k, v in _LEGACY_TYPE_NAMES.items():
                 if dtype.endswith(v):
@@ -306,16 +316,23 @@ class Tensor:
 
     # ---------------------------------------------------------------- conversion
     def item(self):
+        if type(self._data) is MetaArray:
+            raise RuntimeError("Tensor.item() cannot be called on meta tensors")
         if self._data.size != 1:
             raise RuntimeError(f"a Tensor with {self._data.size} elements cannot be converted to Scalar")
         return self._data.item() if self.is_cpu else self._data.get().item()
 
     def tolist(self):
+        if type(self._data) is MetaArray:
+            raise RuntimeError("Tensor.item() cannot be called on meta tensors")
         return _host(self._data).tolist()
 
     def numpy(self, force: bool = False) -> np.ndarray:
         if self._requires_grad and not force:
             raise RuntimeError("Can't call numpy() on Tensor that requires grad. Use tensor.detach().numpy() instead.")
+        if type(self._data) is MetaArray:
+            raise TypeError("can't convert meta device type tensor to numpy. Use Tensor.cpu() to copy the tensor to "
+                            "host memory first.")
         if self.is_cuda:
             if not force:
                 raise TypeError("can't convert cuda:0 device type tensor to numpy. Use Tensor.cpu() to copy the "
@@ -369,7 +386,8 @@ class Tensor:
 
     def __reduce_ex__(self, protocol):
         # Pickling (multiprocessing, deepcopy) keeps data, requires_grad and the Parameter type.
-        return (_rebuild, (type(self), _host(self._data), str(self.device), self._requires_grad))
+        data = self._data if type(self._data) is MetaArray else _host(self._data)
+        return (_rebuild, (type(self), data, str(self.device), self._requires_grad))
 
     def __deepcopy__(self, memo):
         if self._grad_fn is not None:

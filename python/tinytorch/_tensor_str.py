@@ -84,6 +84,11 @@ def _body(a: np.ndarray, fmt: _Formatter, indent: int, summarize: bool) -> str:
 def tensor_repr(t) -> str:
     """PyTorch's repr: tensor([...], dtype=..., device=..., requires_grad=True / grad_fn=<...>)."""
     from ._dtype import bool_, get_default_dtype, int64
+    if t.is_meta:  # no values to show: PyTorch prints the size instead
+        suffixes = ["device='meta'", f"size={tuple(t._data.shape)}"]
+        if t.dtype is not get_default_dtype():
+            suffixes.append(f"dtype={t.dtype!r}")
+        return "tensor(" + ", ".join(["..."] + suffixes + _grad_suffix(t)) + ")"
     data = t._data if type(t._data) is np.ndarray else t._data.get()
     if data.dtype.kind == "V" or data.dtype.name == "bfloat16":
         data = data.astype(np.float32)
@@ -104,8 +109,11 @@ def tensor_repr(t) -> str:
         body = _body(data, fmt, len(prefix), summarize)
     if data.size and dt not in (get_default_dtype(), int64, bool_):
         suffixes.append(f"dtype={dt!r}")
-    if t._grad_fn is not None:
-        suffixes.append(f"grad_fn=<{t._grad_fn.name()}>")
-    elif t._requires_grad:
-        suffixes.append("requires_grad=True")
+    suffixes += _grad_suffix(t)
     return prefix + ", ".join([body] + suffixes) + ")"
+
+
+def _grad_suffix(t) -> list:
+    if t._grad_fn is not None:
+        return [f"grad_fn=<{t._grad_fn.name()}>"]
+    return ["requires_grad=True"] if t._requires_grad else []

@@ -277,10 +277,11 @@ class record_function:
 __all__ = ["profile", "record_function", "ProfilerActivity", "Event", "chrome_trace", "merge_chrome_traces"]
 
 
-def timeline_png(trace, path: str, title: str = "") -> None:
+def timeline_png(trace, path: str, title: str = "") -> bool:
     """Draw a Chrome trace (a dict, or the path of a file written by export_chrome_trace /
-    merge_chrome_traces) as a PNG: one row per rank and track, every span on one time axis in ms."""
-    from .utils.png import timeline
+    merge_chrome_traces) as a PNG with matplotlib: one row per rank and track, every span on one time
+    axis in ms. Returns False (after one line on stderr) when matplotlib is not installed."""
+    from .utils.plot import timeline
     if isinstance(trace, str):
         with open(trace) as f:
             trace = json.load(f)
@@ -299,4 +300,4 @@ def timeline_png(trace, path: str, title: str = "") -> None:
     order = sorted(rows, key=lambda k: (k[0], _TRACK_ORDER.index(track_names.get(k)) if track_names.get(k)
                                         in _TRACK_ORDER else 99, k[1]))
     tracks = {f"rank {pid} {track_names.get((pid, tid), tid)}": rows[(pid, tid)] for pid, tid in order}
-    timeline(path, tracks, title=title, unit="ms")
+    return timeline(path, tracks, title=title, unit="ms")

@@ -6,6 +6,7 @@ import numpy as np
 
 from .. import _C
 from .._C import _grad_enabled, _record  # noqa: F401  (re-exported for the op modules)
+from .._meta import MetaArray
 from .._dtype import from_numpy_dtype, get_default_dtype, promote_types, result_type
 from .._tensor import Tensor, _view_of, _wrap  # noqa: F401
 
@@ -109,7 +110,7 @@ def needs_grad(*tensors) -> bool:
 def device_index(t: Tensor):
     """The node's device for the engine: None (CPU) or the CUDA index."""
     d = t._data
-    return None if type(d) is np.ndarray else int(d.device.id)
+    return None if type(d) is np.ndarray or type(d) is MetaArray else int(d.device.id)
 
 
 _profile_op = None  # set by tinytorch.profiler while a profile is active: called with the node's name
@@ -120,7 +121,7 @@ def record(name: str, backward, outputs, inputs: tuple, saved=None):
     if _profile_op is not None:
         _profile_op(name)
     first = outputs[0] if type(outputs) is tuple else outputs
-    if type(first._data) is np.ndarray:
+    if type(first._data) is np.ndarray or type(first._data) is MetaArray:
         return _record(name, backward, outputs, inputs, saved)
     return _record(name, backward, outputs, inputs, saved, device_index(first))
 

@@ -9,6 +9,8 @@ from __future__ import annotations
 
 import numpy as np
 
+from .._meta import MetaArray, namespace as meta_namespace
+from .. import _autocast
 from .. import _C
 from .._dtype import int64
 from .._tensor import Tensor, _view_of, _wrap, _wrap_dim
@@ -21,6 +23,8 @@ def _xp(a):
     """numpy or cupy, whichever holds `a`."""
     if type(a) is np.ndarray:
         return np
+    if type(a) is MetaArray:
+        return meta_namespace
     from .._device import cupy
     return cupy()
 
@@ -38,6 +42,8 @@ def _add_at(dst, key, values) -> None:
     """dst[key] += values, accumulating repeated indices."""
     if type(dst) is np.ndarray:
         np.add.at(dst, key, values)
+        return
+    if type(dst) is MetaArray:  # no storage to add into
         return
     import cupyx
     if hasattr(cupyx, "scatter_add"):  # takes the same keys as a[key] (slices and arrays mixed)
@@ -216,7 +222,7 @@ def _check_key(data, key: list) -> None:
             dim += k.ndim
             continue
         size = data.shape[dim]
-        if k.size:
+        if k.size and type(k) is not MetaArray:
             hi, lo = int(k.max()), int(k.min())
             if hi >= size or lo < -size:
                 bad = hi if hi >= size else lo
@@ -308,6 +314,8 @@ def setitem(x: Tensor, key, value) -> None:
 
 def index_put(x: Tensor, indices, values: Tensor, accumulate: bool = False) -> Tensor:
     """Out-of-place x[indices] = values (or += with accumulate); indices is a tuple of tensors."""
+    if _autocast.active:
+        return _autocast.dispatch("index_put", index_put, x, indices, values, accumulate)
     k, basic = _convert_key(x, tuple(indices))
     return _put(x, k, values, accumulate=accumulate, basic=basic)
 
@@ -338,7 +346,7 @@ def _check_index_dtype(index: Tensor, op: str) -> None:
 
 
 def _check_range(idx, size: int, dim: int) -> None:
-    if idx.size:
+    if idx.size and type(idx) is not MetaArray:
         hi, lo = int(idx.max()), int(idx.min())
         if hi >= size or lo < 0:
             bad = hi if hi >= size else lo
@@ -467,6 +475,8 @@ def _pad_to(g: Tensor, shape: tuple) -> Tensor:
 
 def scatter_add(x: Tensor, dim: int, index: Tensor, src: Tensor) -> Tensor:
     """A copy of x with x[index[i][j]][j] += src[i][j] (for dim=0), accumulating repeats."""
+    if _autocast.active:
+        return _autocast.dispatch("scatter_add", scatter_add, x, dim, index, src)
     _check_index_dtype(index, "scatter_add")
     data = x._data
     d = _wrap_dim(dim, data.ndim)
@@ -525,7 +535,7 @@ def index_select(x: Tensor, dim: int, index: Tensor) -> Tensor:
     d = _wrap_dim(dim, data.ndim)
     idx = _index_1d(index, "index_select", data)
     size = data.shape[d] if data.ndim else 1
-    if idx.size and (int(idx.max()) >= size or int(idx.min()) < 0):
+    if idx.size and type(idx) is not MetaArray and (int(idx.max()) >= size or int(idx.min()) < 0):
         raise IndexError("index out of range in self")
     if data.ndim == 0:
         out = _wrap(data.reshape(1)[idx].reshape(index._data.shape))
@@ -551,7 +561,7 @@ def _check_source(op: str, x, d: int, idx, source) -> None:
         raise RuntimeError(f"{op}(): Expected source of shape {want} (self {list(x.shape)} with dimension {d} "
                            f"of size {idx.size}), got {list(source.shape)}")
     size = x.shape[d] if x.ndim else 1
-    if idx.size and (int(idx.max()) >= size or int(idx.min()) < -size):
+    if idx.size and type(idx) is not MetaArray and (int(idx.max()) >= size or int(idx.min()) < -size):
         raise IndexError("index out of range in self")
 
 
@@ -592,6 +602,8 @@ def index_add(x: Tensor, dim: int, index: Tensor, source: Tensor, *, alpha=1) ->
 
 def index_copy(x: Tensor, dim: int, index: Tensor, source: Tensor) -> Tensor:
     """A copy of x with its slices at `index` along dim replaced by source."""
+    if _autocast.active:
+        return _autocast.dispatch("index_copy", index_copy, x, dim, index, source)
     data = x._data
     d = _wrap_dim(dim, data.ndim)
     idx = _index_1d(index, "index_copy", data)
@@ -619,7 +631,7 @@ def index_fill(x: Tensor, dim: int, index: Tensor, value) -> Tensor:
     d = _wrap_dim(dim, data.ndim)
     idx = _index_1d(index, "index_fill", data)
     size = data.shape[d] if data.ndim else 1
-    if idx.size and (int(idx.max()) >= size or int(idx.min()) < -size):
+    if idx.size and type(idx) is not MetaArray and (int(idx.max()) >= size or int(idx.min()) < -size):
         raise IndexError(f"index {int(idx.max())} is out of bounds for dimension {d} with size {size}")
     if isinstance(value, Tensor) and value._data.ndim != 0:
         raise RuntimeError(f"index_fill_ only supports a 0-dimensional value tensor, but got tensor with "
@@ -775,7 +787,7 @@ def embedding(input: Tensor, weight: Tensor, padding_idx: int | None = None, max
                 raise AssertionError("Padding_idx must be within num_embeddings")
             padding_idx = num + padding_idx
     idx = _on_device_of(input._data, weight._data)
-    if idx.size and (int(idx.max()) >= num or int(idx.min()) < 0):
+    if idx.size and type(idx) is not MetaArray and (int(idx.max()) >= num or int(idx.min()) < 0):
         raise IndexError("index out of range in self")
     if max_norm is not None:
         _renorm_rows(weight, idx, max_norm, norm_type)
@@ -816,6 +828,10 @@ def one_hot(tensor: Tensor, num_classes: int = -1) -> Tensor:
     if data.dtype != np.int64:
         raise RuntimeError("one_hot is only applicable to index tensor of type LongTensor.")
     xp = _xp(data)
+    if type(data) is MetaArray:  # no values: the class count must be given, and nothing can be checked
+        if num_classes == -1:
+            raise RuntimeError("one_hot on a meta tensor needs num_classes: inferring it reads the data")
+        return _wrap(xp.zeros(data.shape + (num_classes,), np.int64))
     if data.size and int(data.min()) < 0:
         raise RuntimeError("Class values must be non-negative.")
     if num_classes == -1:

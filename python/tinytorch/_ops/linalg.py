@@ -3,6 +3,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from .. import _autocast
 from .._tensor import Tensor
 from ._common import attach, needs_grad, operands, record, sum_to
 from .pointwise import _result, broadcast_error_shapes
@@ -11,6 +12,8 @@ from .pointwise import _result, broadcast_error_shapes
 def matmul(a: Tensor, b: Tensor) -> Tensor:
     """Matrix product with NumPy's matmul semantics (PyTorch's): vectors are promoted and
     squeezed back, batch dimensions broadcast."""
+    if _autocast.active:
+        return _autocast.dispatch("matmul", matmul, a, b)
     if not isinstance(b, Tensor):
         raise TypeError(f"matmul(): argument 'other' must be Tensor, not {type(b).__name__}")
     x, y = operands(a, b)
@@ -71,6 +74,8 @@ def _rows(x):
 
 def mm(a: Tensor, b: Tensor) -> Tensor:
     """Matrix product of two 2-D tensors."""
+    if _autocast.active:
+        return _autocast.dispatch("mm", mm, a, b)
     if a.ndim != 2:
         raise RuntimeError("self must be a matrix")
     if b.ndim != 2:
@@ -80,6 +85,8 @@ def mm(a: Tensor, b: Tensor) -> Tensor:
 
 def bmm(a: Tensor, b: Tensor) -> Tensor:
     """Batched matrix product of two 3-D tensors (no broadcasting)."""
+    if _autocast.active:
+        return _autocast.dispatch("bmm", bmm, a, b)
     if a.ndim != 3:
         raise RuntimeError("batch1 must be a 3D tensor")
     if b.ndim != 3:
@@ -93,11 +100,15 @@ def bmm(a: Tensor, b: Tensor) -> Tensor:
 
 def mv(a: Tensor, v: Tensor) -> Tensor:
     """Matrix-vector product."""
+    if _autocast.active:
+        return _autocast.dispatch("mv", mv, a, v)
     return matmul(a, v)
 
 
 def dot(a: Tensor, b: Tensor) -> Tensor:
     """Inner product of two 1-D tensors."""
+    if _autocast.active:
+        return _autocast.dispatch("dot", dot, a, b)
     if a.ndim != 1 or b.ndim != 1:
         raise RuntimeError(f"1D tensors expected, but got {a.ndim}D and {b.ndim}D tensors")
     return matmul(a, b)
@@ -110,6 +121,8 @@ def outer(a: Tensor, b: Tensor) -> Tensor:
 
 def addmm(bias: Tensor, a: Tensor, b: Tensor, *, beta=1, alpha=1) -> Tensor:
     """beta * bias + alpha * (a @ b)."""
+    if _autocast.active:
+        return _autocast.dispatch("addmm", addmm, bias, a, b, beta=beta, alpha=alpha)
     out = matmul(a, b)
     if alpha != 1:
         out = out * alpha
@@ -118,11 +131,15 @@ def addmm(bias: Tensor, a: Tensor, b: Tensor, *, beta=1, alpha=1) -> Tensor:
 
 def baddbmm(bias: Tensor, a: Tensor, b: Tensor, *, beta=1, alpha=1) -> Tensor:
     """beta * bias + alpha * (a @ b) for batches."""
+    if _autocast.active:
+        return _autocast.dispatch("baddbmm", baddbmm, bias, a, b, beta=beta, alpha=alpha)
     return addmm(bias, a, b, beta=beta, alpha=alpha)
 
 
 def einsum(equation: str, *operands_) -> Tensor:
     """Einstein summation, differentiated through NumPy's einsum with rearranged subscripts."""
+    if _autocast.active:
+        return _autocast.dispatch("einsum", einsum, equation, *operands_)
     if len(operands_) == 1 and isinstance(operands_[0], (list, tuple)):
         operands_ = tuple(operands_[0])
     eq = equation.replace(" ", "")
@@ -141,7 +158,11 @@ def einsum(equation: str, *operands_) -> Tensor:
         lhs = ",".join(subs)
     operands_ = _broadcast_labels(subs, operands_)
     arrays = [t._data for t in operands_]
-    out = _result(np.einsum(f"{lhs}->{rhs}", *arrays))
+    if arrays and arrays[0].dtype.itemsize == 2 and arrays[0].dtype.kind in "fV":
+        # float16/bfloat16: float32 accumulation, rounded once (NumPy's einsum has no bfloat16 loop)
+        out = _result(np.einsum(f"{lhs}->{rhs}", *[a.astype(np.float32) for a in arrays]).astype(arrays[0].dtype))
+    else:
+        out = _result(np.einsum(f"{lhs}->{rhs}", *arrays))
     if needs_grad(*operands_):
         sizes = {}
         for s, arr in zip(subs, arrays):

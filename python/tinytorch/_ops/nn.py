@@ -12,7 +12,8 @@ import warnings
 
 import numpy as np
 
-from .. import _C, _threads
+from .. import _C, _autocast, _threads
+from .._meta import MetaArray, namespace as meta_namespace
 from .._tensor import Tensor, _wrap, _wrap_dim
 from ._common import (_grad_enabled, alias, attach, float_data, inplace_unary, needs_grad, record, saved_output)
 from . import pointwise as _pw
@@ -27,12 +28,14 @@ def _xp(a):
     """numpy or cupy, whichever holds `a`."""
     if type(a) is np.ndarray:
         return np
+    if type(a) is MetaArray:
+        return meta_namespace
     from .._device import cupy
     return cupy()
 
 
 def _is_cuda(a) -> bool:
-    return type(a) is not np.ndarray
+    return type(a) is not np.ndarray and type(a) is not MetaArray
 
 
 def _kernel_ok(a) -> bool:
@@ -118,6 +121,8 @@ def erf_array(x):
     if _is_cuda(x):
         from cupyx.scipy.special import erf as cupy_erf
         return cupy_erf(x)
+    if type(x) is MetaArray:  # erf keeps shape and floating dtype
+        return x.copy()
     x = np.asarray(x)
     out_dtype = x.dtype
     if out_dtype != np.float64:
@@ -249,16 +254,22 @@ def _softmax_op(x: Tensor, dim, dtype, log: bool, safe: bool = False, allowed=No
 
 def softmax(input: Tensor, dim: int | None = None, _stacklevel: int = 3, dtype=None) -> Tensor:
     """exp(x) / sum(exp(x)) along dim, computed stably."""
+    if _autocast.active:
+        return _autocast.dispatch("softmax", softmax, input, dim, _stacklevel, dtype=dtype)
     return _softmax_op(input, dim, dtype, log=False)
 
 
 def log_softmax(input: Tensor, dim: int | None = None, _stacklevel: int = 3, dtype=None) -> Tensor:
     """x - logsumexp(x) along dim."""
+    if _autocast.active:
+        return _autocast.dispatch("log_softmax", log_softmax, input, dim, _stacklevel, dtype=dtype)
     return _softmax_op(input, dim, dtype, log=True)
 
 
 def softmin(input: Tensor, dim: int | None = None, _stacklevel: int = 3, dtype=None) -> Tensor:
     """softmax(-x) along dim."""
+    if _autocast.active:
+        return _autocast.dispatch("softmin", softmin, input, dim, _stacklevel, dtype=dtype)
     return _softmax_op(-input if dtype is None else -input.to(dtype), dim, None, log=False)
 
 
@@ -297,7 +308,7 @@ def _class_targets(x: Tensor, target: Tensor, weight, ignore_index: int):
     if type(tf) is not type(x._data):
         tf = xp.asarray(tf) if xp is not np else tf.get()
     valid = tf != ignore_index
-    if tf.size:
+    if tf.size and type(tf) is not MetaArray:  # meta targets hold no values to check
         tv = tf[valid]
         if tv.size and (int(tv.max()) >= C or int(tv.min()) < 0):
             bad = int(tv.max()) if int(tv.max()) >= C else int(tv.min())
@@ -416,6 +427,9 @@ def cross_entropy(input: Tensor, target: Tensor, weight: Tensor | None = None, s
                   ignore_index: int = -100, reduce=None, reduction: str = "mean",
                   label_smoothing: float = 0.0) -> Tensor:
     """Cross entropy between logits and class indices or class probabilities (log_softmax + nll)."""
+    if _autocast.active:
+        return _autocast.dispatch("cross_entropy", cross_entropy,
+                                  input, target, weight, size_average, ignore_index, reduce, reduction, label_smoothing)
     reduction = _legacy_reduction(size_average, reduce, reduction)
     _check_reduction(reduction)
     if not 0.0 <= label_smoothing <= 1.0:
@@ -451,6 +465,9 @@ def _cross_entropy_probs(x: Tensor, target: Tensor, weight, reduction: str, eps:
 def nll_loss(input: Tensor, target: Tensor, weight: Tensor | None = None, size_average=None,
              ignore_index: int = -100, reduce=None, reduction: str = "mean") -> Tensor:
     """Negative log-likelihood of log-probabilities at the target classes."""
+    if _autocast.active:
+        return _autocast.dispatch("nll_loss", nll_loss,
+                                  input, target, weight, size_average, ignore_index, reduce, reduction)
     reduction = _legacy_reduction(size_average, reduce, reduction)
     _check_reduction(reduction)
     x = input
@@ -489,6 +506,8 @@ def _legacy_reduction(size_average, reduce, reduction: str) -> str:
 def layer_norm(input: Tensor, normalized_shape, weight: Tensor | None = None, bias: Tensor | None = None,
                eps: float = 1e-5) -> Tensor:
     """Normalise over the trailing normalized_shape dims to zero mean and unit variance, then scale and shift."""
+    if _autocast.active:
+        return _autocast.dispatch("layer_norm", layer_norm, input, normalized_shape, weight, bias, eps)
     ns = (int(normalized_shape),) if isinstance(normalized_shape, (int, np.integer)) else tuple(normalized_shape)
     x = input
     shape = x._data.shape
@@ -588,6 +607,8 @@ def _layer_norm_backward_graph(g, x, weight, has_bias, n, ns, eps, rx, rw, rb):
 
 def linear(input: Tensor, weight: Tensor, bias: Tensor | None = None) -> Tensor:
     """input @ weight.T + bias, with one matrix product over all leading dims."""
+    if _autocast.active:
+        return _autocast.dispatch("linear", linear, input, weight, bias)
     x, w = input, weight
     xd, wd = x._data, w._data
     if wd.ndim == 1:
@@ -607,9 +628,17 @@ def linear(input: Tensor, weight: Tensor, bias: Tensor | None = None) -> Tensor:
                            f"{_short(_dt(other))}")
     lead = xd.shape[:-1]
     x2 = xd.reshape(-1, K)
-    y = x2 @ wd.T
-    if bias is not None:
-        y += bias._data
+    if xd.dtype.itemsize == 2 and xd.dtype.kind in "fV" and type(xd) is np.ndarray:
+        # float16/bfloat16 on the CPU: float32 accumulation in BLAS, rounded once (NumPy's 2-byte matmul
+        # loops are slow, and ml_dtypes' bfloat16 matmul returns float32)
+        y = x2.astype(np.float32) @ wd.T.astype(np.float32)
+        if bias is not None:
+            y += bias._data.astype(np.float32)
+        y = y.astype(xd.dtype)
+    else:
+        y = x2 @ wd.T
+        if bias is not None:
+            y += bias._data
     out = _wrap(y.reshape(lead + (wd.shape[0],)))
     if needs_grad(x, w, bias):
         rx, rw = x._requires_grad, w._requires_grad
@@ -768,6 +797,8 @@ def elu(input: Tensor, alpha: float = 1.0, inplace: bool = False) -> Tensor:
 
 def softplus(input: Tensor, beta: float = 1.0, threshold: float = 20.0) -> Tensor:
     """log(1 + exp(beta * x)) / beta, linear above threshold."""
+    if _autocast.active:
+        return _autocast.dispatch("softplus", softplus, input, beta, threshold)
     def fwd(x):
         xp = _xp(x)
         bx = x * beta
@@ -850,6 +881,8 @@ def _warn_broadcast(name: str, input: Tensor, target: Tensor) -> None:
 def mse_loss(input: Tensor, target: Tensor, size_average=None, reduce=None, reduction: str = "mean",
              weight=None) -> Tensor:
     """Mean squared error."""
+    if _autocast.active:
+        return _autocast.dispatch("mse_loss", mse_loss, input, target, size_average, reduce, reduction, weight)
     reduction = _legacy_reduction(size_average, reduce, reduction)
     _warn_broadcast("mse_loss", input, target)
     d = input - target
@@ -862,6 +895,8 @@ def mse_loss(input: Tensor, target: Tensor, size_average=None, reduce=None, redu
 def l1_loss(input: Tensor, target: Tensor, size_average=None, reduce=None, reduction: str = "mean",
             weight=None) -> Tensor:
     """Mean absolute error."""
+    if _autocast.active:
+        return _autocast.dispatch("l1_loss", l1_loss, input, target, size_average, reduce, reduction, weight)
     reduction = _legacy_reduction(size_average, reduce, reduction)
     _warn_broadcast("l1_loss", input, target)
     loss = (input - target).abs()
@@ -873,6 +908,9 @@ def l1_loss(input: Tensor, target: Tensor, size_average=None, reduce=None, reduc
 def smooth_l1_loss(input: Tensor, target: Tensor, size_average=None, reduce=None, reduction: str = "mean",
                    beta: float = 1.0) -> Tensor:
     """Squared error below beta, absolute error (shifted) above."""
+    if _autocast.active:
+        return _autocast.dispatch("smooth_l1_loss", smooth_l1_loss,
+                                  input, target, size_average, reduce, reduction, beta)
     reduction = _legacy_reduction(size_average, reduce, reduction)
     if beta < 0:
         raise RuntimeError("smooth_l1_loss does not support negative values for beta.")
@@ -887,6 +925,8 @@ def smooth_l1_loss(input: Tensor, target: Tensor, size_average=None, reduce=None
 def huber_loss(input: Tensor, target: Tensor, reduction: str = "mean", delta: float = 1.0,
                weight=None) -> Tensor:
     """Squared error below delta, delta-scaled absolute error above."""
+    if _autocast.active:
+        return _autocast.dispatch("huber_loss", huber_loss, input, target, reduction, delta, weight)
     _warn_broadcast("huber_loss", input, target)
     d = (input - target).abs()
     loss = _pw.where(d < delta, d * d * 0.5, (d - 0.5 * delta) * delta)
@@ -898,12 +938,15 @@ def huber_loss(input: Tensor, target: Tensor, reduction: str = "mean", delta: fl
 def binary_cross_entropy(input: Tensor, target: Tensor, weight: Tensor | None = None, size_average=None,
                          reduce=None, reduction: str = "mean") -> Tensor:
     """-(t log(x) + (1 - t) log(1 - x)), with the logs clamped at -100 as in PyTorch."""
+    if _autocast.active:
+        return _autocast.dispatch("binary_cross_entropy", binary_cross_entropy,
+                                  input, target, weight, size_average, reduce, reduction)
     reduction = _legacy_reduction(size_average, reduce, reduction)
     if tuple(target.shape) != tuple(input.shape):
         raise ValueError(f"Using a target size ({target.shape}) that is different to the input size "
                          f"({input.shape}) is deprecated. Please ensure they have the same size.")
     xd = input._data
-    if xd.size and (bool((xd < 0).any()) or bool((xd > 1).any())):
+    if xd.size and type(xd) is not MetaArray and (bool((xd < 0).any()) or bool((xd > 1).any())):
         raise RuntimeError("all elements of input should be between 0 and 1")
     with np.errstate(divide="ignore"):  # log(0) = -inf is expected here: it is clamped to -100
         log_x = input.log().clamp(min=-100)
@@ -918,6 +961,9 @@ def binary_cross_entropy_with_logits(input: Tensor, target: Tensor, weight: Tens
                                      size_average=None, reduce=None, reduction: str = "mean",
                                      pos_weight: Tensor | None = None) -> Tensor:
     """Sigmoid + binary cross entropy in one stable formula: (1 - t) x + (1 + (pw - 1) t) softplus(-x)."""
+    if _autocast.active:
+        return _autocast.dispatch("binary_cross_entropy_with_logits", binary_cross_entropy_with_logits,
+                                  input, target, weight, size_average, reduce, reduction, pos_weight)
     reduction = _legacy_reduction(size_average, reduce, reduction)
     if tuple(target.shape) != tuple(input.shape):
         raise ValueError(f"Target size ({target.shape}) must be the same as input size ({input.shape})")
@@ -936,6 +982,8 @@ def binary_cross_entropy_with_logits(input: Tensor, target: Tensor, weight: Tens
 
 def normalize(input: Tensor, p: float = 2.0, dim: int = 1, eps: float = 1e-12, out=None) -> Tensor:
     """x / max(||x||_p, eps) along dim."""
+    if _autocast.active:
+        return _autocast.dispatch("normalize", normalize, input, p, dim, eps, out)
     denom = input.norm(p, dim, keepdim=True).clamp_min(eps)
     return input / denom
 
@@ -1015,6 +1063,9 @@ def scaled_dot_product_attention(query: Tensor, key: Tensor, value: Tensor, attn
                                  dropout_p: float = 0.0, is_causal: bool = False, scale: float | None = None,
                                  enable_gqa: bool = False) -> Tensor:
     """softmax(q k^T * scale + mask) v; a bool mask marks the positions that may be attended to."""
+    if _autocast.active:
+        return _autocast.dispatch("scaled_dot_product_attention", scaled_dot_product_attention,
+                                  query, key, value, attn_mask, dropout_p, is_causal, scale, enable_gqa)
     if is_causal and attn_mask is not None:
         raise RuntimeError("_scaled_dot_product_attention: Explicit attn_mask should not be set when is_causal=True")
     q, k, v = query, key, value

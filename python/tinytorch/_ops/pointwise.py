@@ -10,6 +10,7 @@ import operator
 
 import numpy as np
 
+from .. import _autocast
 from .. import _C
 from .._tensor import Tensor
 from . import _common
@@ -234,6 +235,8 @@ def div(a, b, *, rounding_mode=None) -> Tensor:
 
 def rdiv(a: Tensor, b) -> Tensor:
     """b / a (Python's `2 / t`)."""
+    if _autocast.active:
+        return _autocast.dispatch("__rtruediv__", rdiv, a, b)
     return mul(reciprocal(a), b)
 
 
@@ -250,6 +253,8 @@ def neg(a: Tensor) -> Tensor:
 
 def pow(a, b) -> Tensor:
     """a ** b, for a tensor or scalar exponent."""
+    if _autocast.active:
+        return _autocast.dispatch("pow", pow, a, b)
     if not isinstance(a, Tensor):
         return _rpow(b, a)
     if isinstance(b, Tensor):
@@ -322,6 +327,8 @@ def _rpow(b: Tensor, base) -> Tensor:
 
 def rpow(a: Tensor, base) -> Tensor:
     """base ** a for a scalar base (Python's `2 ** t`)."""
+    if _autocast.active:
+        return _autocast.dispatch("__rpow__", rpow, a, base)
     return _rpow(a, base)
 
 
@@ -421,6 +428,8 @@ def _unary(name: str, kernel, derivative=None, uses="x", floating=True, integer_
     node_name = name.capitalize() + "Backward0"
 
     def op(a: Tensor) -> Tensor:
+        if _autocast.active:
+            return _autocast.dispatch(name, op, a)
         x = float_data(a) if floating else a._data
         if floating and x.dtype.itemsize == 2:
             # float16/bfloat16: compute in float32 and round once, as PyTorch's CPU kernels do
@@ -669,11 +678,15 @@ def lerp(a: Tensor, end, weight) -> Tensor:
 
 def addcmul(a: Tensor, t1: Tensor, t2: Tensor, *, value=1) -> Tensor:
     """a + value * t1 * t2."""
+    if _autocast.active:
+        return _autocast.dispatch("addcmul", addcmul, a, t1, t2, value=value)
     return a + t1 * t2 * value if value != 1 else a + t1 * t2
 
 
 def addcdiv(a: Tensor, t1: Tensor, t2: Tensor, *, value=1) -> Tensor:
     """a + value * t1 / t2."""
+    if _autocast.active:
+        return _autocast.dispatch("addcdiv", addcdiv, a, t1, t2, value=value)
     return a + t1 / t2 * value if value != 1 else a + t1 / t2
 
 
@@ -766,6 +779,8 @@ def _invert(a: Tensor) -> Tensor:
 
 def atan2(a, b) -> Tensor:
     """Elementwise angle of the point (b, a), in (-pi, pi]."""
+    if _autocast.active:
+        return _autocast.dispatch("atan2", atan2, a, b)
     a = _lhs(a, b)
     x, y = operands(a, b)
     if x.dtype.kind in "biu":

@@ -7,6 +7,8 @@ from collections import namedtuple
 
 import numpy as np
 
+from .._meta import MetaArray
+from .. import _autocast
 from .._dtype import get_default_dtype, int64, to_dtype
 from .._tensor import Tensor, _wrap_dim
 from ._common import alias, attach, float_data, needs_grad, record, saved_output, sum_to, _grad_enabled
@@ -67,6 +69,8 @@ def _expand_back(g: Tensor, in_shape: tuple, axes, keepdim: bool) -> Tensor:
 
 def sum(a: Tensor, dim=None, keepdim: bool = False, *, dtype=None) -> Tensor:
     """Sum over dim (all elements when None)."""
+    if _autocast.active:
+        return _autocast.dispatch("sum", sum, a, dim, keepdim, dtype=dtype)
     x = a._data
     axes = _dims(dim, x.ndim)
     if dtype is not None:
@@ -254,6 +258,11 @@ def _argmax(x, axis, keepdims):
     return np.argmax(x, axis=axis, keepdims=keepdims)
 
 
+def _asarray(r):
+    """np.asarray for a reduction's result (a NumPy scalar becomes a 0-d array; a meta array stays as is)."""
+    return r if type(r) is MetaArray else np.asarray(r)
+
+
 def _argmin(x, axis, keepdims):
     return np.argmin(x, axis=axis, keepdims=keepdims)
 
@@ -262,7 +271,7 @@ def argmax(a: Tensor, dim=None, keepdim: bool = False) -> Tensor:
     """Index of the largest element (of the flattened tensor when dim is None)."""
     x = a._data
     if dim is None:
-        return _result(np.asarray(np.argmax(x.reshape(-1))).astype(np.int64))
+        return _result(_asarray(np.argmax(x.reshape(-1))).astype(np.int64))
     return _result(np.argmax(x, axis=_wrap_dim(dim, x.ndim), keepdims=keepdim).astype(np.int64, copy=False))
 
 
@@ -270,7 +279,7 @@ def argmin(a: Tensor, dim=None, keepdim: bool = False) -> Tensor:
     """Index of the smallest element (of the flattened tensor when dim is None)."""
     x = a._data
     if dim is None:
-        return _result(np.asarray(np.argmin(x.reshape(-1))).astype(np.int64))
+        return _result(_asarray(np.argmin(x.reshape(-1))).astype(np.int64))
     return _result(np.argmin(x, axis=_wrap_dim(dim, x.ndim), keepdims=keepdim).astype(np.int64, copy=False))
 
 
@@ -297,6 +306,8 @@ def logsumexp(a: Tensor, dim, keepdim: bool = False) -> Tensor:
 
 def norm(a: Tensor, p="fro", dim=None, keepdim: bool = False, dtype=None) -> Tensor:
     """Vector p-norm over dim (2-norm and Frobenius by default; inf, -inf, 0, 1 and any p > 0)."""
+    if _autocast.active:
+        return _autocast.dispatch("norm", norm, a, p, dim, keepdim, dtype=dtype)
     if p == "fro" or p is None:
         p = 2
     if isinstance(p, str):
@@ -339,6 +350,8 @@ def _norm2(a: Tensor, axes, keepdim: bool) -> Tensor:
 
 def prod(a: Tensor, dim=None, keepdim: bool = False, *, dtype=None) -> Tensor:
     """Product over dim (gradient via the product of the others; exact when there are zeros)."""
+    if _autocast.active:
+        return _autocast.dispatch("prod", prod, a, dim, keepdim, dtype=dtype)
     x = a._data if dtype is None else a._data.astype(to_dtype(dtype).np)
     if x.dtype.kind in "bui":
         x = x.astype(np.int64)
@@ -373,6 +386,8 @@ def prod(a: Tensor, dim=None, keepdim: bool = False, *, dtype=None) -> Tensor:
 
 def cumsum(a: Tensor, dim: int, *, dtype=None) -> Tensor:
     """Running sum along dim."""
+    if _autocast.active:
+        return _autocast.dispatch("cumsum", cumsum, a, dim, dtype=dtype)
     x = a._data if dtype is None else a._data.astype(to_dtype(dtype).np)
     if x.dtype.kind in "bui":
         x = x.astype(np.int64)
@@ -385,6 +400,8 @@ def cumsum(a: Tensor, dim: int, *, dtype=None) -> Tensor:
 
 def cumprod(a: Tensor, dim: int, *, dtype=None) -> Tensor:
     """Running product along dim (the gradient stays exact where inputs are zero)."""
+    if _autocast.active:
+        return _autocast.dispatch("cumprod", cumprod, a, dim, dtype=dtype)
     x = a._data if dtype is None else a._data.astype(to_dtype(dtype).np)
     if x.dtype.kind in "bui":
         x = x.astype(np.int64)
@@ -415,17 +432,17 @@ def cumprod(a: Tensor, dim: int, *, dtype=None) -> Tensor:
 
 def all(a: Tensor, dim=None, keepdim: bool = False) -> Tensor:
     """Whether every element (along dim) is nonzero."""
-    return _result(np.asarray(a._data.astype(bool).all(axis=_dims(dim, a._data.ndim), keepdims=keepdim)))
+    return _result(_asarray(a._data.astype(bool).all(axis=_dims(dim, a._data.ndim), keepdims=keepdim)))
 
 
 def any(a: Tensor, dim=None, keepdim: bool = False) -> Tensor:
     """Whether some element (along dim) is nonzero."""
-    return _result(np.asarray(a._data.astype(bool).any(axis=_dims(dim, a._data.ndim), keepdims=keepdim)))
+    return _result(_asarray(a._data.astype(bool).any(axis=_dims(dim, a._data.ndim), keepdims=keepdim)))
 
 
 def count_nonzero(a: Tensor, dim=None) -> Tensor:
     """The number of nonzero elements (along dim)."""
-    return _result(np.asarray(np.count_nonzero(a._data, axis=_dims(dim, a._data.ndim))).astype(np.int64))
+    return _result(_asarray(np.count_nonzero(a._data, axis=_dims(dim, a._data.ndim))).astype(np.int64))
 
 
 attach(sum=sum, sum_to_size=sum_to_size, mean=mean, var=var, std=std, amax=amax, amin=amin, max=max, min=min,

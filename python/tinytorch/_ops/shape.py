@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from .. import _autocast
 from .._tensor import Size, Tensor, _view_of, _wrap, _wrap_dim
 from ._common import attach, needs_grad, record, _grad_enabled
 
@@ -308,6 +309,8 @@ def _index_put_slice(base: Tensor, idx, value: Tensor) -> Tensor:
 
 def cat(tensors, dim: int = 0) -> Tensor:
     """Join tensors along an existing dimension."""
+    if _autocast.active:
+        return _autocast.dispatch("cat", cat, tensors, dim)
     tensors = [t for t in tensors]
     if not tensors:
         raise RuntimeError("torch.cat(): expected a non-empty list of Tensors")
@@ -354,6 +357,8 @@ concatenate = cat
 
 def stack(tensors, dim: int = 0) -> Tensor:
     """Join tensors along a new dimension."""
+    if _autocast.active:
+        return _autocast.dispatch("stack", stack, tensors, dim)
     tensors = list(tensors)
     if not tensors:
         raise RuntimeError("stack expects a non-empty TensorList")

@@ -222,7 +222,7 @@ def plot(rows: List[Dict[str, Any]], path: str) -> bool:
         matplotlib.use("Agg")
         import matplotlib.pyplot as plt
     except ImportError:
-        print("matplotlib is not installed: no plot (pip install matplotlib)")
+        print("matplotlib is not installed: no plot (pip install 'tinytorch[plot]')")
         return False
     fig, ax = plt.subplots(figsize=(7, 4))
     for op in dict.fromkeys(r["op"] for r in rows):

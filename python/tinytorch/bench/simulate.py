@@ -156,7 +156,7 @@ def plot(rows: List[Dict[str, Any]], path: str, title: str) -> bool:
         matplotlib.use("Agg")
         import matplotlib.pyplot as plt
     except ImportError:
-        print("matplotlib is not installed: no plot (pip install matplotlib)")
+        print("matplotlib is not installed: no plot (pip install 'tinytorch[plot]')")
         return False
     fig, (a, b) = plt.subplots(1, 2, figsize=(11, 4))
     for s in dict.fromkeys(r["strategy"] for r in rows):

@@ -282,7 +282,7 @@ def plot(rows: List[Dict[str, Any]], path: str) -> bool:
         matplotlib.use("Agg")
         import matplotlib.pyplot as plt
     except ImportError:
-        print("matplotlib is not installed: no plot (pip install matplotlib)")
+        print("matplotlib is not installed: no plot (pip install 'tinytorch[plot]')")
         return False
     labels = [f"{r['model']} {r['strategy']} x{r['world']}" for r in rows]
     exp = [r["exposed_comm_ms"] or 0.0 for r in rows]

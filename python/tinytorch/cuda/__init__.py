@@ -76,9 +76,60 @@ def empty_cache() -> None:
 
 
 def manual_seed(seed: int) -> None:
+    """Seed the CUDA generators (every device: a process normally drives one), including devices used later."""
     from .. import _creation
-    for g in _creation._cuda_generators.values():
-        g.manual_seed(seed)
+    _creation._seed_cuda(seed)
 
 
 manual_seed_all = manual_seed
+
+
+def is_bf16_supported(including_emulation: bool = True) -> bool:
+    """Whether the current GPU computes in bfloat16 (compute capability 8.0+; False without a GPU)."""
+    if not is_available():
+        return False
+    import cupy
+    major = int(cupy.cuda.Device().compute_capability[:-1] or 0)
+    return major >= 8 or bool(including_emulation)
+
+
+def get_device_capability(device=None) -> tuple:
+    """(major, minor) compute capability of device (default: current)."""
+    import cupy
+    idx = device if isinstance(device, int) else (getattr(device, "index", None) or 0) if device is not None else None
+    cc = (cupy.cuda.Device() if idx is None else cupy.cuda.Device(idx)).compute_capability
+    return int(cc[:-1]), int(cc[-1])
+
+
+def get_device_name(device=None) -> str:
+    """The GPU's name as CUDA reports it (device: index, 'cuda:N' or tinytorch.device; default current)."""
+    import cupy
+    return cupy.cuda.runtime.getDeviceProperties(_index(device))["name"].decode()
+
+
+def get_device_properties(device=None):
+    """name, total_memory, major, minor and multi_processor_count of a GPU (PyTorch's field names)."""
+    import types
+
+    import cupy
+    p = cupy.cuda.runtime.getDeviceProperties(_index(device))
+    return types.SimpleNamespace(name=p["name"].decode(), total_memory=int(p["totalGlobalMem"]),
+                                 major=int(p["major"]), minor=int(p["minor"]),
+                                 multi_processor_count=int(p["multiProcessorCount"]))
+
+
+def is_initialized() -> bool:
+    """Whether CUDA is usable in this process (tinytorch initialises it on first use through CuPy)."""
+    return is_available()
+
+
+def _index(device) -> int:
+    if device is None:
+        return current_device()
+    if isinstance(device, int):
+        return device
+    from .._device import to_device
+    return to_device(device).index or 0
+
+
+from . import amp  # noqa: E402,F401  (tinytorch.cuda.amp: PyTorch's deprecated AMP spellings)

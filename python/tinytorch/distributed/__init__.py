@@ -17,6 +17,7 @@ from .distributed_c10d import (  # noqa: F401
     default_pg_timeout,
     destroy_process_group,
     get_backend,
+    get_default_backend_for_device,
     get_global_rank,
     get_group_rank,
     get_process_group_ranks,
@@ -44,3 +45,5 @@ from .store import (  # noqa: F401
     Store,
     TCPStore,
 )
+from .device_mesh import DeviceMesh, init_device_mesh  # noqa: F401,E402
+from . import optim  # noqa: E402,F401  (ZeroRedundancyOptimizer)

@@ -37,6 +37,8 @@ class Backend:
     RING = "ring"
     NCCL = "nccl"
     GLOO = "gloo"  # accepted as an alias of ring, so torch.distributed scripts run unchanged
+    # Device type -> the backend init_process_group picks for it (PyTorch's map says "gloo" for cpu).
+    default_device_backend_map = {"cpu": "ring", "cuda": "nccl"}
 
     def __new__(cls, name: str) -> str:  # type: ignore[misc]
         return _normalize_backend(name)
@@ -51,6 +53,20 @@ def _normalize_backend(name: Optional[str]) -> str:
     if n in ("nccl", "cuda"):
         return "nccl"
     raise ValueError(f"unknown backend '{name}': use 'ring' (CPU), 'nccl' (CUDA) or None to choose by device")
+
+
+def get_default_backend_for_device(device: Any) -> str:
+    """The backend used for collectives on `device` ('cpu' -> 'ring', 'cuda' -> 'nccl'), as a lower-case string.
+
+    PyTorch answers 'gloo' for cpu; tinytorch's CPU backend is the ring one ('gloo' is accepted as its alias).
+    """
+    from .._device import device as _device_cls
+
+    dev_type = device.type if isinstance(device, _device_cls) else _device_cls(device).type
+    backend = Backend.default_device_backend_map.get(dev_type)
+    if backend is None:
+        raise ValueError(f"Default backend not registered for device : {device}")
+    return backend
 
 
 def _cuda_available() -> bool:
@@ -100,6 +116,10 @@ class ProcessGroup:
 
     def _shutdown(self) -> None:
         self._backend.shutdown()
+
+    def _bytes_sent(self) -> int:
+        """Payload bytes this rank's collectives have sent so far, counted by the ring backend (0 on NCCL)."""
+        return int(getattr(self._backend, "bytes_sent", 0))
 
     def __repr__(self) -> str:
         return f"ProcessGroup(name={self._name}, backend={self._backend_name}, rank={self._rank}, size={self.size()})"
@@ -216,7 +236,8 @@ def init_process_group(
     pg_options: Any = None,
     device_id: Any = None,
 ) -> None:
-    """Create the default process group (env:// reads MASTER_ADDR, MASTER_PORT, RANK, WORLD_SIZE)."""
+    """Create the default process group (env:// reads MASTER_ADDR, MASTER_PORT, RANK, WORLD_SIZE, or
+    under srun SLURM_PROCID, SLURM_NTASKS, SLURM_LOCALID and the node list)."""
     global _default_pg, _generation, _group_count, _pg_prefix
     with _state_lock:
         if _default_pg is not None:
@@ -226,6 +247,12 @@ def init_process_group(
         if timeout is None:
             timeout = default_pg_nccl_timeout if backend == "nccl" else default_pg_timeout
         timeout_s = _seconds(timeout, 1800.0)
+        if (store is None and (init_method or "env://").startswith("env:")
+                and (rank is None or rank < 0) and (world_size is None or world_size < 0)):
+            # A rank started by srun (one per Slurm task) has SLURM_PROCID/SLURM_NTASKS, not RANK/WORLD_SIZE.
+            from .elastic import slurm as _slurm
+
+            os.environ.update(_slurm.process_env(os.environ))
         if rank is None or rank < 0:
             rank = _env_int("RANK") if _env_int("RANK") is not None else -1
         if world_size is None or world_size < 0:
@@ -409,7 +436,28 @@ def _debug_check(g: ProcessGroup, fingerprint: str) -> None:
                 f"but rank {r} called {other} (detected by TINYTORCH_DISTRIBUTED_DEBUG=DETAIL)")
 
 
+_label = threading.local()
+
+
+class _debug_label:
+    """Name who issues the collectives inside the block (FSDP names its group) in DETAIL-mode fingerprints, so a
+    mismatch between ranks says which module each rank was at."""
+
+    def __init__(self, label: str) -> None:
+        self.label = label
+
+    def __enter__(self) -> None:
+        self.prev = getattr(_label, "value", None)
+        _label.value = self.label
+
+    def __exit__(self, *exc: Any) -> None:
+        _label.value = self.prev
+
+
 def _fingerprint(collective: str, arrays: Sequence[Any], **extra: Any) -> str:
+    label = getattr(_label, "value", None)
+    if label is not None:
+        extra["issued_by"] = label
     parts = []
     for a in arrays:
         shape, dt, dev = _arrays.describe(a)
@@ -508,8 +556,9 @@ def _block_arrays(name: str, g: "ProcessGroup", output: Any, input: Any, whole: 
 
 
 def reduce_scatter_tensor(output: Any, input: Any, op: Any = ReduceOp.SUM, group: Optional[Any] = None,
-                          async_op: bool = False) -> Optional[Work]:
-    """Reduce `input` (world_size blocks) across the group; rank i gets block i in `output`."""
+                          async_op: bool = False, *, _overwrite_input: bool = False) -> Optional[Work]:
+    """Reduce `input` (world_size blocks) across the group; rank i gets block i in `output`.
+    (_overwrite_input: the caller gives `input` up, so the ring may keep partial sums in it instead of a copy.)"""
     g = _resolve(group)
     if g is None:
         return None
@@ -517,9 +566,10 @@ def reduce_scatter_tensor(output: Any, input: Any, op: Any = ReduceOp.SUM, group
     o, i = _block_arrays(name, g, output, input, whole="input")
     t = _arrays.dtype_code(o, name)
     code = _op_code(op, name, o.dtype)
+    extra = {"overwrite_input": True} if _overwrite_input and g._backend_name == "ring" else {}
     return _issue(g, name, [o, i], [o], [output],
                   lambda arr, a_: g._backend.reduce_scatter(_arrays.data_ptr(arr[0]), _arrays.data_ptr(arr[1]), arr[0].size,
-                                                        t, code, (arr[0], arr[1]), a_),
+                                                        t, code, (arr[0], arr[1]), a_, **extra),
                   async_op, [output], lambda: _fingerprint(name, [o, i], op=ReduceOp._NAMES[code]))
 
 

@@ -9,9 +9,14 @@ Two nodes (run on each; node 0 hosts the rendezvous store on 10.0.0.1:29500)::
     tinytorch-run --nnodes 2 --node-rank 0 --nproc-per-node 2 --rdzv-endpoint 10.0.0.1:29500 train.py
     tinytorch-run --nnodes 2 --node-rank 1 --nproc-per-node 2 --rdzv-endpoint 10.0.0.1:29500 train.py
 
-Every flag can also be given as ``TINYTORCH_RUN_<FLAG>`` (e.g. ``TINYTORCH_RUN_NPROC_PER_NODE=4``);
-the command line wins. Workers get torchrun's environment (RANK, LOCAL_RANK, WORLD_SIZE,
-MASTER_ADDR, MASTER_PORT, TORCHELASTIC_*...). MASTER_ADDR:MASTER_PORT is the agents' own store
+Every flag can also be given as ``TINYTORCH_RUN_<FLAG>`` (e.g. ``TINYTORCH_RUN_NPROC_PER_NODE=4``) or
+as torchrun's ``PET_<FLAG>`` (what Kubeflow's PyTorchJob sets: PET_NNODES, PET_NODE_RANK,
+PET_MASTER_ADDR, ...). Inside a Slurm job, --nnodes, --node-rank, the rendezvous host and --rdzv-id
+come from SLURM_NNODES, SLURM_NODEID, the first host of the node list and SLURM_JOB_ID
+(``elastic/slurm.py``). Precedence: command line, TINYTORCH_RUN_*, PET_*, Slurm, built-in default.
+
+Workers get torchrun's environment (RANK, LOCAL_RANK, WORLD_SIZE, MASTER_ADDR, MASTER_PORT,
+TORCHELASTIC_*...). MASTER_ADDR:MASTER_PORT is the agents' own store
 (``TORCHELASTIC_USE_AGENT_STORE=True``), so ``init_process_group("env://")`` connects to it as a
 client and no worker has to bind a port.
 """
@@ -24,19 +29,32 @@ import uuid
 from dataclasses import dataclass, field
 from typing import Any, Optional
 
+from .elastic import slurm as _slurm
+
 __all__ = ["LaunchConfig", "get_args_parser", "parse_args", "config_from_args", "launch_agent", "main", "run"]
 
 ENV_PREFIX = "TINYTORCH_RUN_"
+TORCHRUN_ENV_PREFIX = "PET_"  # torchrun's prefix; Kubeflow's PyTorchJob sets these in every pod
 DEFAULT_MASTER_PORT = 29500
 DEFAULT_C10D_PORT = 29400
 
 
+def _env_setting(dest: str) -> Optional[str]:
+    """The value of ``TINYTORCH_RUN_<DEST>``, else torchrun's ``PET_<DEST>``, else None."""
+    for prefix in (ENV_PREFIX, TORCHRUN_ENV_PREFIX):
+        v = os.environ.get(prefix + dest.upper())
+        if v is not None and v != "":
+            return v
+    return None
+
+
 class _EnvDefault(argparse.Action):
-    """An option whose default comes from ``TINYTORCH_RUN_<DEST>`` when that is set."""
+    """An option whose default comes from ``TINYTORCH_RUN_<DEST>`` or ``PET_<DEST>`` when set."""
 
     def __init__(self, dest: str, default: Any = None, required: bool = False, **kwargs: Any) -> None:
-        env_name = ENV_PREFIX + dest.upper()
-        default = os.environ.get(env_name, default)
+        env = _env_setting(dest)
+        if env is not None:
+            default = env  # argparse applies the option's type to a string default
         if default is not None:
             required = False
         super().__init__(dest=dest, default=default, required=required, **kwargs)
@@ -47,10 +65,10 @@ class _EnvDefault(argparse.Action):
 
 
 class _EnvFlag(argparse.Action):
-    """A store-true flag that ``TINYTORCH_RUN_<DEST>=1`` also turns on."""
+    """A store-true flag that ``TINYTORCH_RUN_<DEST>=1`` (or ``PET_<DEST>=1``) also turns on."""
 
     def __init__(self, dest: str, default: bool = False, required: bool = False, **kwargs: Any) -> None:
-        env = os.environ.get(ENV_PREFIX + dest.upper(), "")
+        env = _env_setting(dest) or ""
         default = env.strip().lower() in ("1", "true", "yes", "on") if env else default
         super().__init__(dest=dest, default=default, required=required, nargs=0, **kwargs)
 
@@ -75,23 +93,24 @@ def get_args_parser() -> argparse.ArgumentParser:
         allow_abbrev=False,
     )
     a = p.add_argument
-    a(*_spellings("nnodes"), action=_EnvDefault, dest="nnodes", default="1:1",
-      help="number of nodes, N or MIN:MAX (MIN:MAX needs --rdzv-backend c10d)")
+    a(*_spellings("nnodes"), action=_EnvDefault, dest="nnodes", default=None,
+      help="number of nodes, N or MIN:MAX (MIN:MAX needs --rdzv-backend c10d); default SLURM_NNODES, else 1")
     a(*_spellings("nproc-per-node"), action=_EnvDefault, dest="nproc_per_node", default="1",
       help="workers per node: an int, 'cpu' (CPU count), 'gpu' (GPU count) or 'auto' (GPUs if any, else CPUs)")
     a(*_spellings("node-rank"), action=_EnvDefault, dest="node_rank", type=int, default=None,
-      help="this node's rank (static rendezvous; default 0). With c10d, an optional ordering hint")
-    a(*_spellings("master-addr"), action=_EnvDefault, dest="master_addr", default="127.0.0.1",
-      help="node 0's address for the static rendezvous when --rdzv-endpoint is not given")
+      help="this node's rank (static rendezvous; default SLURM_NODEID, else 0). With c10d, an optional ordering hint")
+    a(*_spellings("master-addr"), action=_EnvDefault, dest="master_addr", default=None,
+      help="node 0's address for the static rendezvous when --rdzv-endpoint is not given (default 127.0.0.1)")
     a(*_spellings("master-port"), action=_EnvDefault, dest="master_port", type=int, default=None,
       help=f"node 0's port for the static rendezvous (default {DEFAULT_MASTER_PORT}; "
            "a single node picks a free port)")
     a(*_spellings("rdzv-backend"), action=_EnvDefault, dest="rdzv_backend", default="static",
       choices=["static", "c10d"], help="rendezvous: 'static' (fixed node ranks) or 'c10d' (ranks by arrival)")
-    a(*_spellings("rdzv-endpoint"), action=_EnvDefault, dest="rdzv_endpoint", default="",
-      help="host[:port] of the rendezvous store, hosted by node 0 (static) or the agent on that host (c10d)")
-    a(*_spellings("rdzv-id"), action=_EnvDefault, dest="rdzv_id", default="none",
-      help="job id shared by all nodes (TORCHELASTIC_RUN_ID)")
+    a(*_spellings("rdzv-endpoint"), action=_EnvDefault, dest="rdzv_endpoint", default=None,
+      help="host[:port] of the rendezvous store, hosted by node 0 (static) or the agent on that host (c10d); "
+           "under Slurm, default the first host of the node list (port MASTER_PORT when set)")
+    a(*_spellings("rdzv-id"), action=_EnvDefault, dest="rdzv_id", default=None,
+      help="job id shared by all nodes (TORCHELASTIC_RUN_ID); default SLURM_JOB_ID, else 'none'")
     a(*_spellings("rdzv-conf"), action=_EnvDefault, dest="rdzv_conf", default="",
       help="k=v,... with join_timeout, read_timeout, last_call_timeout, close_timeout (seconds), is_host")
     a("--standalone", action=_EnvFlag, dest="standalone",
@@ -114,6 +133,8 @@ def get_args_parser() -> argparse.ArgumentParser:
     a("-m", "--module", action=_EnvFlag, dest="module", help="run the script as 'python -m <module>'")
     a(*_spellings("no-python"), action=_EnvFlag, dest="no_python",
       help="execute the script directly instead of through the Python interpreter")
+    a("--compat", action=_EnvFlag, dest="compat",
+      help="run each worker through tinytorch.compat: the script's `import torch` resolves to tinytorch")
     p.add_argument("training_script", help="script (or module with -m, or program with --no-python) to run")
     p.add_argument("training_script_args", nargs=argparse.REMAINDER)
     return p
@@ -225,27 +246,51 @@ def config_from_args(args: argparse.Namespace) -> LaunchConfig:
     """Turn parsed flags into a :class:`LaunchConfig`, applying torchrun's rules and defaults."""
     if args.module and args.no_python:
         raise ValueError("-m/--module and --no-python cannot be used together")
-    min_nodes, max_nodes = parse_min_max_nnodes(args.nnodes)
-    backend, run_id = args.rdzv_backend, args.rdzv_id
+    # Slurm fills what neither the command line nor TINYTORCH_RUN_*/PET_* set; --standalone, or an
+    # explicit --master-addr/--master-port, means the user chose the endpoint, so Slurm does not.
+    slurm = {} if args.standalone else _slurm.launch_defaults(os.environ)
+    if args.master_addr is not None or args.master_port is not None:
+        slurm.pop("rdzv_endpoint", None)
+    used = {k: v for k, v in slurm.items() if getattr(args, k) is None}
+    if used:
+        from .elastic.agent import log
+
+        log("settings from Slurm: " + ", ".join(f"{k}={v}" for k, v in sorted(used.items())))
+    nnodes = args.nnodes if args.nnodes is not None else used.get("nnodes", "1:1")
+    rdzv_endpoint = args.rdzv_endpoint if args.rdzv_endpoint is not None else used.get("rdzv_endpoint", "")
+    run_id_arg = args.rdzv_id if args.rdzv_id is not None else used.get("rdzv_id", "none")
+    node_rank = args.node_rank
+    if node_rank is None and "node_rank" in used:
+        try:
+            node_rank = int(used["node_rank"])
+        except ValueError:
+            raise ValueError(f"SLURM_NODEID must be an integer, got {used['node_rank']!r}") from None
+    master_addr = args.master_addr if args.master_addr is not None else "127.0.0.1"
+    min_nodes, max_nodes = parse_min_max_nnodes(nnodes)
+    backend, run_id = args.rdzv_backend, run_id_arg
     if args.standalone:
         if max_nodes != 1:
             raise ValueError("--standalone runs a single node; drop --nnodes or use --rdzv-endpoint")
         backend, run_id = "c10d", str(uuid.uuid4())
         host, port = "127.0.0.1", 0
-    elif args.rdzv_endpoint:
-        host, port = _split_endpoint(args.rdzv_endpoint,
+    elif rdzv_endpoint:
+        host, port = _split_endpoint(rdzv_endpoint,
                                      DEFAULT_C10D_PORT if backend == "c10d" else DEFAULT_MASTER_PORT)
     elif backend == "static":
-        host = args.master_addr
+        host = master_addr
         # A single node needs no well-known port: the agent binds a free one and holds it.
         port = args.master_port if args.master_port is not None else (0 if max_nodes == 1 else DEFAULT_MASTER_PORT)
     else:
         raise ValueError("--rdzv-backend c10d needs --rdzv-endpoint host[:port] (or use --standalone)")
-    node_rank = args.node_rank
     if backend == "static" and node_rank is None:
         node_rank = 0
+    if args.compat and args.no_python:
+        raise ValueError("--compat and --no-python cannot be used together")
     if args.no_python:
         cmd = [args.training_script]
+    elif args.compat:
+        cmd = [sys.executable, "-u", "-m", "tinytorch.compat"] + (["-m"] if args.module else [])
+        cmd.append(args.training_script)
     elif args.module:
         cmd = [sys.executable, "-u", "-m", args.training_script]
     else:

@@ -12,6 +12,7 @@ import numpy as np
 
 from .._creation import _generator_for
 from .._device import cuda_context, cupy, move
+from .._meta import MetaArray
 from .._tensor import Tensor
 
 __all__ = ["calculate_gain", "uniform_", "normal_", "trunc_normal_", "constant_", "ones_", "zeros_", "eye_",
@@ -44,6 +45,8 @@ def calculate_gain(nonlinearity: str, param: float | None = None) -> float:
 def _fill(tensor: Tensor, make) -> Tensor:
     """Write make(rng, shape, float_dtype) into tensor's array in place and record the write."""
     data = tensor._data
+    if type(data) is MetaArray:  # nothing to fill: meta tensors hold no values
+        return tensor
     work_dtype = data.dtype if data.dtype in (np.float32, np.float64) else np.dtype(np.float32)
     with cuda_context(tensor.device):
         values = make(work_dtype)
@@ -82,6 +85,8 @@ def trunc_normal_(tensor: Tensor, mean: float = 0.0, std: float = 1.0, a: float 
     if mean < a - 2 * std or mean > b + 2 * std:
         warnings.warn("mean is more than 2 std from [a, b] in nn.init.trunc_normal_. The distribution of values "
                       "may be incorrect.", stacklevel=2)
+    if type(tensor._data) is MetaArray:
+        return tensor
     rng = _rng(tensor, generator)
     shape = tensor._data.shape
 

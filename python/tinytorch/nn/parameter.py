@@ -6,10 +6,20 @@ from .._tensor import Tensor
 _new = object.__new__
 
 
-class Parameter(Tensor):
+class _ParameterMeta(type):
+    # As in PyTorch, a tensor of another class marked as a parameter (a DTensor made by Parameter(dtensor))
+    # is an instance of Parameter, so Module registers it and user code treats it as one.
+    def __instancecheck__(cls, instance) -> bool:
+        if cls is Parameter and isinstance(instance, Tensor) and instance.__dict__.get("_is_param", False):
+            return True
+        return super().__instancecheck__(instance)
+
+
+class Parameter(Tensor, metaclass=_ParameterMeta):
     """A leaf tensor that Modules register as a parameter when assigned as an attribute.
 
     Like PyTorch's, it shares memory with the tensor it is made from and requires grad by default.
+    Parameter(dtensor) is the DTensor itself, marked as a parameter (FSDP's sharded parameters).
     """
 
     _is_param = True
@@ -20,6 +30,13 @@ class Parameter(Tensor):
             data = empty(0)
         if not isinstance(data, Tensor):
             raise TypeError(f"Parameter data must be a Tensor, got {type(data).__name__}")
+        from ..distributed.tensor._api import DTensor
+        if isinstance(data, DTensor):
+            d = DTensor._make(data._data, data._mesh, data._placements, data._gshape, vc=data._shared_vc())
+            d._is_param = True
+            if requires_grad:
+                d.requires_grad_(True)
+            return d
         p = _new(cls)
         p._data = data._data
         # Share the version counter too: an in-place write through either name is seen by both.

@@ -12,6 +12,8 @@ from typing import Any, Callable
 
 import numpy as np
 
+from .._meta import MetaArray
+
 from .. import _C, _threads
 from .._tensor import Tensor, _wrap
 from .optimizer import Optimizer, _group_params_with_grad, _on_device, _use_closure, _xp
@@ -102,6 +104,8 @@ def _adam_update(opt: Optimizer, p, g, m, v, vmax, step: float, lr: float, beta1
     bias_correction1 = 1 - beta1 ** step
     bias_correction2_sqrt = math.sqrt(1 - beta2 ** step)
     if type(p) is not np.ndarray:
+        if type(p) is MetaArray:  # meta parameters: no values to update
+            return
         from ._fused import adamw_step_cuda
         if adamw_step_cuda(p, g, m, v, vmax, step, lr, beta1, beta2, eps, wd, decoupled, maximize):
             return

@@ -11,6 +11,8 @@ from typing import Any, Callable, Iterable
 
 import numpy as np
 
+from .._meta import MetaArray, namespace as meta_namespace
+
 from .._device import cupy
 from .._tensor import Tensor
 from ..utils.hooks import RemovableHandle, add_hook
@@ -264,7 +266,9 @@ class Optimizer:
 
 
 def _xp(a):
-    return np if type(a) is np.ndarray else cupy()
+    if type(a) is np.ndarray:
+        return np
+    return meta_namespace if type(a) is MetaArray else cupy()
 
 
 _NO_DEVICE = contextlib.nullcontext()
@@ -272,7 +276,7 @@ _NO_DEVICE = contextlib.nullcontext()
 
 def _on_device(a):
     """A context making a CuPy array's GPU current (CuPy ufuncs and kernels run on the current device)."""
-    return _NO_DEVICE if type(a) is np.ndarray else a.device
+    return _NO_DEVICE if type(a) is np.ndarray or type(a) is MetaArray else a.device
 
 
 def _use_closure(closure: Callable | None):

@@ -5,6 +5,8 @@ from typing import Any, Callable
 
 import numpy as np
 
+from .._meta import MetaArray
+
 from .._tensor import _wrap
 from .adam import _BLOCK
 from .optimizer import Optimizer, _group_params_with_grad, _on_device, _use_closure, _xp, required
@@ -71,6 +73,8 @@ def _sgd_update(opt: Optimizer, p, g, buf, first: bool, lr: float, momentum: flo
                 nesterov: bool, maximize: bool) -> None:
     """The update on raw arrays (p and buf written in place); CPU arrays go block by block so that the
     passes over one block stay in cache (see adam._BLOCK)."""
+    if type(p) is MetaArray:  # meta parameters: no values to update
+        return
     arrays = (p, g) if buf is None else (p, g, buf)
     n = p.size
     if type(p) is not np.ndarray or n <= _BLOCK or not all(a.flags.c_contiguous for a in arrays):

@@ -5,6 +5,7 @@ import itertools
 from collections import OrderedDict, namedtuple
 from typing import Any, Callable, Iterator
 
+from ..._meta import NO_DATA, MetaArray
 from ..._tensor import Tensor
 from ..._C import _grad_enabled
 from ...autograd.grad_mode import no_grad
@@ -402,12 +403,21 @@ class Module:
         if recurse:
             for module in self.children():
                 module._apply(fn)
-        for key, param in self._parameters.items():
+        for key, param in list(self._parameters.items()):
             if param is None:
                 continue
-            # Parameters keep their identity (optimizers hold them); only the array behind them changes.
             with no_grad():
                 new = fn(param)
+            if (type(new._data) is MetaArray) != (type(param._data) is MetaArray):
+                # Into or out of the meta device a parameter is replaced, as PyTorch does (the storages are
+                # not interchangeable): a new Parameter with the same requires_grad.
+                out = Parameter(new, requires_grad=param.requires_grad)
+                self._parameters[key] = out
+                if param._grad is not None:
+                    with no_grad():
+                        out._grad = fn(param._grad)
+                continue
+            # Parameters keep their identity (optimizers hold them); only the array behind them changes.
             if new._data is not param._data:
                 param._data = new._data
             if param._grad is not None:
@@ -431,7 +441,19 @@ class Module:
             if t.is_floating_point():
                 return t.to(device=device, dtype=dtype)
             return t.to(device=device)
-        return self._apply(convert)
+        try:
+            return self._apply(convert)
+        except NotImplementedError as e:
+            if str(e) == NO_DATA:  # PyTorch's hint for a model built on the meta device
+                raise NotImplementedError(f"{e} Please use torch.nn.Module.to_empty() instead of torch.nn.Module.to() "
+                                          "when moving module from meta to a different device.") from None
+            raise
+
+    def to_empty(self, *, device, recurse: bool = True) -> "Module":
+        """Move parameters and buffers to `device` without copying values: uninitialised storage, e.g. to
+        materialise a model built on the meta device (then call reset_parameters())."""
+        from ..._creation import empty_like
+        return self._apply(lambda t: empty_like(t, device=device), recurse=recurse)
 
     def cuda(self, device=None) -> "Module":
         """Move every parameter and buffer to a CUDA device."""
@@ -662,6 +684,12 @@ class Module:
                     else:
                         self._buffers[name] = input_param
                 else:
+                    if type(param._data) is MetaArray and type(input_param._data) is not MetaArray:
+                        import warnings
+                        warnings.warn(f"for {key}: copying from a non-meta parameter in the checkpoint to a meta "
+                                      "parameter in the current model, which is a no-op. (Did you mean to pass "
+                                      "`assign=True` to assign items in the state dictionary to their corresponding "
+                                      "key in the module instead of copying them in place?)", stacklevel=2)
                     _copy_into(param, input_param)
             except Exception as ex:
                 error_msgs.append(f'While copying the parameter named "{key}", whose dimensions in the model are '

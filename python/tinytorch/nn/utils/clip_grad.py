@@ -8,13 +8,16 @@ from typing import Iterable
 import numpy as np
 
 from ..._device import cuda_context, cupy, move
+from ..._meta import MetaArray, namespace as meta_namespace
 from ..._tensor import Tensor, _wrap
 
 __all__ = ["clip_grad_norm_", "clip_grad_norm", "clip_grad_value_", "get_total_norm"]
 
 
 def _xp(a):
-    return np if type(a) is np.ndarray else cupy()
+    if type(a) is np.ndarray:
+        return np
+    return meta_namespace if type(a) is MetaArray else cupy()
 
 
 def _array_norm(a, norm_type: float):
@@ -51,6 +54,8 @@ def get_total_norm(tensors: Iterable[Tensor] | Tensor, norm_type: float = 2.0, e
         return _wrap(np.array(0.0, dtype=np.float32))
     first = tensors[0]._data
     dev = tensors[0].device
+    if getattr(tensors[0], "_placements", None) is not None:
+        return _dtensor_total_norm(tensors, norm_type, error_if_nonfinite)
     norms = []
     for t in tensors:
         with cuda_context(t.device):
@@ -65,6 +70,45 @@ def get_total_norm(tensors: Iterable[Tensor] | Tensor, norm_type: float = 2.0, e
             "clipped. To disable this error and scale the gradients by the non-finite norm anyway, set "
             "`error_if_nonfinite=False`")
     return _wrap(total)
+
+
+def _dtensor_total_norm(tensors: list, norm_type: float, error_if_nonfinite: bool) -> Tensor:
+    """The total norm of DTensors (FSDP's sharded gradients) with one all-reduce: each rank's sharded pieces
+    contribute their p-th powers (or their max for inf), replicated tensors count once."""
+    from ...distributed import distributed_c10d as c10d
+    from ...distributed.tensor._api import DTensor
+    from ...distributed.tensor.placement_types import Replicate
+    mesh = tensors[0]._mesh
+    for t in tensors:
+        if not isinstance(t, DTensor) or t._mesh != mesh:
+            raise RuntimeError("clip_grad_norm_: the gradients must all be DTensors on one DeviceMesh (got a mix of "
+                               "Tensor and DTensor, or several meshes)")
+    inf = norm_type in (math.inf, -math.inf)
+    combine = (max if norm_type == math.inf else min) if inf else sum
+    power = 1.0 if inf or norm_type == 0 else norm_type
+    sharded, replicated = [], []
+    for t in tensors:
+        n = float(_array_norm(t._data, norm_type)) ** power if t._data.size or not inf else None
+        if n is None:
+            continue
+        (replicated if all(isinstance(p, Replicate) for p in t._placements) else sharded).append(n)
+    neutral = -math.inf if norm_type == math.inf else math.inf if inf else 0.0
+    buf = np.array([combine(sharded) if sharded else neutral], dtype=np.float64)
+    op = c10d.ReduceOp.MAX if norm_type == math.inf else c10d.ReduceOp.MIN if inf else c10d.ReduceOp.SUM
+    for d in range(mesh.ndim):
+        if any(not isinstance(t._placements[d], Replicate) for t in tensors):
+            c10d.all_reduce(buf, op=op, group=mesh.get_group(d))
+    value = combine([float(buf[0])] + replicated)
+    if not inf and norm_type != 0:
+        value = value ** (1.0 / norm_type)
+    xp = _xp(tensors[0]._data)
+    total = xp.asarray(value, dtype=tensors[0]._data.dtype)
+    if error_if_nonfinite and not bool(xp.isfinite(total)):
+        raise RuntimeError(
+            f"The total norm of order {norm_type} for gradients from `parameters` is non-finite, so it cannot be "
+            "clipped. To disable this error and scale the gradients by the non-finite norm anyway, set "
+            "`error_if_nonfinite=False`")
+    return DTensor._make(total, mesh, tuple(Replicate() for _ in range(mesh.ndim)), ())
 
 
 def clip_grad_norm_(parameters: Iterable[Tensor] | Tensor, max_norm: float, norm_type: float = 2.0,
