@@ -199,3 +199,21 @@ def test_console_script_entry(monkeypatch, capsys):
     monkeypatch.setattr(sys, "argv", ["tinytorch-bench", "simulate", "--params", "1e9", "--world", "8"])
     assert cli() == 0
     assert "ddp" in capsys.readouterr().out
+
+
+def test_profile_groups_params_outside_blocks_into_the_root_unit(tmp_path):
+    def ready(ts, name, n):
+        return {"ph": "X", "cat": "grad_ready", "name": "grad_ready", "ts": ts, "dur": 0,
+                "args": {"param": name, "numel": n}}
+
+    ev = [{"ph": "X", "cat": "phase", "name": "forward", "ts": 0, "dur": 600},
+          {"ph": "X", "cat": "phase", "name": "backward", "ts": 600, "dur": 1200},
+          ready(700, "head.weight", 10), ready(1100, "blocks.1.w", 20), ready(1500, "blocks.0.w", 30),
+          ready(1800, "tok.weight", 40)]
+    f = tmp_path / "trace.json"
+    f.write_text(json.dumps({"traceEvents": ev}))
+    w = S.load_profile(str(f))
+    assert [u.name for u in w.units] == ["root", "blocks.0", "blocks.1"]
+    assert [u.params for u in w.units] == [50, 30, 20]
+    assert sum(u.bwd_s for u in w.units) == pytest.approx(1.2e-3)
+    assert [n for _, n in w.grads] == [10, 20, 30, 40]  # DDP still sees every gradient in its own order

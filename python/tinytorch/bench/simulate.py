@@ -100,6 +100,14 @@ def load_profile(path: str, params: Optional[float] = None) -> M.Workload:
             bwd[u] = max(end - prev, 0.0)
             prev = end
         units = [M.Unit(u, size[u], F * bwd[u] / B if B > 0 else 0.0, bwd[u]) for u in reversed(order)]
+        if any(u.name.split(".")[-1].isdigit() for u in units):
+            # fully_shard wraps each block and then the root, which takes every parameter outside the blocks
+            # (embeddings, final norm, head): one unit gathered first in forward and reduced last in backward.
+            rest = [u for u in units if not u.name.split(".")[-1].isdigit()]
+            if len(rest) > 1:
+                root = M.Unit("root", sum(u.params for u in rest), sum(u.fwd_s for u in rest),
+                              sum(u.bwd_s for u in rest))
+                units = [root] + [u for u in units if u.name.split(".")[-1].isdigit()]
     else:
         psi = params or meta.get("params")
         if not psi:

@@ -255,10 +255,13 @@ def summarize(res: Dict[str, Any]) -> Dict[str, Any]:
            "peak_bytes_per_rank": [r["peak_bytes"] for r in res["ranks"]],
            "peak_mb_max": max(r["peak_bytes"] for r in res["ranks"]) / 2 ** 20,
            "alone_ms": r0.get("alone_ms"), "comm_ms": r0.get("comm_ms"), "step_ms_all": r0["step_ms_all"]}
-    if "exposed_ms" in r0:  # DDP: the Reducer measured its all-reduces
+    if res["strategy"] == "ddp" and "exposed_ms" in r0:  # the Reducer measured its all-reduces
         row["exposed_comm_ms"], row["hidden_comm_ms"] = r0["exposed_ms"], r0["overlapped_ms"]
     elif row["alone_ms"] is not None and res["strategy"] != "none":
-        row["exposed_comm_ms"], row["hidden_comm_ms"] = max(r0["step_ms"] - row["alone_ms"], 0.0), None
+        # ZeRO: step - alone; for ZeRO-1 the hidden part is DDP's gradient all-reduce behind backward (its
+        # parameter broadcast after the step is exposed by construction)
+        row["exposed_comm_ms"] = max(r0["step_ms"] - row["alone_ms"], 0.0)
+        row["hidden_comm_ms"] = r0.get("overlapped_ms")
     else:
         row["exposed_comm_ms"] = row["hidden_comm_ms"] = None
     row["trace"] = res.get("trace")
