@@ -150,14 +150,14 @@ def sweep(cfg: Dict[str, Any]) -> Optional[List[Dict[str, Any]]]:
     from ._common import init_group
 
     backend = _resolve_backend(cfg["backend"])
-    init_group(backend)
-    rank, n = dist.get_rank(), dist.get_world_size()
     xp: Any = np
-    if backend == "nccl":
+    if backend == "nccl":  # this rank's GPU first: NCCL binds its communicator to the current device
         import cupy
 
-        cupy.cuda.Device(int(os.environ.get("LOCAL_RANK", rank))).use()
+        cupy.cuda.Device(int(os.environ.get("LOCAL_RANK", "0"))).use()
         xp = cupy
+    init_group(backend)
+    rank, n = dist.get_rank(), dist.get_world_size()
     dt = np_dtype(cfg["dtype"])
     rows = []
     for op in cfg["ops"]:

@@ -11,7 +11,8 @@ Strategies: `none` (each rank alone, no communication), `ddp` (nn.parallel.Distr
 copy of the model on its own batch, round-robin with the measured configuration, so load on the machine hits
 both alike: exposed communication = step - that copy's step (for DDP also the Reducer's own measurement of
 all-reduce time hidden behind backward). Step = zero_grad, forward, cross-entropy, backward, AdamW step.
-Peak memory: the process's peak RSS on CPU, the CUDA pool's high-water mark on GPU.
+Peak memory: the process's peak RSS on CPU; on GPU the bytes CuPy's pool holds (it keeps freed blocks, so
+that is its high-water mark).
 """
 from __future__ import annotations
 
@@ -121,7 +122,7 @@ def _activation_bytes(call: Any, x: Any, y: Any, lib: Any) -> Optional[int]:
 
 
 def _peak_bytes(device: str) -> int:
-    if device == "cuda":
+    if device.startswith("cuda"):
         import cupy
 
         pool = cupy.get_default_memory_pool()
@@ -143,12 +144,14 @@ def worker(cfg: Dict[str, Any]) -> Optional[Dict[str, Any]]:
     tinytorch.set_num_threads(cfg["threads"])
     strategy = cfg["strategy"]
     device = cfg["device"]
-    init_group("nccl" if device == "cuda" else "ring")
-    rank, world = dist.get_rank(), dist.get_world_size()
-    if device == "cuda":
+    if device == "cuda":  # pick this rank's GPU before NCCL binds its communicator to the current device
         import cupy
 
-        cupy.cuda.Device(int(os.environ.get("LOCAL_RANK", rank))).use()
+        local = int(os.environ.get("LOCAL_RANK", "0"))
+        cupy.cuda.Device(local).use()
+        device = f"cuda:{local}"
+    init_group("nccl" if device.startswith("cuda") else "ring")
+    rank, world = dist.get_rank(), dist.get_world_size()
     lib = tinytorch
     runs = []  # (label, call, opt, ddp, x, y, model, recorder)
     tokens = params = 0
@@ -216,7 +219,7 @@ def trace_step(call: Any, opt: Any, x: Any, y: Any, lib: Any, rec: Any, cfg: Dic
     Chrome trace `simulate --profile` reads."""
     from tinytorch.profiler import TRACK_USER, profile
 
-    act = _activation_bytes(call, x, y, lib) if device == "cpu" else None
+    act = _activation_bytes(call, x, y, lib) if device == "cpu" else None  # tracemalloc sees host memory only
     opt.zero_grad()
     prof = profile()
     rec.ready.clear()
