@@ -217,3 +217,13 @@ def test_profile_groups_params_outside_blocks_into_the_root_unit(tmp_path):
     assert [u.params for u in w.units] == [50, 30, 20]
     assert sum(u.bwd_s for u in w.units) == pytest.approx(1.2e-3)
     assert [n for _, n in w.grads] == [10, 20, 30, 40]  # DDP still sees every gradient in its own order
+
+
+def test_hardware_file_round_trip(tmp_path):
+    hw = H.load("a100")
+    hw.inter = H.Link(2e-6, 100e9, "a faster fabric")
+    f = tmp_path / "hw.json"
+    f.write_text(json.dumps(hw.to_json()))
+    back = H.load(str(f))
+    assert back == hw
+    assert M.collective_s("all_gather", 1 << 30, 16, back) < M.collective_s("all_gather", 1 << 30, 16, H.load("a100"))
