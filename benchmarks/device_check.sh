@@ -27,5 +27,8 @@ step tests 420 python3 -m pytest -q -p no:cacheprovider --rootdir=. tests
 for b in autograd_overhead train_step collectives; do
   [ -f "benchmarks/$b.py" ] && step "bench_$b" 240 python3 "benchmarks/$b.py" --device cuda --json "$OUT/$b.json"
 done
+# ZeRO on the GPU: the FSDP tests ran in the suite above (test_fsdp.py's CUDA case); W6's memory with the
+# model on the device (ranks share the one GPU over the ring backend).
+step bench_zero_w6 300 python3 benchmarks/zero.py --what memory --ranks 2 --device cuda --out "$OUT/zero_w6_cuda.json"
 echo "device_check: $([ $status -eq 0 ] && echo PASSED || echo FAILED) (logs in $OUT)"
 exit $status

@@ -85,10 +85,14 @@ def _memory_rank(rank: int, world: int, port: int, cfg: Dict[str, Any]) -> Dict[
         import tinytorch as torch
         import tinytorch.distributed as dist
         dist.init_process_group("ring", init_method=f"tcp://127.0.0.1:{port}", rank=rank, world_size=world)
-    x = torch.from_numpy(x_np)
+    cuda = cfg.get("device") == "cuda"
+    x = torch.from_numpy(x_np).to(cfg.get("device", "cpu"))
     dist.barrier()
     base = _rss_kb()
     _reset_peak()
+    if cuda:
+        torch.cuda.reset_peak_memory_stats()
+        base_dev = torch.cuda.memory_allocated()
     torch.manual_seed(0)
     if strategy in ("zero2", "zero3"):
         if lib_name == "torch":
@@ -97,18 +101,19 @@ def _memory_rank(rank: int, world: int, port: int, cfg: Dict[str, Any]) -> Dict[
             from tinytorch.distributed.fsdp import fully_shard
         with torch.device("meta"):
             model = _w6(torch)
+        mesh = dist.init_device_mesh(cfg.get("device", "cpu"), (world,))
         for layer in model:
             if isinstance(layer, torch.nn.Linear):
-                fully_shard(layer, reshard_after_forward=strategy == "zero3")
-        fully_shard(model, reshard_after_forward=strategy == "zero3")
-        model.to_empty(device="cpu")
+                fully_shard(layer, mesh=mesh, reshard_after_forward=strategy == "zero3")
+        fully_shard(model, mesh=mesh, reshard_after_forward=strategy == "zero3")
+        model.to_empty(device=cfg.get("device", "cpu"))
         for m in model.modules():
             if hasattr(m, "reset_parameters"):
                 m.reset_parameters()
         train = model
         opt = torch.optim.AdamW(model.parameters(), lr=1e-3)
     else:
-        model = _w6(torch)
+        model = _w6(torch).to(cfg.get("device", "cpu"))
         train = torch.nn.parallel.DistributedDataParallel(model)
         if strategy == "zero1":
             if lib_name == "torch":
@@ -130,6 +135,8 @@ def _memory_rank(rank: int, world: int, port: int, cfg: Dict[str, Any]) -> Dict[
         opt.step()
         sent.append((pg._bytes_sent() if pg is not None else 0) - s0)
     peak = _rss_kb("VmHWM")
+    if cuda:  # on a GPU the figure is the device memory's peak growth
+        peak, base = torch.cuda.max_memory_allocated() / 1024, base_dev / 1024
     out = {"rss_growth_mb": (peak - base) / 1024, "sent_bytes_per_step": sent[-1],
            "params": sum(p.numel() for p in model.parameters())}
     if lib_name == "tinytorch":
@@ -244,12 +251,13 @@ def _spawn(fn_name: str, cfg: Dict[str, Any], world: int, env: Optional[Dict[str
     return results
 
 
-def memory(ranks: int, have_torch: bool, steps: int = 3) -> Dict[str, Any]:
-    """W6 at `ranks` ranks: one fresh process set per configuration."""
+def memory(ranks: int, have_torch: bool, steps: int = 3, device: str = "cpu") -> Dict[str, Any]:
+    """W6 at `ranks` ranks: one fresh process set per configuration (device cuda: the ranks share the GPU over
+    the ring backend, and the figure is device memory; PyTorch's side runs on the CPU only)."""
     env = {"MALLOC_MMAP_THRESHOLD_": "65536", "TINYTORCH_KEEP_FREED_MEMORY": "0", "OMP_NUM_THREADS": "1",
            "OPENBLAS_NUM_THREADS": "1"}
     configs = [("tinytorch", s) for s in ("ddp", "zero1", "zero2", "zero3")]
-    if have_torch:
+    if have_torch and device == "cpu":
         configs += [("torch", "ddp"), ("torch", "zero3")]
     out: Dict[str, Any] = {}
     psi = W6_LAYERS * (W6_WIDTH * W6_WIDTH + W6_WIDTH)
@@ -263,7 +271,7 @@ def memory(ranks: int, have_torch: bool, steps: int = 3) -> Dict[str, Any]:
     print(f"{'config':18} {'RSS growth MB':>14} {'vs DDP':>7} {'state MB':>9} {'formula MB':>10} "
           f"{'sent/step elems':>16} {'formula':>12} {'ratio':>6}")
     for lib, strategy in configs:
-        res = _spawn("_memory_rank", {"lib": lib, "strategy": strategy, "steps": steps}, ranks, env)
+        res = _spawn("_memory_rank", {"lib": lib, "strategy": strategy, "steps": steps, "device": device}, ranks, env)
         growth = max(r["rss_growth_mb"] for r in res)
         row = {"rss_growth_mb_max": growth, "rss_growth_mb": [r["rss_growth_mb"] for r in res],
                "params": res[0]["params"]}
@@ -318,6 +326,7 @@ def main(argv: Optional[List[str]] = None) -> Dict[str, Any]:
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("--what", nargs="+", default=["memory", "speed"], choices=["memory", "speed"])
     p.add_argument("--ranks", type=int, default=4, help="ranks for the memory run")
+    p.add_argument("--device", default="cpu", choices=["cpu", "cuda"], help="where W6's model lives")
     p.add_argument("--steps", type=int, default=12)
     p.add_argument("--warmup", type=int, default=3)
     p.add_argument("--out", default=os.path.join(HERE, "results", "zero.json"))
@@ -329,7 +338,7 @@ def main(argv: Optional[List[str]] = None) -> Dict[str, Any]:
         have_torch = False
     results: Dict[str, Any] = {"cpus": os.cpu_count(), "load_avg_start": os.getloadavg(), "torch": have_torch}
     if "memory" in args.what:
-        results["memory"] = memory(args.ranks, have_torch)
+        results["memory"] = memory(args.ranks, have_torch, device=args.device)
     if "speed" in args.what:
         results["speed"] = speed(args.steps, args.warmup, have_torch)
     results["load_avg_end"] = os.getloadavg()

@@ -7,6 +7,8 @@ prints a sample of generated text.
 
     python examples/train_gpt.py --minutes 3
     tinytorch-run --nproc-per-node 2 examples/train_gpt.py      # data parallel on 2 ranks
+    tinytorch-run --nproc-per-node 2 examples/train_gpt.py --fsdp                              # ZeRO-3
+    tinytorch-run --nproc-per-node 2 examples/train_gpt.py --fsdp --reshard-after-forward false  # ZeRO-2
 """
 from __future__ import annotations
 
@@ -60,6 +62,11 @@ def parse_args(argv=None):
                         "(PyTorch's default, 25, makes only 2)")
     p.add_argument("--trace-step", type=int, default=5,
                    help="under DDP, profile this step: OUT/trace.json (Perfetto) and OUT/timeline.png (needs matplotlib)")
+    p.add_argument("--fsdp", action="store_true",
+                   help="shard parameters, gradients and optimizer state over the ranks with fully_shard on each "
+                        "block and the root (ZeRO-3); checkpoints become distributed checkpoints (OUT/dcp)")
+    p.add_argument("--reshard-after-forward", default="true", choices=["true", "false"],
+                   help="with --fsdp: false keeps parameters gathered from forward to backward (ZeRO-2)")
     p.add_argument("--device", default="cpu")
     p.add_argument("--seed", type=int, default=1337)
     p.add_argument("--backend", default="tinytorch", choices=["tinytorch", "torch"],
@@ -89,7 +96,7 @@ class Progress:
         print(text, flush=True)
 
 
-def write_trace(prof, out: str, rank: int, world: int, dist) -> None:
+def write_trace(prof, out: str, rank: int, world: int, dist, mode: str) -> None:
     """Every rank writes its trace of the step; rank 0 merges them and draws the timeline."""
     import tinytorch.profiler as profiler
     path = os.path.join(out, f"trace_rank{rank}.json")
@@ -102,7 +109,7 @@ def write_trace(prof, out: str, rank: int, world: int, dist) -> None:
         for p in parts:
             os.remove(p)
         png = os.path.join(out, "timeline.png")
-        drawn = profiler.timeline_png(merged, png, title=f"one DDP step of GPT-mini on {world} ranks")
+        drawn = profiler.timeline_png(merged, png, title=f"one {mode} step of GPT-mini on {world} ranks")
         print(f"trace of one step: {merged} (open in Perfetto)" + (f", timeline: {png}" if drawn else ""),
               flush=True)
 
@@ -132,7 +139,14 @@ def main(argv=None) -> dict:
     model = build(torch, cfg).to(device)
     n_params = sum(p.numel() for p in model.parameters())
     train_model = model
-    if distributed:
+    fsdp = distributed and args.fsdp
+    if fsdp:
+        fully_shard = importlib.import_module(f"{args.backend}.distributed.fsdp").fully_shard
+        reshard = args.reshard_after_forward == "true"
+        for block in model.blocks:
+            fully_shard(block, reshard_after_forward=reshard)
+        fully_shard(model, reshard_after_forward=reshard)
+    elif distributed:
         train_model = torch.nn.parallel.DistributedDataParallel(model, bucket_cap_mb=args.bucket_cap_mb)
     opt = torch.optim.AdamW(model.parameters(), lr=args.lr, weight_decay=0.1, betas=(0.9, 0.95))
     warmup = torch.optim.lr_scheduler.LinearLR(opt, start_factor=0.05, total_iters=args.warmup)
@@ -140,9 +154,34 @@ def main(argv=None) -> dict:
     sched = torch.optim.lr_scheduler.SequentialLR(opt, [warmup, cosine], milestones=[args.warmup])
 
     ckpt_path = os.path.join(args.out, "checkpoint.pt")
+    dcp_path = os.path.join(args.out, "dcp")
     history = {"train": [], "val": []}
     step = 0
-    if args.resume and os.path.exists(ckpt_path):
+    if fsdp:
+        dcp = importlib.import_module(f"{args.backend}.distributed.checkpoint")
+        dsd = importlib.import_module(f"{args.backend}.distributed.checkpoint.state_dict")
+
+        def sharded_state() -> dict:
+            return {"model": dsd.get_model_state_dict(model), "optimizer": dsd.get_optimizer_state_dict(model, opt),
+                    "scheduler": sched.state_dict(), "step": step, "history": json.dumps(history)}
+
+        def save_checkpoint() -> None:
+            dcp.save(sharded_state(), checkpoint_id=dcp_path)
+    else:
+        def save_checkpoint() -> None:
+            if is_main:
+                torch.save({"model": model.state_dict(), "optimizer": opt.state_dict(),
+                            "scheduler": sched.state_dict(), "step": step, "history": json.dumps(history)}, ckpt_path)
+    if args.resume and fsdp and os.path.exists(os.path.join(dcp_path, ".metadata")):
+        state = sharded_state()
+        dcp.load(state, checkpoint_id=dcp_path)
+        dsd.set_model_state_dict(model, state["model"])
+        dsd.set_optimizer_state_dict(model, opt, state["optimizer"])
+        sched.load_state_dict(state["scheduler"])
+        step, history = int(state["step"]), json.loads(state["history"])
+        if is_main:
+            print(f"resumed from {dcp_path} at step {step}")
+    elif args.resume and not fsdp and os.path.exists(ckpt_path):
         ckpt = torch.load(ckpt_path, map_location=device)
         model.load_state_dict(ckpt["model"])
         opt.load_state_dict(ckpt["optimizer"])
@@ -191,7 +230,7 @@ def main(argv=None) -> dict:
         step += 1
         if tracing:
             prof.stop()
-            write_trace(prof, args.out, rank, world, dist)
+            write_trace(prof, args.out, rank, world, dist, "FSDP (ZeRO-3)" if fsdp else "DDP")
         tokens_seen += x.numel() * world
         value = loss.item()
         first_loss = value if first_loss is None else first_loss
@@ -206,17 +245,18 @@ def main(argv=None) -> dict:
             if is_main:
                 progress.line(f"step {step:5d} | train {value:.3f} | val {val:.3f} | "
                               f"{tokens_seen / elapsed:,.0f} tok/s")
-                torch.save({"model": model.state_dict(), "optimizer": opt.state_dict(),
-                            "scheduler": sched.state_dict(), "step": step, "history": json.dumps(history)},
-                           ckpt_path)
+            save_checkpoint()
     val = evaluate()
     history["val"].append([step, val])
     result = {"backend": args.backend, "steps": step, "first_loss": first_loss, "final_val_loss": val,
               "tokens_per_s": tokens_seen / max(time.time() - start, 1e-9), "uniform": uniform_loss()}
+    save_checkpoint()
+    prompt = torch.from_numpy(np.frombuffer(b"def ", dtype=np.uint8).astype(np.int64)).reshape(1, -1).to(device)
+    gen = torch.Generator(device=device).manual_seed(args.seed) if args.backend == "tinytorch" else None
+    # Under FSDP every forward gathers parameters from all ranks, so every rank generates (the same text).
+    out = model.generate(prompt, args.sample_bytes, generator=gen) if is_main or fsdp else None
     if is_main:
         progress.line(f"done: {step} steps, val loss {val:.3f} (uniform baseline {uniform_loss():.3f})")
-        torch.save({"model": model.state_dict(), "optimizer": opt.state_dict(), "scheduler": sched.state_dict(),
-                    "step": step, "history": json.dumps(history)}, ckpt_path)
         with open(os.path.join(args.out, "history.json"), "w") as f:
             json.dump(history, f)
         plot_path = os.path.join(args.out, "loss.png")
@@ -225,9 +265,6 @@ def main(argv=None) -> dict:
         if line_chart(plot_path, {k: v for k, v in series.items() if v}, title="GPT-mini byte-level loss",
                       xlabel="step", ylabel="cross-entropy", hlines={"uniform ln 256": uniform_loss()}):
             print(f"loss curve: {plot_path}")
-        prompt = torch.from_numpy(np.frombuffer(b"def ", dtype=np.uint8).astype(np.int64)).reshape(1, -1).to(device)
-        gen = torch.Generator(device=device).manual_seed(args.seed) if args.backend == "tinytorch" else None
-        out = model.generate(prompt, args.sample_bytes, generator=gen)
         text = bytes(int(b) for b in out[0].tolist()).decode("utf-8", errors="replace")
         print("sample:\n" + text)
     if distributed:

@@ -58,3 +58,4 @@ from .backends import get_float32_matmul_precision, set_float32_matmul_precision
 from ._deterministic import (are_deterministic_algorithms_enabled, get_deterministic_debug_mode,  # noqa: E402
                              is_deterministic_algorithms_warn_only_enabled, set_deterministic_debug_mode,
                              use_deterministic_algorithms)
+from ._ops.loss import bilinear, cosine_similarity, pairwise_distance  # noqa: E402  (torch.* aliases of F.*)

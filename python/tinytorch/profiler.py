@@ -1,4 +1,5 @@
-"""tinytorch.profiler: forward ops, backward nodes, DDP bucket launches and all-reduces on one clock.
+"""tinytorch.profiler: forward ops, backward nodes, DDP bucket launches and collectives (DDP's all-reduces,
+FSDP's all-gathers and reduce-scatters) on one clock.
 
     with tinytorch.profiler.profile() as prof:
         loss = model(x).sum(); loss.backward()
@@ -25,7 +26,7 @@ from ._ops import _common
 TRACK_FORWARD = "forward ops"
 TRACK_BACKWARD = "autograd engine"
 TRACK_DDP = "DDP buckets"
-TRACK_COMM = "all-reduce"
+TRACK_COMM = "collectives"  # DDP all-reduces, FSDP all-gathers and reduce-scatters
 TRACK_USER = "record_function"
 
 _active: Optional["profile"] = None

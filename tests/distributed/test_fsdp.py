@@ -117,6 +117,18 @@ def _equivalence_worker(rank, world, port):
                                  for fp in st.group.fsdp_params]
         out[name + "_groups"] = [sum(fp.padded_shard_numel for fp in st.group.fsdp_params)
                                  for st in m._fsdp_state.states if st.group is not None]
+    # Every parameter whose rows divide evenly takes the copy-free path (its own collectives): same result.
+    from tinytorch.distributed.fsdp import _fsdp_param_group
+    saved, _fsdp_param_group.DIRECT_NUMEL = _fsdp_param_group.DIRECT_NUMEL, 1
+    m = _model(torch)
+    for b in m.blocks:
+        fully_shard(b)
+    fully_shard(m)
+    _fsdp_param_group.DIRECT_NUMEL = saved
+    out["direct_count"] = sum(len(st.group.direct) for st in [b._fsdp_state for b in m.blocks])
+    opt = torch.optim.AdamW(m.parameters(), lr=1e-2)
+    _train(torch, m, opt, rank, world)
+    out["direct"] = {k: v.full_tensor().numpy() for k, v in m.state_dict().items()}
     # Gradient accumulation: no reduce-scatter on the first micro-batches, one on the last.
     m = _model(torch)
     for b in m.blocks:
@@ -138,6 +150,12 @@ def _equivalence_worker(rank, world, port):
     opt = torch.optim.AdamW(m.parameters(), lr=1e-2)
     _train(torch, m, opt, rank, world)
     out["explicit"] = {k: v.full_tensor().numpy() for k, v in m.state_dict().items()}
+    # A traced step shows every group's all-gathers and reduce-scatters on the communication track.
+    from tinytorch.profiler import profile
+    with profile() as prof:
+        _train(torch, m, opt, rank, world, steps=1)
+    spans = [(e.name, e.track) for e in prof.events() if e.cat == "comm"]
+    out["trace"] = sorted({name.split()[0] for name, _ in spans}), len(spans), {t for _, t in spans}
     # unshard()/reshard() by hand: the module shows full plain parameters between them.
     blocks[0].unshard()
     w = blocks[0].fc.weight
@@ -152,12 +170,16 @@ def _equivalence_worker(rank, world, port):
 def test_zero3_and_zero2_match_one_process_with_the_whole_batch(world):
     res = run_ranks(_equivalence_worker, world, timeout=240)
     ref = _reference(world)
-    for name in ("zero3", "zero2", "accum", "explicit"):
+    assert res[0]["direct_count"] == (12 if world == 2 else 0)  # rows 6: even over 2 ranks, not over 4
+    for name in ("zero3", "zero2", "accum", "explicit", "direct"):
         for r in range(world):
             for k, v in ref.items():
                 np.testing.assert_allclose(res[r][name][k], v, rtol=1e-5, atol=1e-6, err_msg=f"{name} rank {r} {k}")
     assert res[0]["zero3_grad_is_dtensor"] and res[0]["zero2_grad_is_dtensor"]
     assert res[0]["unsharded_plain"] and res[0]["resharded"]
+    kinds, n, tracks = res[0]["trace"]
+    # 4 groups: forward all-gathers (4), backward all-gathers (3: the root keeps its parameters), reduce-scatters (4)
+    assert kinds == ["all_gather", "reduce_scatter"] and n == 11 and len(tracks) == 1
     # Traffic counted by the backend, per rank and step: ZeRO-3 gathers every non-root group twice (forward and
     # backward) and the root once, then reduce-scatters every group; ZeRO-2 gathers once.
     groups = res[0]["zero3_groups"]         # padded elements of one rank's shard per group, root first
@@ -366,6 +388,40 @@ def test_checkpoint_saved_at_4_ranks_resumes_at_2_with_the_same_losses(tmp_path)
     resumed = run_ranks(_checkpoint_worker, 2, path, "load", timeout=240)
     np.testing.assert_allclose(resumed[0]["after"], saved[0]["after"], rtol=1e-5)
     assert resumed[0]["after"] == resumed[1]["after"]
+
+
+def _cuda_worker(rank, world, port):
+    import tinytorch as torch
+    import tinytorch.distributed as dist
+    from tinytorch.distributed.fsdp import fully_shard
+    _init(rank, world, port)
+    mesh = dist.init_device_mesh("cuda", (world,))
+    m = _model(torch).to("cuda")
+    for b in m.blocks:
+        fully_shard(b, mesh=mesh)
+    fully_shard(m, mesh=mesh)
+    opt = torch.optim.AdamW(m.parameters(), lr=1e-2)
+    for step in range(STEPS):
+        x, y = _batch(step, B * world)
+        loss = torch.nn.functional.cross_entropy(m(torch.tensor(x[rank * B:(rank + 1) * B], device="cuda")),
+                                                 torch.tensor(y[rank * B:(rank + 1) * B], device="cuda"))
+        loss.backward()
+        torch.nn.utils.clip_grad_norm_(m.parameters(), 0.5)
+        opt.step()
+        opt.zero_grad()
+    out = {k: v.full_tensor().cpu().numpy() for k, v in m.state_dict().items()}
+    dist.destroy_process_group()
+    return out
+
+
+@pytest.mark.skipif(not __import__("tinytorch").cuda.is_available(), reason="needs a GPU")
+def test_zero3_on_cuda_tensors_matches_one_process():
+    # Two ranks share the one GPU over the ring backend (NCCL needs a GPU per rank).
+    res = run_ranks(_cuda_worker, 2, timeout=240)
+    ref = _reference(2)
+    for r in range(2):
+        for k, v in ref.items():
+            np.testing.assert_allclose(res[r][k], v, rtol=1e-4, atol=1e-5, err_msg=f"rank {r} {k}")
 
 
 def _error_worker(rank, world, port, case):

@@ -36,3 +36,28 @@ __all__ = ["binary_cross_entropy", "binary_cross_entropy_with_logits", "cross_en
            "linear", "log_softmax", "logsigmoid", "mse_loss", "nll_loss", "normalize", "one_hot", "pad", "relu",
            "relu_", "relu6", "scaled_dot_product_attention", "sigmoid", "silu", "smooth_l1_loss", "softmax",
            "softmin", "softplus", "tanh"]
+
+from .._ops.loss import (bilinear, cosine_embedding_loss, cosine_similarity, gaussian_nll_loss,  # noqa: E402
+                         hinge_embedding_loss, kl_div, margin_ranking_loss, multilabel_margin_loss,
+                         multilabel_soft_margin_loss, pairwise_distance, poisson_nll_loss, soft_margin_loss,
+                         triplet_margin_loss)
+
+__all__ += ["bilinear", "cosine_embedding_loss", "cosine_similarity", "gaussian_nll_loss", "hinge_embedding_loss",
+            "kl_div", "margin_ranking_loss", "multilabel_margin_loss", "multilabel_soft_margin_loss",
+            "pairwise_distance", "poisson_nll_loss", "soft_margin_loss", "triplet_margin_loss"]
+
+from .._ops.attention import multi_head_attention_forward  # noqa: E402
+
+__all__ += ["multi_head_attention_forward"]
+
+from .._ops.embedding_bag import embedding_bag  # noqa: E402
+
+__all__ += ["embedding_bag"]
+
+from .._ops.ctc import ctc_loss  # noqa: E402
+
+__all__ += ["ctc_loss"]
+
+from .._ops.loss import multi_margin_loss, triplet_margin_with_distance_loss  # noqa: E402
+
+__all__ += ["multi_margin_loss", "triplet_margin_with_distance_loss"]

@@ -193,3 +193,30 @@ def kaiming_normal_(tensor: Tensor, a: float = 0, mode: str = "fan_in", nonlinea
     gain = calculate_gain(nonlinearity, a)
     std = gain / math.sqrt(fan)
     return normal_(tensor, 0.0, std, generator)
+
+
+def orthogonal_(tensor: Tensor, gain: float = 1.0, generator=None) -> Tensor:
+    """Fill with a (semi-)orthogonal matrix: Q of the QR decomposition of a Gaussian matrix, signs fixed by R's
+    diagonal (Saxe et al.), times gain; dims after the first are flattened. Common for recurrent weights."""
+    if tensor.dim() < 2:
+        raise ValueError("Only tensors with 2 or more dimensions are supported")
+    if tensor.numel() == 0:
+        return tensor
+    rows = tensor.shape[0]
+    cols = tensor.numel() // rows
+    rng = _rng(tensor, generator)
+
+    def make(dt):
+        flat = rng.standard_normal((rows, cols))
+        xp = np if type(flat) is np.ndarray else __import__("cupy")
+        if rows < cols:
+            flat = flat.T
+        q, r = xp.linalg.qr(flat)
+        q = q * xp.sign(xp.diag(r))
+        if rows < cols:
+            q = q.T
+        return (q * gain).reshape(tensor._data.shape).astype(dt, copy=False)
+    return _fill(tensor, make)
+
+
+__all__ += ["orthogonal_"]

@@ -31,6 +31,9 @@ def _np_dtype(d: Any) -> Optional[np.dtype]:
     return d.np if isinstance(d, tt_dtype) else np.dtype(d)
 
 
+DIRECT_NUMEL = 1 << 20
+
+
 class FSDPParamGroup:
     """The collectives, buffers and backward bookkeeping of one fully_shard group."""
 
@@ -45,18 +48,22 @@ class FSDPParamGroup:
         self.offload = type(offload_policy).__name__ == "CPUOffloadPolicy"
         self.param_dtype = _np_dtype(mp_policy.param_dtype)
         self.reduce_dtype = _np_dtype(mp_policy.reduce_dtype) or self.param_dtype
+        self.direct = [p for p in params if p.numel >= DIRECT_NUMEL and p.rows % self.world == 0 and not self.offload]
+        self.packed = [p for p in params if p not in self.direct]
         off = soff = 0
         for p in params:
-            p.offset, p.storage_offset = off, soff
-            off += p.padded_shard_numel
+            p.storage_offset = soff
             soff += p.numel
-        self.block_numel = off       # one rank's piece of the all-gather (all shards, padded)
+        for p in self.packed:
+            p.offset = off
+            off += p.padded_shard_numel
+        self.block_numel = off       # one rank's piece of the flat all-gather (packed shards, padded)
         self.storage_numel = soff    # all unsharded parameters
         self.unsharded = False
         self._storage: Any = None
         self._mapping: Optional[mmap.mmap] = None
-        self._ag: Optional[tuple] = None         # (work, output buffer) of an all-gather in flight
-        self._rs: Optional[tuple] = None         # (work, output buffer) of a reduce-scatter in flight
+        self._ag: Optional[tuple] = None         # all-gathers in flight: (works, flat output, start time)
+        self._rs: Optional[tuple] = None         # reduce-scatters in flight: (works, flat output, outputs, start)
         self.reshard_after_backward = True
         self.requires_gradient_sync = True
         self.divide_factor: Optional[float] = None
@@ -72,12 +79,6 @@ class FSDPParamGroup:
     def _compute_dtype(self, p: FSDPParam) -> np.dtype:
         return self.param_dtype or p.orig_dtype
 
-    @property
-    def _device(self) -> Any:
-        for p in self.fsdp_params:
-            return p.sharded_param.device
-        return None
-
     def _is_cuda(self) -> bool:
         return self.mesh.device_type.startswith("cuda")
 
@@ -90,9 +91,17 @@ class FSDPParamGroup:
     def _uniform_dtype(self) -> np.dtype:
         dts = {np.dtype(self._compute_dtype(p)) for p in self.fsdp_params}
         if len(dts) > 1:
-            raise TypeError(f"fully_shard({self.label}): the group's parameters have different dtypes {sorted(map(str, dts))}; "
-                            "set MixedPrecisionPolicy(param_dtype=...) or shard them in separate groups")
+            raise TypeError(f"fully_shard({self.label}): the group's parameters have different dtypes "
+                            f"{sorted(map(str, dts))}; set MixedPrecisionPolicy(param_dtype=...) or shard them in "
+                            "separate groups")
         return dts.pop()
+
+    def _shard_piece(self, p: FSDPParam, dt: np.dtype) -> Any:
+        """This rank's real rows of p, flat, in dtype dt, on the collective's device."""
+        piece = p.local_rows_array().reshape(-1)
+        if self._is_cuda() and type(piece) is np.ndarray:  # CPU offload: the shard comes from the host
+            piece = self._xp().asarray(piece)
+        return piece if piece.dtype == dt else piece.astype(dt)
 
     # ------------------------------------------------------------------ unshard / reshard
     def unshard(self, async_op: bool = False) -> None:
@@ -101,19 +110,24 @@ class FSDPParamGroup:
             return
         xp = self._xp()
         dt = self._uniform_dtype()
-        src = xp.zeros(self.block_numel, dtype=dt)
-        for p in self.fsdp_params:
-            rows = p.local_rows_array()
-            n = rows.size
-            piece = rows.reshape(-1)
-            if self._is_cuda() and type(piece) is np.ndarray:  # CPU offload: the shard comes from the host
-                piece = xp.asarray(piece)
-            src[p.offset:p.offset + n] = piece
-        out = xp.empty(self.block_numel * self.world, dtype=dt)
+        if self._storage is None or self._is_cuda() or self._storage.dtype != dt:
+            self._alloc_storage(dt)
         t0 = time.monotonic_ns()
+        works, out = [], None
         with c10d._debug_label(f"FSDP all-gather of {self.label}"):
-            work = c10d.all_gather_into_tensor(out, src, group=self.pg, async_op=True)
-        self._ag = (work, out, src, t0)
+            if self.packed:
+                src = xp.zeros(self.block_numel, dtype=dt)
+                for p in self.packed:
+                    piece = self._shard_piece(p, dt)
+                    src[p.offset:p.offset + piece.size] = piece
+                out = xp.empty(self.block_numel * self.world, dtype=dt)
+                works.append(c10d.all_gather_into_tensor(out, src, group=self.pg, async_op=True))
+            for p in self.direct:
+                dst = self._storage[p.storage_offset:p.storage_offset + p.numel]
+                piece = self._shard_piece(p, dt)
+                works.append(c10d.all_gather_into_tensor(dst, xp.ascontiguousarray(piece), group=self.pg,
+                                                         async_op=True))
+        self._ag = (works, out, t0)
         if not async_op:
             self.wait_for_unshard()
 
@@ -124,24 +138,20 @@ class FSDPParamGroup:
         if self._ag is None:
             self.unshard()
             return
-        work, out, _src, t0 = self._ag
+        works, out, t0 = self._ag
         self._ag = None
-        w0 = time.monotonic_ns()
-        work.wait()
-        self._record("all_gather", work, t0, out.nbytes // self.world * (self.world - 1), time.monotonic_ns() - w0)
-        dt = out.dtype
-        if self._storage is None or self._is_cuda() or self._storage.dtype != dt:
-            self._alloc_storage(dt)
+        self._wait("all_gather", works, t0, self.storage_numel * self._storage.itemsize // self.world * (self.world - 1))
         storage = self._storage
-        blocks = out.reshape(self.world, self.block_numel)
-        for p in self.fsdp_params:
-            full = storage[p.storage_offset:p.storage_offset + p.numel].reshape(p.rows, p.row_numel)
-            for r in range(self.world):
-                a = r * p.shard_rows
-                b = min(a + p.shard_rows, p.rows)
-                if b > a:
-                    full[a:b] = blocks[r, p.offset:p.offset + (b - a) * p.row_numel].reshape(b - a, p.row_numel)
-        del out, blocks
+        if out is not None:
+            blocks = out.reshape(self.world, self.block_numel)
+            for p in self.packed:
+                full = storage[p.storage_offset:p.storage_offset + p.numel].reshape(p.rows, p.row_numel)
+                for r in range(self.world):
+                    a = r * p.shard_rows
+                    b = min(a + p.shard_rows, p.rows)
+                    if b > a:
+                        full[a:b] = blocks[r, p.offset:p.offset + (b - a) * p.row_numel].reshape(b - a, p.row_numel)
+            del out, blocks
         for p in self.fsdp_params:
             p.register(p.make_unsharded(storage))
         self._register_hooks()
@@ -157,9 +167,10 @@ class FSDPParamGroup:
     def reshard(self) -> None:
         """Register the sharded parameters again and give the unsharded values' memory back."""
         if self._ag is not None:  # a prefetch that was never used: let it land, then drop it
-            work = self._ag[0]
+            works = self._ag[0]
             self._ag = None
-            work.wait()
+            for w in works:
+                w.wait()
         if not self.unsharded:
             return
         for p in self.fsdp_params:
@@ -209,22 +220,36 @@ class FSDPParamGroup:
         rdt = self.reduce_dtype or self._uniform_dtype()
         if self.before_reduce is not None:
             self.before_reduce(self)  # the previous group's reduce-scatter ends (and frees its buffers) first
-        src = xp.zeros(self.world * self.block_numel, dtype=rdt)
-        blocks = src.reshape(self.world, self.block_numel)
-        for p in with_grad:
-            g = p.unsharded_param._grad._data.reshape(p.rows, p.row_numel)
-            for r in range(self.world):
-                a = r * p.shard_rows
-                b = min(a + p.shard_rows, p.rows)
-                if b > a:
-                    blocks[r, p.offset:p.offset + (b - a) * p.row_numel] = g[a:b].reshape(-1)
-            p.unsharded_param._grad = None
-        out = xp.empty(self.block_numel, dtype=rdt)
         op = c10d.ReduceOp.AVG if self.divide_factor is None else c10d.ReduceOp.SUM
         t0 = time.monotonic_ns()
+        works, out, direct_out = [], None, []
+        packed = [p for p in with_grad if p not in self.direct]
         with c10d._debug_label(f"FSDP reduce-scatter of {self.label}"):
-            work = c10d.reduce_scatter_tensor(out, src, op=op, group=self.pg, async_op=True, _overwrite_input=True)
-        self._rs = (work, out, src, with_grad, t0)
+            if packed:
+                src = xp.zeros(self.world * self.block_numel, dtype=rdt)
+                blocks = src.reshape(self.world, self.block_numel)
+                for p in packed:
+                    g = p.unsharded_param._grad._data.reshape(p.rows, p.row_numel)
+                    for r in range(self.world):
+                        a = r * p.shard_rows
+                        b = min(a + p.shard_rows, p.rows)
+                        if b > a:
+                            blocks[r, p.offset:p.offset + (b - a) * p.row_numel] = g[a:b].reshape(-1)
+                    p.unsharded_param._grad = None
+                out = xp.empty(self.block_numel, dtype=rdt)
+                works.append(c10d.reduce_scatter_tensor(out, src, op=op, group=self.pg, async_op=True,
+                                                        _overwrite_input=True))
+                del src, blocks
+            for p in with_grad:
+                if p in self.direct:
+                    g = p.unsharded_param._grad._data.reshape(-1)
+                    g = xp.ascontiguousarray(g) if g.dtype == rdt else g.astype(rdt)
+                    p.unsharded_param._grad = None  # the collective holds the array until it is done
+                    o = xp.empty(p.padded_shard_numel, dtype=rdt)
+                    works.append(c10d.reduce_scatter_tensor(o, g, op=op, group=self.pg, async_op=True,
+                                                            _overwrite_input=True))
+                    direct_out.append((p, o))
+        self._rs = (works, out, packed, direct_out, t0)
 
     def finish_backward(self) -> None:
         """End of backward (the root's final callback): reduce what never reached post_backward, wait for the
@@ -238,34 +263,37 @@ class FSDPParamGroup:
         self.grads_remaining = 0
 
     def wait_reduce(self) -> None:
-        """Wait for the reduce-scatter in flight (if any) and write this rank's rows into the sharded .grad."""
-        if self._rs is not None:
-            work, out, _src, with_grad, t0 = self._rs
-            self._rs = None
-            w0 = time.monotonic_ns()
-            work.wait()
-            self._record("reduce_scatter", work, t0, out.nbytes * (self.world - 1), time.monotonic_ns() - w0)
+        """Wait for the reduce-scatters in flight (if any) and write this rank's rows into the sharded .grad."""
+        if self._rs is None:
+            return
+        works, out, packed, direct_out, t0 = self._rs
+        self._rs = None
+        nbytes = sum(p.padded_shard_numel for p in packed) + sum(p.padded_shard_numel for p, _ in direct_out)
+        itemsize = np.dtype(self.reduce_dtype or self._uniform_dtype()).itemsize
+        self._wait("reduce_scatter", works, t0, nbytes * itemsize * (self.world - 1))
+        pieces = [(p, out[p.offset:p.offset + (p.local_rows[1] - p.local_rows[0]) * p.row_numel]) for p in packed]
+        for p, piece in pieces + direct_out:
             if self.divide_factor is not None:
-                out /= self.divide_factor
-            for p in with_grad:
-                a, b = p.local_rows
-                piece = out[p.offset:p.offset + (b - a) * p.row_numel]
-                if self._is_cuda() and self.offload:
-                    piece = piece.get()
-                p.set_sharded_grad(piece)
+                piece /= self.divide_factor
+            if self._is_cuda() and self.offload:
+                piece = piece.get()
+            p.set_sharded_grad(piece)
 
     # ------------------------------------------------------------------ measurement
-    def _record(self, kind: str, work: Any, t0: int, nbytes: int, blocked_ns: int) -> None:
-        """Keep the collective's span (as the backend stamped it) and how long the host blocked waiting for it:
-        the blocked part is the exposed communication, the rest was hidden under compute."""
-        c = getattr(work, "_c", None)
-        start = getattr(c, "start_ns", 0) if c is not None else 0
-        end = getattr(c, "end_ns", 0) if c is not None else 0
-        span = {"kind": kind, "group": self.label, "issued_ns": t0, "start_ns": start or t0,
-                "end_ns": end or time.monotonic_ns(), "bytes": nbytes, "blocked_ns": blocked_ns}
+    def _wait(self, kind: str, works: List[Any], t0: int, nbytes: int) -> None:
+        """Wait for a phase's collectives; keep its span (as the backend stamped it) and how long the host blocked
+        on it: the blocked part is the exposed communication, the rest was hidden under compute."""
+        w0 = time.monotonic_ns()
+        for w in works:
+            w.wait()
+        blocked = time.monotonic_ns() - w0
+        cs = [getattr(w, "_c", None) for w in works]
+        start = min((getattr(c, "start_ns", 0) or t0 for c in cs if c is not None), default=t0)
+        end = max((getattr(c, "end_ns", 0) for c in cs if c is not None), default=0) or time.monotonic_ns()
+        span = {"kind": kind, "group": self.label, "issued_ns": t0, "start_ns": start, "end_ns": end,
+                "bytes": nbytes, "blocked_ns": blocked, "collectives": len(works)}
         self.stats.append(span)
         from ... import profiler
         prof = profiler._active
         if prof is not None:
-            prof._add_event(f"{kind} {self.label}", "comm", span["start_ns"], span["end_ns"], profiler.TRACK_COMM,
-                            {"bytes": nbytes})
+            prof._add_event(f"{kind} {self.label}", "comm", start, end, profiler.TRACK_COMM, {"bytes": nbytes})

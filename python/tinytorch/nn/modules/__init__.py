@@ -13,3 +13,29 @@ __all__ = ["Module", "Identity", "Linear", "Flatten", "Embedding", "LayerNorm", 
            "GELU", "Tanh", "Sigmoid", "SiLU", "Softplus", "Softmax", "LogSoftmax", "Sequential", "ModuleList",
            "ModuleDict", "CrossEntropyLoss", "NLLLoss", "MSELoss", "L1Loss", "SmoothL1Loss", "HuberLoss", "BCELoss",
            "BCEWithLogitsLoss"]
+from .rnn import GRU, LSTM, RNN, GRUCell, LSTMCell, RNNBase, RNNCell, RNNCellBase
+
+__all__ += ["RNNBase", "RNN", "LSTM", "GRU", "RNNCellBase", "RNNCell", "LSTMCell", "GRUCell"]
+from .distance import CosineSimilarity, PairwiseDistance
+from .linear import Bilinear
+from .loss import (CosineEmbeddingLoss, GaussianNLLLoss, HingeEmbeddingLoss, KLDivLoss, MarginRankingLoss,
+                   MultiLabelMarginLoss, MultiLabelSoftMarginLoss, PoissonNLLLoss, SoftMarginLoss, TripletMarginLoss)
+
+__all__ += ["CosineSimilarity", "PairwiseDistance", "Bilinear", "KLDivLoss", "MarginRankingLoss", "TripletMarginLoss",
+            "CosineEmbeddingLoss", "PoissonNLLLoss", "GaussianNLLLoss", "MultiLabelSoftMarginLoss", "SoftMarginLoss",
+            "HingeEmbeddingLoss", "MultiLabelMarginLoss"]
+from .activation import MultiheadAttention
+from .transformer import (Transformer, TransformerDecoder, TransformerDecoderLayer, TransformerEncoder,
+                          TransformerEncoderLayer)
+
+__all__ += ["MultiheadAttention", "Transformer", "TransformerEncoder", "TransformerDecoder", "TransformerEncoderLayer",
+            "TransformerDecoderLayer"]
+from .sparse import EmbeddingBag
+
+__all__ += ["EmbeddingBag"]
+from .loss import CTCLoss
+
+__all__ += ["CTCLoss"]
+from .loss import MultiMarginLoss, TripletMarginWithDistanceLoss
+
+__all__ += ["TripletMarginWithDistanceLoss", "MultiMarginLoss"]

@@ -5,3 +5,8 @@ from .convert_parameters import parameters_to_vector, vector_to_parameters
 
 __all__ = ["clip_grad_norm", "clip_grad_norm_", "clip_grad_value_", "get_total_norm", "parameters_to_vector",
            "vector_to_parameters"]
+from . import rnn  # noqa: F401,E402
+from . import parametrizations, parametrize  # noqa: F401,E402
+from .weight_norm import remove_weight_norm, weight_norm  # noqa: E402
+
+__all__ += ["weight_norm", "remove_weight_norm"]
