@@ -1,6 +1,8 @@
-"""W4: collective bandwidth/latency of tinytorch's ring backend (and PyTorch gloo when importable).
+"""W4: collective bandwidth/latency of tinytorch's ring backend beside PyTorch gloo (when importable).
 
 Run:  python benchmarks/collectives.py --nproc 2
+The nccl-tests-style sweep of every collective (all_to_all and broadcast too, results checked) is
+`tinytorch-bench collectives` (tinytorch/bench/collectives.py); this script keeps the side-by-side with gloo.
 Spawns --nproc local ranks unless launched by a launcher (RANK/WORLD_SIZE set). Prints an nccl-tests
 style table per collective and writes JSON. algbw = bytes/time; busbw = algbw * 2(n-1)/n for
 all_reduce and algbw * (n-1)/n for all_gather/reduce_scatter (nccl-tests' definitions). Times are medians.
@@ -35,8 +37,7 @@ def iters_for(nbytes: int, scale: float) -> int:
     return max(5, min(200, int(scale * (64 << 20) / max(nbytes, 1))))
 
 
-def bus_factor(coll: str, n: int) -> float:
-    return 2 * (n - 1) / n if coll == "all_reduce" else (n - 1) / n
+from tinytorch.bench.collectives import bus_factor  # noqa: E402,F401 - nccl-tests' factors, defined once
 
 
 def bench_one(dist: Any, make: Any, coll: str, nbytes: int, n: int, rank: int, iters: int, barrier: Any) -> float:

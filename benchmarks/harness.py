@@ -1,9 +1,10 @@
-"""What the benchmark scripts share: timing a call by its median, and writing a result as JSON."""
-import json
-import os
+"""What the benchmark scripts share: timing a call by its median, and writing a result as JSON (the writer
+is tinytorch.bench's, so every benchmark and tinytorch-bench write JSON alike)."""
 import statistics
 import time
-from typing import Any, Callable
+from typing import Callable
+
+from tinytorch.bench._common import write_json  # noqa: F401 - re-exported for the scripts
 
 
 def median_ms(fn: Callable[[], object], reps: int) -> float:
@@ -15,11 +16,3 @@ def median_ms(fn: Callable[[], object], reps: int) -> float:
         fn()
         times.append(time.perf_counter() - t0)
     return 1e3 * statistics.median(times)
-
-
-def write_json(path: str, results: Any) -> None:
-    """Write results to path (creating its folder) and say where."""
-    os.makedirs(os.path.dirname(os.path.abspath(path)), exist_ok=True)
-    with open(path, "w") as f:
-        json.dump(results, f, indent=1)
-    print(f"wrote {path}")

@@ -9,6 +9,8 @@ from .distributed_c10d import (  # noqa: F401
     all_gather_object,
     all_gather_into_tensor,
     all_reduce,
+    all_to_all,
+    all_to_all_single,
     barrier,
     broadcast,
     broadcast_object_list,

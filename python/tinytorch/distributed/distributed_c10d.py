@@ -730,6 +730,159 @@ def recv(tensor: Any, src: Optional[int] = None, group: Optional[Any] = None, ta
     return int(src) if src is not None else get_global_rank(_resolve(group), int(group_src))  # type: ignore[arg-type]
 
 
+# ------------------------------------------------------------------ all-to-all (pairwise exchange over send/recv)
+
+_ALL_TO_ALL_TAG = 0x7A2A  # a tag of its own, so user send/recv on the same pair never match an exchange's messages
+
+
+class _WorkGroup:
+    """Several C work handles seen as one (Work's interface): done when all are, failed when any failed."""
+
+    def __init__(self, works: List[Any], description: str) -> None:
+        self._works = works
+        self.description = description
+
+    def wait(self, timeout: float) -> None:
+        for w in self._works:
+            w.wait(timeout)
+
+    def is_completed(self) -> bool:
+        return all(w.is_completed() for w in self._works)
+
+    def is_success(self) -> bool:
+        return all(w.is_success() for w in self._works)
+
+    def _failed(self) -> Optional[Any]:
+        return next((w for w in self._works if w.is_completed() and w.error_kind() != 0), None)
+
+    def error_kind(self) -> int:
+        w = self._failed()
+        return 0 if w is None else w.error_kind()
+
+    def error_message(self) -> str:
+        w = self._failed()
+        return "" if w is None else w.error_message()
+
+    def add_done_callback(self, fn: Callable[[], None]) -> None:
+        left = [len(self._works)]
+        lock = threading.Lock()
+
+        def one() -> None:
+            with lock:
+                left[0] -= 1
+                last = left[0] == 0
+            if last:
+                fn()
+
+        if not self._works:
+            fn()
+        for w in self._works:
+            w.add_done_callback(one)
+
+
+def _splits(name: str, which: str, sizes: Optional[Sequence[int]], rows: int, n: int) -> List[int]:
+    if sizes is None or len(sizes) == 0:
+        if rows % n != 0:
+            raise ValueError(f"{name}: {which} tensor's first dimension ({rows}) must be divisible by the world size "
+                             f"({n}) when {which}_split_sizes is not given")
+        return [rows // n] * n
+    sizes = [int(s) for s in sizes]
+    if len(sizes) != n or any(s < 0 for s in sizes):
+        raise ValueError(f"{name}: {which}_split_sizes must have one non-negative size per rank ({n}), got {sizes}")
+    if sum(sizes) != rows:
+        raise ValueError(f"{name}: {which}_split_sizes sum to {sum(sizes)} but the {which} tensor's first dimension "
+                         f"is {rows}")
+    return sizes
+
+
+def _exchange(name: str, g: ProcessGroup, sends: List[Any], recvs: List[Any], tensors: List[Any],
+              async_op: bool, result: Any, finalizers: List[Callable[[], None]], fingerprint: str) -> Optional[Work]:
+    """Rank r swaps sends[p] for recvs[p] with every peer p: at step k the pairs are (r, (k - r) mod n), a perfect
+    matching, and the lower rank of a pair sends first, so even blocking transports (NCCL's one stream) cannot
+    deadlock. The own block is copied locally."""
+    if g._debug:
+        _debug_check(g, fingerprint)
+    for t in tensors:
+        _arrays.bump_version(t)
+    me, n = g.rank(), g.size()
+    works: List[Any] = []
+    for k in range(n):
+        peer = (k - me) % n
+        if peer == me:
+            recvs[me][...] = sends[me]
+            continue
+        order = ("send", "recv") if me < peer else ("recv", "send")
+        for what in order:
+            buf = sends[peer] if what == "send" else recvs[peer]
+            if buf.size == 0:
+                continue
+            w = _p2p(what, buf, peer, g, _ALL_TO_ALL_TAG, True)
+            works.append(w)
+    handle = Work(_WorkGroup([w._c for w in works if w._c is not None], f"{name} over {n} ranks"), result,
+                  finalizers)
+    if async_op:
+        return handle
+    handle.wait()
+    return None
+
+
+def all_to_all_single(output: Any, input: Any, output_split_sizes: Optional[Sequence[int]] = None,
+                      input_split_sizes: Optional[Sequence[int]] = None, group: Optional[Any] = None,
+                      async_op: bool = False) -> Optional[Work]:
+    """Split `input` along dim 0 and send block p to rank p; block p of `output` is what rank p sent here."""
+    g = _resolve(group)
+    if g is None:
+        return None
+    name = "all_to_all_single"
+    o, i = _arrays.array_of(output), _arrays.array_of(input)
+    _arrays.check_contiguous(o, name, "output", writable=True)
+    _arrays.check_contiguous(i, name, "input")
+    _same_device(name, o, i)
+    if o.dtype != i.dtype:
+        raise TypeError(f"{name}: output dtype {o.dtype} differs from input dtype {i.dtype}")
+    _arrays.dtype_code(o, name)
+    if o.ndim == 0 or i.ndim == 0:
+        raise ValueError(f"{name}: input and output must have at least one dimension")
+    if tuple(o.shape[1:]) != tuple(i.shape[1:]):
+        raise ValueError(f"{name}: input shape {tuple(i.shape)} and output shape {tuple(o.shape)} must agree beyond "
+                         "the first dimension")
+    n = g.size()
+    ins = _splits(name, "input", input_split_sizes, i.shape[0], n)
+    outs = _splits(name, "output", output_split_sizes, o.shape[0], n)
+    fi, fo = i.reshape(i.shape[0], -1), o.reshape(o.shape[0], -1)
+    ci, co = [0] + list(np.cumsum(ins)), [0] + list(np.cumsum(outs))
+    sends = [fi[ci[p]:ci[p + 1]] for p in range(n)]
+    recvs = [fo[co[p]:co[p + 1]] for p in range(n)]
+    fp = _fingerprint(name, [o, i], input_split_sizes=ins, output_split_sizes=outs)
+    return _exchange(name, g, sends, recvs, [output], async_op, [output], [], fp)
+
+
+def all_to_all(output_tensor_list: List[Any], input_tensor_list: List[Any], group: Optional[Any] = None,
+               async_op: bool = False) -> Optional[Work]:
+    """Send input_tensor_list[p] to rank p; output_tensor_list[p] receives what rank p sent to this rank."""
+    g = _resolve(group)
+    if g is None:
+        return None
+    name = "all_to_all"
+    n = g.size()
+    if len(input_tensor_list) != n or len(output_tensor_list) != n:
+        raise ValueError(f"{name}: input_tensor_list and output_tensor_list need one tensor per rank ({n}), got "
+                         f"{len(input_tensor_list)} and {len(output_tensor_list)}")
+    ins = [_arrays.array_of(t) for t in input_tensor_list]
+    outs = [_arrays.array_of(t) for t in output_tensor_list]
+    for k, (o, i) in enumerate(zip(outs, ins)):
+        _arrays.check_contiguous(o, name, f"output_tensor_list[{k}]", writable=True)
+        _arrays.check_contiguous(i, name, f"input_tensor_list[{k}]")
+        if o.dtype != i.dtype:
+            raise TypeError(f"{name}: output_tensor_list[{k}] dtype {o.dtype} differs from input_tensor_list[{k}] "
+                            f"dtype {i.dtype}")
+        _arrays.dtype_code(o, name)
+    _same_device(name, *ins, *outs)
+    fp = _fingerprint(name, outs + ins)
+    return _exchange(name, g, [i.reshape(-1) for i in ins], [o.reshape(-1) for o in outs], list(output_tensor_list),
+                     async_op, list(output_tensor_list), [], fp)
+
+
 # ------------------------------------------------------------------ Python objects (through the store)
 
 

@@ -1,0 +1,68 @@
+"""tinytorch-bench train on real ranks (W2, few steps; nothing about speed is asserted) and its trace as
+simulate's input."""
+import importlib.util
+import json
+import os
+import subprocess
+import sys
+
+import pytest
+
+from tinytorch.bench import simulate as S, train as T
+
+ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+W2_PARAMS = 784 * 2048 + 2048 + 2048 * 2048 + 2048 + 2048 * 10 + 10
+
+
+def test_ddp_two_ranks_table_json_and_plot(tmp_path):
+    out, png = tmp_path / "train.json", tmp_path / "train.png"
+    env = dict(os.environ, PYTHONPATH=os.path.join(ROOT, "python"))
+    res = subprocess.run([sys.executable, "-m", "tinytorch.bench", "train", "--nproc", "2", "--model", "W2",
+                          "--strategy", "ddp", "--steps", "4", "--warmup", "1", "--json", str(out), "--plot", str(png)],
+                         capture_output=True, text=True, timeout=300, env=env)
+    assert res.returncode == 0, res.stderr[-3000:]
+    assert "exposed_ms" in res.stdout and "tokens/s" in res.stdout
+    row = json.loads(out.read_text())["rows"][0]
+    assert row["strategy"] == "ddp" and row["world"] == 2 and row["params"] == W2_PARAMS
+    assert row["step_ms"] > 0 and row["alone_ms"] > 0 and row["comm_ms"] > 0
+    assert row["exposed_comm_ms"] >= 0 and row["hidden_comm_ms"] >= 0
+    assert len(row["peak_bytes_per_rank"]) == 2 and min(row["peak_bytes_per_rank"]) > W2_PARAMS * 4
+    assert row["tokens_per_s"] == pytest.approx(2 * 128 / (row["step_ms"] / 1e3))
+    if importlib.util.find_spec("matplotlib"):
+        assert png.read_bytes()[:4] == b"\x89PNG"
+
+
+def test_one_rank_trace_feeds_simulate(tmp_path):
+    trace = tmp_path / "w2.json"
+    row = T.run("W2", "none", 1, steps=2, warmup=1, baseline=False, trace=str(trace))
+    assert row["world"] == 1 and row["trace"] == str(trace)
+    w = S.load_profile(str(trace))
+    assert w.params == W2_PARAMS
+    assert [u.name for u in w.units] == ["0", "2", "4"]  # the Sequential's Linear layers, forward order
+    assert w.grads[0][1] in (2048 * 10, 10)  # the last layer's gradients are ready first
+    assert w.activation_bytes > 128 * 2048 * 4 and w.tokens == 128
+    assert 0 < w.fwd_s and 0 < w.bwd_s and 0 <= w.opt_s
+
+
+def test_zero_strategies_by_name():
+    if importlib.util.find_spec("tinytorch.distributed.fsdp") is None:
+        with pytest.raises(RuntimeError, match="strategy zero3 needs tinytorch.distributed.fsdp"):
+            T.wrap("zero3", object(), None, 25.0)
+    else:
+        row = T.run("W2", "zero3", 2, steps=2, warmup=1, baseline=False)
+        assert row["strategy"] == "zero3" and row["world"] == 2 and row["step_ms"] > 0
+    if importlib.util.find_spec("tinytorch.distributed.optim") is None:
+        with pytest.raises(RuntimeError, match="strategy zero1 needs tinytorch.distributed.optim"):
+            T.wrap("zero1", _Tiny(), _lib(), 25.0)
+    with pytest.raises(SystemExit, match="unknown --strategy"):
+        from tinytorch.bench import main
+        main(["train", "--strategy", "zero4"])
+
+
+class _Tiny:
+    """Stands in for a module only up to DDP's constructor (never reached when the import fails first)."""
+
+
+def _lib():
+    import tinytorch
+    return tinytorch

@@ -1,0 +1,21 @@
+"""tinytorch-bench validate end to end at tiny settings: calibration files, cases, JSON (errors are reported,
+not asserted: the machine is shared)."""
+import json
+
+from tinytorch.bench import main
+
+
+def test_validate_writes_cases(tmp_path):
+    out = tmp_path / "v.json"
+    cases = main(["validate", "--out-dir", str(tmp_path / "cal"), "--sizes", "64K,256K", "--iters", "3",
+                  "--worlds", "3", "--steps", "3", "--warmup", "1", "--repeats", "1", "--sweep-repeats", "1", "--json", str(out)])
+    saved = json.loads(out.read_text())["cases"]
+    assert saved == cases
+    kinds = {(c["strategy"], c["world"]) for c in cases}
+    assert ("ddp", 2) in kinds and ("all_reduce", 3) in kinds
+    for c in cases:
+        assert set(c) >= {"strategy", "world", "model", "predicted_ms", "measured_ms", "error"}
+        assert c["predicted_ms"] > 0 and c["measured_ms"] > 0
+        assert abs(c["error"] - (c["predicted_ms"] - c["measured_ms"]) / c["measured_ms"]) < 1e-12
+    assert (tmp_path / "cal" / "w3_1rank_trace.json").exists()
+    assert (tmp_path / "cal" / "calibration_sweep_2ranks.json").exists()
