@@ -30,5 +30,8 @@ done
 # ZeRO on the GPU: the FSDP tests ran in the suite above (test_fsdp.py's CUDA case); W6's memory with the
 # model on the device (ranks share the one GPU over the ring backend).
 step bench_zero_w6 300 python3 benchmarks/zero.py --what memory --ranks 2 --device cuda --out "$OUT/zero_w6_cuda.json"
+# The harness on the GPU (one GPU: NCCL at one rank exercises the path; two ranks share it over the ring).
+step bench_collectives_nccl 120 python3 -m tinytorch.bench collectives --nproc 1 --backend nccl --op all_reduce,all_gather,reduce_scatter --min-bytes 1M --max-bytes 64M --json "$OUT/collectives_nccl.json"
+step bench_train_cuda 300 python3 -m tinytorch.bench train --nproc 1 --model W3 --strategy none --device cuda --steps 8 --json "$OUT/train_cuda.json"
 echo "device_check: $([ $status -eq 0 ] && echo PASSED || echo FAILED) (logs in $OUT)"
 exit $status
