@@ -628,7 +628,7 @@ def linear(input: Tensor, weight: Tensor, bias: Tensor | None = None) -> Tensor:
                            f"{_short(_dt(other))}")
     lead = xd.shape[:-1]
     x2 = xd.reshape(-1, K)
-    if xd.dtype.itemsize == 2 and xd.dtype.kind in "fV" and type(xd) is np.ndarray:
+    if xd.dtype.itemsize == 2 and xd.dtype.kind in "fV" and (type(xd) is np.ndarray or type(xd) is MetaArray):
         # float16/bfloat16 on the CPU: float32 accumulation in BLAS, rounded once (NumPy's 2-byte matmul
         # loops are slow, and ml_dtypes' bfloat16 matmul returns float32)
         y = x2.astype(np.float32) @ wd.T.astype(np.float32)
