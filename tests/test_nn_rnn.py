@@ -395,3 +395,20 @@ def test_openblas_thread_count_restored_after_recurrent_layers():
         assert get() == 2
     finally:
         set_(before)
+
+
+def test_autocast_bf16_dtypes_follow_pytorchs_cpu_lists():
+    # CPU autocast runs LSTM/RNN in bfloat16 (outputs and states) and leaves GRU in its input type, as PyTorch.
+    import tinytorch
+    x = tinytorch.randn(5, 3, 8)
+    lstm, gru = tinytorch.nn.LSTM(8, 16, num_layers=2), tinytorch.nn.GRU(8, 16)
+    with tinytorch.autocast("cpu", dtype=tinytorch.bfloat16):
+        y, (h, c) = lstm(x)
+        yg, hg = gru(x)
+    assert (y.dtype, h.dtype, c.dtype) == (tinytorch.bfloat16,) * 3
+    assert (yg.dtype, hg.dtype) == (tinytorch.float32,) * 2
+    y.float().sum().backward()
+    assert lstm.weight_ih_l0.grad.dtype == tinytorch.float32
+    with tinytorch.no_grad():
+        ref, _ = lstm(x)
+    np.testing.assert_allclose(y.float().detach().numpy(), ref.numpy(), atol=3e-2)

@@ -17,7 +17,7 @@ import contextlib
 import numpy as np
 
 from .._tensor import Tensor, _wrap
-from .. import _C, _threads
+from .. import _C, _autocast, _threads
 from ._common import _grad_enabled, needs_grad, record
 
 _GATES = {"RNN_TANH": 1, "RNN_RELU": 1, "LSTM": 4, "GRU": 3}
@@ -103,6 +103,16 @@ def rnn_layer(mode: str, x: Tensor, h0: Tensor, c0: Tensor | None, w_ih: Tensor,
 
     y is (T, B, H_out); h0/h_n are (B, H_out), c0/c_n (B, H) for LSTM. mask is a (T, B) bool array or None.
     """
+    if _autocast.active:
+        return _autocast.dispatch(mode.lower(), rnn_layer, mode, x, h0, c0, w_ih, w_hh, b_ih, b_hh, w_hr, reverse,
+                                  mask)
+    if type(x._data) is np.ndarray and x._data.dtype.itemsize == 2 and x._data.dtype.kind in "fV":
+        # float16/bfloat16 on the CPU: the layer runs in float32 (BLAS, as PyTorch accumulates) and its
+        # outputs are rounded once; NumPy's 2-byte products would return float32 anyway.
+        up = [None if t is None else t.float() for t in (x, h0, c0, w_ih, w_hh, b_ih, b_hh, w_hr)]
+        y, hn, cn = rnn_layer(mode, *up, reverse=reverse, mask=mask)
+        dt = x.dtype
+        return y.to(dt), hn.to(dt), None if cn is None else cn.to(dt)
     X = x._data
     xp = _xp(X)
     T, B, I = X.shape
