@@ -18,7 +18,6 @@ Writes benchmarks/results/zero.json.
 from __future__ import annotations
 
 import argparse
-import json
 import os
 import statistics
 import sys
@@ -27,8 +26,6 @@ from typing import Any, Dict, List, Optional
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
-
-from ddp import _free_port  # noqa: E402
 
 W6_LAYERS, W6_WIDTH, W6_BATCH = 8, 2048, 16
 
@@ -199,56 +196,15 @@ def _speed_rank(rank: int, world: int, port: int, cfg: Dict[str, Any]) -> Dict[s
     return {"times": times, "comm": comm}
 
 
-def _entry(fn_name: str, rank: int, world: int, port: int, cfg: Dict[str, Any], q: Any) -> None:
-    import traceback
-    try:
-        q.put((rank, "ok", globals()[fn_name](rank, world, port, cfg)))
-    except BaseException as e:  # noqa: BLE001 - reported to the parent
-        q.put((rank, "error", f"{type(e).__name__}: {e}\n{traceback.format_exc()}"))
+def _rank_main(fn_name: str, cfg: Dict[str, Any]) -> Dict[str, Any]:
+    """A spawned rank: run one of the measurements above with the launcher environment the harness gives it."""
+    return globals()[fn_name](int(os.environ["RANK"]), int(os.environ["WORLD_SIZE"]), int(os.environ["MASTER_PORT"]),
+                              cfg)
 
 
-def _spawn(fn_name: str, cfg: Dict[str, Any], world: int, env: Optional[Dict[str, str]] = None,
-           timeout: float = 900.0) -> List[Dict[str, Any]]:
-    import multiprocessing as mp
-    import queue
-    saved = {k: os.environ.get(k) for k in (env or {})}
-    os.environ.update(env or {})
-    try:
-        ctx = mp.get_context("spawn")
-        q = ctx.Queue()
-        port = _free_port()
-        cfg = dict(cfg, torch_port=_free_port())
-        procs = [ctx.Process(target=_entry, args=(fn_name, r, world, port, cfg, q), daemon=True) for r in range(world)]
-        for p in procs:
-            p.start()
-    finally:
-        for k, v in saved.items():
-            if v is None:
-                os.environ.pop(k, None)
-            else:
-                os.environ[k] = v
-    results: List[Any] = [None] * world
-    deadline = time.monotonic() + timeout
-    try:
-        for _ in range(world):
-            while True:
-                try:
-                    rank, status, payload = q.get(timeout=max(0.1, min(5.0, deadline - time.monotonic())))
-                    break
-                except queue.Empty:
-                    if time.monotonic() > deadline:
-                        raise TimeoutError(f"{fn_name} {cfg} did not finish within {timeout}s") from None
-                    if all(p.exitcode is not None for p in procs) and q.empty():
-                        raise RuntimeError(f"{fn_name} {cfg}: workers exited without reporting") from None
-            if status != "ok":
-                raise RuntimeError(f"{fn_name} {cfg}: rank {rank} failed: {payload}")
-            results[rank] = payload
-    finally:
-        for p in procs:
-            p.join(timeout=10)
-            if p.is_alive():
-                p.kill()
-    return results
+def _spawn(fn_name: str, cfg: Dict[str, Any], world: int, env: Optional[Dict[str, str]] = None) -> List[Dict[str, Any]]:
+    from tinytorch.bench._common import free_port, spawn
+    return spawn(_rank_main, world, (fn_name, dict(cfg, torch_port=free_port())), timeout=900.0, env=env)
 
 
 def memory(ranks: int, have_torch: bool, steps: int = 3, device: str = "cpu") -> Dict[str, Any]:

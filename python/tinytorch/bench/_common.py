@@ -111,8 +111,19 @@ def spawn(fn: Callable[..., Any], nproc: int, args: tuple = (), timeout: float =
     base = {"OMP_NUM_THREADS": "1", "OPENBLAS_NUM_THREADS": "1", "MKL_NUM_THREADS": "1"}
     base.update(env or {})
     procs = [ctx.Process(target=_entry, args=(fn, r, nproc, port, base, q, args), daemon=True) for r in range(nproc)]
-    for p in procs:
-        p.start()
+    # The environment also goes in before the children start: some of it is read at process start-up
+    # (glibc's MALLOC_* settings), before _entry could set it.
+    saved = {k: os.environ.get(k) for k in base}
+    os.environ.update(base)
+    try:
+        for p in procs:
+            p.start()
+    finally:
+        for k, v in saved.items():
+            if v is None:
+                os.environ.pop(k, None)
+            else:
+                os.environ[k] = v
     results: List[Any] = [None] * nproc
     deadline = time.monotonic() + timeout
     try:
