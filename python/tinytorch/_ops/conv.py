@@ -1,0 +1,402 @@
+"""Convolutions: conv1d/2d and conv_transpose1d/2d, forward beside their derivatives.
+
+Every conv here is written as a sum over kernel positions of one batched matrix product
+W[:, :, i, j] @ shifted(x). With stride 1 the shifted input is a contiguous slice of the padded image
+flattened per channel (offset i*dilation*Wp + j*dilation), so BLAS reads it in place with a row stride
+and nothing is copied; outputs computed at the padded grid's right edge are cropped at the end (about
+(k-1)/W extra work). With a stride the shifted window is gathered once per kernel position into a
+reused buffer. A 1x1 kernel is one GEMM on the (subsampled) input. conv_transpose is conv's adjoint, so
+the two share the three array routines below; 1d convs run as 2d convs of height 1.
+"""
+from __future__ import annotations
+
+import numpy as np
+
+from .._tensor import Tensor, _wrap
+from ._common import needs_grad, record
+
+
+def _xp(a):
+    if type(a) is np.ndarray:
+        return np
+    from .._device import cupy
+    return cupy()
+
+
+def _pair(v, n: int, name: str = "") -> tuple:
+    if isinstance(v, (tuple, list)):
+        if len(v) == 1 and n > 1:
+            return tuple(int(v[0]) for _ in range(n))
+        if len(v) != n:
+            raise RuntimeError(f"expected {name} to be a single integer value or a list of {n} values to match "
+                               f"the convolution dimensions, but got {name}={list(v)}")
+        return tuple(int(e) for e in v)
+    return (int(v),) * n
+
+
+# ------------------------------------------------------------------ array routines (2d, NCHW)
+
+
+def _pad_array(x, pads):
+    """Zero-pad the last two dims by pads = (top, bottom, left, right) (negative values crop)."""
+    t, b, l, r = pads
+    if t == b == l == r == 0:
+        return x
+    xp = _xp(x)
+    N, C, H, W = x.shape
+    out = xp.zeros((N, C, H + t + b, W + l + r), x.dtype)
+    out[:, :, max(t, 0):max(t, 0) + H - max(-t, 0) - max(-b, 0), max(l, 0):max(l, 0) + W - max(-l, 0) - max(-r, 0)] = \
+        x[:, :, max(-t, 0):H - max(-b, 0), max(-l, 0):W - max(-r, 0)]
+    return out
+
+
+def _crop(x, pads):
+    t, b, l, r = pads
+    H, W = x.shape[2], x.shape[3]
+    return x[:, :, t:H - b, l:W - r]
+
+
+def _out_size(n: int, k: int, s: int, d: int) -> int:
+    return (n - d * (k - 1) - 1) // s + 1
+
+
+def _window(xp_, i: int, j: int, oh: int, ow: int, s, d):
+    """The input rows/cols kernel position (i, j) meets: a strided view of the padded input."""
+    r0, c0 = i * d[0], j * d[1]
+    return xp_[:, :, r0:r0 + s[0] * (oh - 1) + 1:s[0], c0:c0 + s[1] * (ow - 1) + 1:s[1]]
+
+
+def conv_forward_array(xp_, w, s, d, groups: int):
+    """Correlate padded input xp_ (N, C, Hp, Wp) with w (O, C/groups, kh, kw)."""
+    xp = _xp(xp_)
+    N, C, Hp, Wp = xp_.shape
+    O, Cg, kh, kw = w.shape
+    G = groups
+    Og = O // G
+    oh, ow = _out_size(Hp, kh, s[0], d[0]), _out_size(Wp, kw, s[1], d[1])
+    wg = w.reshape(G, Og, Cg, kh, kw)
+    if kh == kw == 1:
+        xs = xp_[:, :, ::s[0], ::s[1]][:, :, :oh, :ow] if s != (1, 1) else xp_
+        xs = xp.ascontiguousarray(xs).reshape(N, G, Cg, oh * ow)
+        return xp.matmul(xp.ascontiguousarray(wg[:, :, :, 0, 0]), xs).reshape(N, O, oh, ow)
+    if s == (1, 1):
+        # Flat trick: output position p = y*Wp + x reads input p + i*dh*Wp + j*dw for every kernel position.
+        L = (oh - 1) * Wp + ow
+        xf = xp_.reshape(N, G, Cg, Hp * Wp)
+        acc = xp.empty((N, G, Og, oh * Wp), xp_.dtype)
+        out = acc[..., :L]
+        tmp = None
+        for i in range(kh):
+            for j in range(kw):
+                off = i * d[0] * Wp + j * d[1]
+                wij = xp.ascontiguousarray(wg[:, :, :, i, j])
+                if tmp is None:
+                    xp.matmul(wij, xf[..., off:off + L], out=out)
+                    tmp = xp.empty_like(out)
+                else:
+                    xp.matmul(wij, xf[..., off:off + L], out=tmp)
+                    out += tmp
+        return xp.ascontiguousarray(acc.reshape(N, O, oh, Wp)[..., :ow])
+    out = None
+    buf = xp.empty((N, C, oh, ow), xp_.dtype)
+    tmp = None
+    for i in range(kh):
+        for j in range(kw):
+            xp.copyto(buf, _window(xp_, i, j, oh, ow, s, d))
+            wij = xp.ascontiguousarray(wg[:, :, :, i, j])
+            b = buf.reshape(N, G, Cg, oh * ow)
+            if out is None:
+                out = xp.matmul(wij, b)
+                tmp = xp.empty_like(out)
+            else:
+                xp.matmul(wij, b, out=tmp)
+                out += tmp
+    return out.reshape(N, O, oh, ow)
+
+
+def conv_input_grad_array(g, w, Hp: int, Wp: int, s, d, groups: int):
+    """The adjoint of conv_forward_array in its input: the gradient of the padded input (N, C, Hp, Wp)."""
+    xp = _xp(g)
+    N, O, oh, ow = g.shape
+    _, Cg, kh, kw = w.shape
+    G = groups
+    Og = O // G
+    C = Cg * G
+    wt = xp.ascontiguousarray(w.reshape(G, Og, Cg, kh, kw).transpose(3, 4, 0, 2, 1))  # (kh, kw, G, Cg, Og)
+    if kh == kw == 1:
+        r = xp.matmul(wt[0, 0], g.reshape(N, G, Og, oh * ow)).reshape(N, C, oh, ow)
+        if s == (1, 1) and (oh, ow) == (Hp, Wp):
+            return r
+        gx = xp.zeros((N, C, Hp, Wp), g.dtype)
+        gx[:, :, :s[0] * (oh - 1) + 1:s[0], :s[1] * (ow - 1) + 1:s[1]] = r
+        return gx
+    gx = xp.zeros((N, C, Hp, Wp), g.dtype)
+    if s == (1, 1):
+        L = (oh - 1) * Wp + ow
+        gz = xp.zeros((N, G, Og, oh, Wp), g.dtype)
+        gz[..., :ow] = g.reshape(N, G, Og, oh, ow)
+        gf = gz.reshape(N, G, Og, oh * Wp)[..., :L]
+        gxf = gx.reshape(N, G, Cg, Hp * Wp)
+        tmp = xp.empty((N, G, Cg, L), g.dtype)
+        for i in range(kh):
+            for j in range(kw):
+                off = i * d[0] * Wp + j * d[1]
+                xp.matmul(wt[i, j], gf, out=tmp)
+                gxf[..., off:off + L] += tmp
+        return gx
+    g4 = g.reshape(N, G, Og, oh * ow)
+    tmp = xp.empty((N, G, Cg, oh * ow), g.dtype)
+    for i in range(kh):
+        for j in range(kw):
+            xp.matmul(wt[i, j], g4, out=tmp)
+            _window(gx, i, j, oh, ow, s, d)[...] += tmp.reshape(N, C, oh, ow)
+    return gx
+
+
+def conv_weight_grad_array(xp_, g, kh: int, kw: int, s, d, groups: int):
+    """The gradient of w (O, C/groups, kh, kw) given the padded input and the output's gradient."""
+    xp = _xp(g)
+    N, C, Hp, Wp = xp_.shape
+    _, O, oh, ow = g.shape
+    G = groups
+    Og, Cg = O // G, C // G
+    gw = xp.empty((kh, kw, G, Og, Cg), g.dtype)
+    if s == (1, 1) and (kh > 1 or kw > 1):
+        L = (oh - 1) * Wp + ow
+        gz = xp.zeros((N, G, Og, oh, Wp), g.dtype)
+        gz[..., :ow] = g.reshape(N, G, Og, oh, ow)
+        # (G, Og, N*L-ish): gradients with batch folded into the contraction, one GEMM per kernel position.
+        gf = gz.reshape(N, G, Og, oh * Wp)[..., :L]
+        xf = xp_.reshape(N, G, Cg, Hp * Wp)
+        for i in range(kh):
+            for j in range(kw):
+                off = i * d[0] * Wp + j * d[1]
+                gw[i, j] = xp.matmul(gf, xf[..., off:off + L].swapaxes(-1, -2)).sum(0)
+    else:
+        g2 = xp.ascontiguousarray(g.reshape(N, G, Og, oh * ow).transpose(1, 2, 0, 3)).reshape(G, Og, N * oh * ow)
+        buf = xp.empty((N, C, oh, ow), xp_.dtype)
+        for i in range(kh):
+            for j in range(kw):
+                xp.copyto(buf, _window(xp_, i, j, oh, ow, s, d))
+                b = buf.reshape(N, G, Cg, oh * ow).transpose(1, 0, 3, 2).reshape(G, N * oh * ow, Cg)
+                gw[i, j] = xp.matmul(g2, b)
+    return xp.ascontiguousarray(gw.transpose(2, 3, 4, 0, 1)).reshape(O, Cg, kh, kw)
+
+
+# ------------------------------------------------------------------ argument checks
+
+
+def _check_conv_input(name: str, x: Tensor, w: Tensor, nd: int, transposed: bool, groups: int):
+    xd, wd = x._data, w._data
+    if xd.ndim not in (nd + 1, nd + 2):
+        raise RuntimeError(f"Expected {nd + 1}D (unbatched) or {nd + 2}D (batched) input to {name}, but got input "
+                           f"of size: {list(xd.shape)}")
+    if wd.ndim != nd + 2:
+        raise RuntimeError(f"weight should have at least three dimensions" if wd.ndim < 3 else
+                           f"Expected {nd + 2}-dimensional weight for {nd + 2}-dimensional input {list(xd.shape)}, "
+                           f"but got {wd.ndim}-dimensional weight of size {list(wd.shape)} instead")
+    if groups <= 0:
+        raise RuntimeError("non-positive groups is not supported")
+    if xd.dtype != wd.dtype:
+        from ._common import _short
+        raise RuntimeError(f"Input type ({_short(x.dtype)}) and weight type ({_short(w.dtype)}) should be the same")
+    C = xd.shape[-nd - 1]
+    if not transposed:
+        if wd.shape[0] % groups:
+            raise RuntimeError(f"Given groups={groups}, expected weight to be divisible by {groups} at dimension 0, "
+                               f"but got weight of size {list(wd.shape)} instead")
+        if C != wd.shape[1] * groups:
+            shp = list(xd.shape) if xd.ndim == nd + 2 else [1] + list(xd.shape)
+            raise RuntimeError(f"Given groups={groups}, weight of size {list(wd.shape)}, expected input{shp} to have "
+                               f"{wd.shape[1] * groups} channels, but got {C} channels instead")
+    else:
+        if C != wd.shape[0]:
+            shp = list(xd.shape) if xd.ndim == nd + 2 else [1] + list(xd.shape)
+            raise RuntimeError(f"Given transposed=1, weight of size {list(wd.shape)}, expected input{shp} to have "
+                               f"{wd.shape[0]} channels, but got {C} channels instead")
+        if C % groups:
+            raise RuntimeError(f"Given groups={groups}, expected weight to be divisible by {groups} at dimension 0, "
+                               f"but got weight of size {list(wd.shape)} instead")
+
+
+def _as4d(a, nd: int, batched: bool):
+    if not batched:
+        a = a[None]
+    return a[:, :, None, :] if nd == 1 else a
+
+
+def _from4d(a, nd: int, batched: bool):
+    if nd == 1:
+        a = a[:, :, 0, :]
+    return a if batched else a[0]
+
+
+def _same_pads(k, d) -> list:
+    pads = []
+    for kk, dd in zip(k, d):
+        total = dd * (kk - 1)
+        pads.append((total // 2, total - total // 2))
+    return pads
+
+
+# ------------------------------------------------------------------ conv
+
+
+def _convnd(name: str, nd: int, input: Tensor, weight: Tensor, bias, stride, padding, dilation, groups: int) -> Tensor:
+    x, w = input, weight
+    _check_conv_input(name, x, w, nd, False, groups)
+    s = _pair(stride, nd, "stride")
+    d = _pair(dilation, nd, "dilation")
+    k = tuple(w._data.shape[2:])
+    if isinstance(padding, str):
+        if padding == "valid":
+            pads = [(0, 0)] * nd
+        elif padding == "same":
+            if any(v != 1 for v in s):
+                raise RuntimeError("padding='same' is not supported for strided convolutions")
+            pads = _same_pads(k, d)
+        else:
+            raise RuntimeError(f"Invalid padding string '{padding}'")
+    else:
+        pads = [(p, p) for p in _pair(padding, nd, "padding")]
+    if any(v <= 0 for v in s):
+        raise RuntimeError("non-positive stride is not supported")
+    if any(v <= 0 for v in d):
+        raise RuntimeError("dilation should be greater than zero")
+    if any(p < 0 for pp in pads for p in pp):
+        raise RuntimeError("negative padding is not supported")
+    xd = x._data
+    batched = xd.ndim == nd + 2
+    x4 = _as4d(xd, nd, batched)
+    w4 = w._data[:, :, None, :] if nd == 1 else w._data
+    if nd == 1:
+        s, d, pads, k = (1,) + s, (1,) + d, [(0, 0)] + pads, (1,) + k
+    p4 = (pads[0][0], pads[0][1], pads[1][0], pads[1][1])
+    Hp, Wp = x4.shape[2] + p4[0] + p4[1], x4.shape[3] + p4[2] + p4[3]
+    if Hp < d[0] * (k[0] - 1) + 1 or Wp < d[1] * (k[1] - 1) + 1:
+        shp = [x4.shape[1]] + [Hp, Wp][2 - nd:]
+        ks = list(k[2 - nd:]) if nd == 2 else [k[1]]
+        raise RuntimeError(f"Calculated padded input size per channel: ({' x '.join(str(v) for v in shp[1:])}). "
+                           f"Kernel size: ({' x '.join(str(v) for v in ks)}). Kernel size can't be greater than "
+                           f"actual input size")
+    xpad = _pad_array(x4, p4)
+    y = conv_forward_array(xpad, w4, s, d, groups)
+    if bias is not None:
+        y += bias._data.reshape(1, -1, 1, 1)
+    out = _wrap(_from4d(y, nd, batched))
+    if needs_grad(x, w, bias):
+        rx, rw = x._requires_grad, w._requires_grad
+        rb = bias is not None and bias._requires_grad
+
+        def conv_backward(g):
+            g4 = _as4d(g._data, nd, batched)
+            gx = gw = gb = None
+            if rx:
+                gxp = conv_input_grad_array(g4, w4, Hp, Wp, s, d, groups)
+                gx = _wrap(_from4d(xp_contig(_crop(gxp, p4)), nd, batched))
+            if rw:
+                gw4 = conv_weight_grad_array(xpad, g4, k[0], k[1], s, d, groups)
+                gw = _wrap(gw4[:, :, 0, :] if nd == 1 else gw4)
+            if rb:
+                gb = _wrap(g4.sum(axis=(0, 2, 3)))
+            return (gx, gw) if bias is None else (gx, gw, gb)
+        inputs = (x, w) if bias is None else (x, w, bias)
+        record("ConvolutionBackward0", conv_backward, out, inputs, (x, w))
+    return out
+
+
+def xp_contig(a):
+    return _xp(a).ascontiguousarray(a)
+
+
+def conv1d(input: Tensor, weight: Tensor, bias: Tensor | None = None, stride=1, padding=0, dilation=1,
+           groups: int = 1) -> Tensor:
+    """1d cross-correlation of (N, C, L) input with (O, C/groups, k) weight."""
+    return _convnd("conv1d", 1, input, weight, bias, stride, padding, dilation, groups)
+
+
+def conv2d(input: Tensor, weight: Tensor, bias: Tensor | None = None, stride=1, padding=0, dilation=1,
+           groups: int = 1) -> Tensor:
+    """2d cross-correlation of (N, C, H, W) input with (O, C/groups, kh, kw) weight."""
+    return _convnd("conv2d", 2, input, weight, bias, stride, padding, dilation, groups)
+
+
+# ------------------------------------------------------------------ conv_transpose
+
+
+def _conv_transposend(name: str, nd: int, input: Tensor, weight: Tensor, bias, stride, padding, output_padding,
+                      groups: int, dilation) -> Tensor:
+    x, w = input, weight
+    _check_conv_input(name, x, w, nd, True, groups)
+    s = _pair(stride, nd, "stride")
+    d = _pair(dilation, nd, "dilation")
+    p = _pair(padding, nd, "padding")
+    op = _pair(output_padding, nd, "output_padding")
+    if any(v <= 0 for v in s):
+        raise RuntimeError("non-positive stride is not supported")
+    if any(v <= 0 for v in d):
+        raise RuntimeError("dilation should be greater than zero")
+    if any(v < 0 for v in p):
+        raise RuntimeError("negative padding is not supported")
+    for a, b, c in zip(op, s, d):
+        if a >= b and a >= c:
+            raise RuntimeError(f"output padding must be smaller than either stride or dilation, but got "
+                               f"output_padding_height: {op[0]} output_padding_width: {op[-1]} stride_height: "
+                               f"{s[0]} stride_width: {s[-1]} dilation_height: {d[0]} dilation_width: {d[-1]}")
+    xd = x._data
+    batched = xd.ndim == nd + 2
+    x4 = _as4d(xd, nd, batched)
+    w4 = w._data[:, :, None, :] if nd == 1 else w._data  # (Cin, Cout/groups, kh, kw): conv's (O, Cg, ...)
+    k = tuple(w4.shape[2:])
+    if nd == 1:
+        s, d, p, op = (1,) + s, (1,) + d, (0,) + p, (0,) + op
+    H, W = x4.shape[2], x4.shape[3]
+    Hp = (H - 1) * s[0] + d[0] * (k[0] - 1) + 1 + op[0]
+    Wp = (W - 1) * s[1] + d[1] * (k[1] - 1) + 1 + op[1]
+    oh, ow = Hp - 2 * p[0], Wp - 2 * p[1]
+    if oh <= 0 or ow <= 0:
+        raise RuntimeError(f"Given input size per channel: ({H} x {W}). Calculated output size per channel: "
+                           f"({oh} x {ow}). Output size is too small")
+    p4 = (p[0], p[0], p[1], p[1])
+    y = xp_contig(_crop(conv_input_grad_array(x4, w4, Hp, Wp, s, d, groups), p4))
+    if bias is not None:
+        y += bias._data.reshape(1, -1, 1, 1)
+    out = _wrap(_from4d(y, nd, batched))
+    if needs_grad(x, w, bias):
+        rx, rw = x._requires_grad, w._requires_grad
+        rb = bias is not None and bias._requires_grad
+
+        def conv_transpose_backward(g):
+            g4 = _as4d(g._data, nd, batched)
+            gpad = _pad_array(g4, p4)
+            gx = gw = gb = None
+            if rx:
+                gxa = conv_forward_array(gpad, w4, s, d, groups)[:, :, :H, :W]
+                gx = _wrap(_from4d(xp_contig(gxa), nd, batched))
+            if rw:
+                # conv's weight gradient with the roles swapped: g is the (padded) input, x the output gradient.
+                gw4 = conv_weight_grad_array(gpad[:, :, :Hp - op[0], :Wp - op[1]], x4, k[0], k[1], s, d, groups)
+                gw = _wrap(gw4[:, :, 0, :] if nd == 1 else gw4)
+            if rb:
+                gb = _wrap(g4.sum(axis=(0, 2, 3)))
+            return (gx, gw) if bias is None else (gx, gw, gb)
+        inputs = (x, w) if bias is None else (x, w, bias)
+        record("ConvolutionBackward0", conv_transpose_backward, out, inputs, (x, w))
+    return out
+
+
+def conv_transpose1d(input: Tensor, weight: Tensor, bias: Tensor | None = None, stride=1, padding=0,
+                     output_padding=0, groups: int = 1, dilation=1) -> Tensor:
+    """The adjoint of conv1d (a "deconvolution"): (N, Cin, L) with (Cin, Cout/groups, k) weight."""
+    return _conv_transposend("conv_transpose1d", 1, input, weight, bias, stride, padding, output_padding, groups,
+                             dilation)
+
+
+def conv_transpose2d(input: Tensor, weight: Tensor, bias: Tensor | None = None, stride=1, padding=0,
+                     output_padding=0, groups: int = 1, dilation=1) -> Tensor:
+    """The adjoint of conv2d (a "deconvolution"): (N, Cin, H, W) with (Cin, Cout/groups, kh, kw) weight."""
+    return _conv_transposend("conv_transpose2d", 2, input, weight, bias, stride, padding, output_padding, groups,
+                             dilation)
+
+
+__all__ = ["conv1d", "conv2d", "conv_transpose1d", "conv_transpose2d"]
