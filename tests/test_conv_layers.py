@@ -311,7 +311,7 @@ def test_batch_norm_training_eval_and_running_stats():
     assert gradcheck(lambda a, ww, bb: F.batch_norm(a, None, None, ww, bb, True), (x, w, b))
     assert gradcheck(lambda a, ww, bb: F.batch_norm(a, rm_t, rv_t, ww, bb, False), (x, w, b))
     assert gradcheck(lambda a: F.batch_norm(a, None, None, training=True), (x,))
-    assert repr(bn) == "BatchNorm2d(3, eps=1e-05, momentum=0.1, affine=True, track_running_stats=True)"
+    assert repr(bn) == "BatchNorm2d(3, eps=1e-05, momentum=0.1, affine=True, bias=True, track_running_stats=True)"
 
 
 def test_batch_norm_cumulative_average_and_no_running_stats():
@@ -365,8 +365,8 @@ def test_group_instance_rms_and_local_response_norm():
                                atol=1e-10)
     assert gradcheck(lambda a, ww, bb: F.group_norm(a, 2, ww, bb), (x, w, b))
     gn = nn.GroupNorm(2, 4)
-    assert repr(gn) == "GroupNorm(2, 4, eps=1e-05, affine=True)"
-    with pytest.raises(ValueError, match="num_channels must be divisible by num_groups"):
+    assert repr(gn) == "GroupNorm(2, 4, eps=1e-05, affine=True, bias=True)"
+    with pytest.raises(ValueError, match=r"num_channels \(4\) must be divisible by num_groups \(3\)"):
         nn.GroupNorm(3, 4)
     with pytest.raises(RuntimeError, match="Expected number of channels in input to be divisible by num_groups"):
         F.group_norm(x, 3)
@@ -383,7 +383,7 @@ def test_group_instance_rms_and_local_response_norm():
     np.testing.assert_allclose(_np(m(x)), (xn - rm[:, None, None]) / np.sqrt(rv[:, None, None] + 1e-5), atol=1e-10)
     assert nn.InstanceNorm1d(4)(tinytorch.randn(4, 6)).shape == (4, 6)
     assert repr(nn.InstanceNorm1d(3)) == \
-        "InstanceNorm1d(3, eps=1e-05, momentum=0.1, affine=False, track_running_stats=False)"
+        "InstanceNorm1d(3, eps=1e-05, momentum=0.1, affine=False, bias=False, track_running_stats=False)"
     with pytest.raises(ValueError, match="expected 3D or 4D input \\(got 2D input\\)"):
         nn.InstanceNorm2d(4)(tinytorch.randn(4, 6))
     rw = _leaf(5)
