@@ -10,6 +10,8 @@ the two share the three array routines below; 1d convs run as 2d convs of height
 """
 from __future__ import annotations
 
+import threading
+
 import numpy as np
 
 from .._tensor import Tensor, _wrap
@@ -66,52 +68,100 @@ def _window(xp_, i: int, j: int, oh: int, ow: int, s, d):
     return xp_[:, :, r0:r0 + s[0] * (oh - 1) + 1:s[0], c0:c0 + s[1] * (ow - 1) + 1:s[1]]
 
 
+_local = threading.local()
+
+
+def _scratch(shape: tuple, dtype, like):
+    """A reused per-thread host buffer for the column matrix (hundreds of MB at ResNet sizes): allocating
+    and faulting it in on every call costs as much as filling it. CuPy arrays come from CuPy's pool."""
+    xp = _xp(like)
+    if xp is not np:
+        return xp.empty(shape, dtype)
+    n = int(np.prod(shape)) * np.dtype(dtype).itemsize
+    buf = getattr(_local, "buf", None)
+    if buf is None or buf.nbytes < n:
+        buf = None
+        _local.buf = buf = np.empty(max(n, 1), np.uint8)
+    return buf[:n].view(dtype).reshape(shape)
+
+
+def _columns(xp_, kh: int, kw: int, s, d, G: int, oh: int, ow: int):
+    """The column matrix (G, kh*kw*Cg, N, L) of the padded input, rows ordered (kernel row, kernel col,
+    channel), images side by side along the columns so that each group is one large 2-D GEMM.
+
+    With stride 1, L = (oh-1)*Wp + ow positions of the flattened padded image (each kernel position's rows
+    are contiguous slices: a memcpy per channel and image); otherwise L = oh*ow from strided windows."""
+    N, C, Hp, Wp = xp_.shape
+    Cg = C // G
+    K = kh * kw * Cg
+    if s == (1, 1):
+        L = (oh - 1) * Wp + ow
+        cols = _scratch((G, K, N, L), xp_.dtype, xp_)
+        xf = xp_.reshape(N, G, Cg, Hp * Wp).transpose(1, 2, 0, 3)  # (G, Cg, N, Hp*Wp) view
+        for i in range(kh):
+            for j in range(kw):
+                off = i * d[0] * Wp + j * d[1]
+                k = (i * kw + j) * Cg
+                cols[:, k:k + Cg] = xf[..., off:off + L]
+        return cols
+    cols = _scratch((G, K, N, oh * ow), xp_.dtype, xp_)
+    c7 = cols.reshape(G, kh, kw, Cg, N, oh, ow)
+    for i in range(kh):
+        for j in range(kw):
+            c7[:, i, j] = _window(xp_, i, j, oh, ow, s, d).reshape(N, G, Cg, oh, ow).transpose(1, 2, 0, 3, 4)
+    return cols
+
+
+def _flat_weight(w, G: int):
+    """(O, Cg, kh, kw) -> (G, Og, kh*kw*Cg), the column matrix's row order."""
+    O, Cg, kh, kw = w.shape
+    return w.reshape(G, O // G, Cg, kh, kw).transpose(0, 1, 3, 4, 2).reshape(G, O // G, kh * kw * Cg)
+
+
+def _subsampled(xp_, s, oh: int, ow: int, G: int):
+    """A 1x1 conv's columns: the (strided) input as (G, Cg, N, oh*ow)."""
+    xp = _xp(xp_)
+    N, C = xp_.shape[:2]
+    xs = xp_[:, :, ::s[0], ::s[1]][:, :, :oh, :ow] if s != (1, 1) else xp_
+    return xp.ascontiguousarray(xs.reshape(N, G, C // G, oh * ow).transpose(1, 2, 0, 3))
+
+
+def _gemm(a, b):
+    """(G, M, K) @ (G, K, ...) over the flattened trailing dims: one large GEMM per group."""
+    return _xp(a).matmul(a, b.reshape(b.shape[0], b.shape[1], -1))
+
+
+def _rows_view(a, lead: tuple, oh: int, ow: int, Wp: int):
+    """View (lead..., L) flat-trick rows as (lead..., oh, ow): row y starts at y*Wp (no copy)."""
+    xp = _xp(a)
+    it = a.dtype.itemsize
+    return xp.lib.stride_tricks.as_strided(a, lead + (oh, ow), tuple(a.strides[:-1]) + (Wp * it, it))
+
+
 def conv_forward_array(xp_, w, s, d, groups: int):
-    """Correlate padded input xp_ (N, C, Hp, Wp) with w (O, C/groups, kh, kw)."""
+    """Correlate padded input xp_ (N, C, Hp, Wp) with w (O, C/groups, kh, kw): one GEMM per group over the
+    whole batch's column matrix."""
     xp = _xp(xp_)
     N, C, Hp, Wp = xp_.shape
     O, Cg, kh, kw = w.shape
     G = groups
     Og = O // G
     oh, ow = _out_size(Hp, kh, s[0], d[0]), _out_size(Wp, kw, s[1], d[1])
-    wg = w.reshape(G, Og, Cg, kh, kw)
+    w2 = xp.ascontiguousarray(_flat_weight(w, G))
     if kh == kw == 1:
-        xs = xp_[:, :, ::s[0], ::s[1]][:, :, :oh, :ow] if s != (1, 1) else xp_
-        xs = xp.ascontiguousarray(xs).reshape(N, G, Cg, oh * ow)
-        return xp.matmul(xp.ascontiguousarray(wg[:, :, :, 0, 0]), xs).reshape(N, O, oh, ow)
+        y = _gemm(w2, _subsampled(xp_, s, oh, ow, G))
+        return xp.ascontiguousarray(y.reshape(O, N, oh, ow).transpose(1, 0, 2, 3))
+    cols = _columns(xp_, kh, kw, s, d, G, oh, ow)
+    y = _gemm(w2, cols)
     if s == (1, 1):
-        # Flat trick: output position p = y*Wp + x reads input p + i*dh*Wp + j*dw for every kernel position.
-        L = (oh - 1) * Wp + ow
-        xf = xp_.reshape(N, G, Cg, Hp * Wp)
-        acc = xp.empty((N, G, Og, oh * Wp), xp_.dtype)
-        out = acc[..., :L]
-        tmp = None
-        for i in range(kh):
-            for j in range(kw):
-                off = i * d[0] * Wp + j * d[1]
-                wij = xp.ascontiguousarray(wg[:, :, :, i, j])
-                if tmp is None:
-                    xp.matmul(wij, xf[..., off:off + L], out=out)
-                    tmp = xp.empty_like(out)
-                else:
-                    xp.matmul(wij, xf[..., off:off + L], out=tmp)
-                    out += tmp
-        return xp.ascontiguousarray(acc.reshape(N, O, oh, Wp)[..., :ow])
-    out = None
-    buf = xp.empty((N, C, oh, ow), xp_.dtype)
-    tmp = None
-    for i in range(kh):
-        for j in range(kw):
-            xp.copyto(buf, _window(xp_, i, j, oh, ow, s, d))
-            wij = xp.ascontiguousarray(wg[:, :, :, i, j])
-            b = buf.reshape(N, G, Cg, oh * ow)
-            if out is None:
-                out = xp.matmul(wij, b)
-                tmp = xp.empty_like(out)
-            else:
-                xp.matmul(wij, b, out=tmp)
-                out += tmp
-    return out.reshape(N, O, oh, ow)
+        y = _rows_view(y.reshape(O, N, cols.shape[-1]), (O, N), oh, ow, Wp)
+    return xp.ascontiguousarray(y.reshape(O, N, oh, ow).transpose(1, 0, 2, 3))
+
+
+def _grad_rows(g, G: int):
+    """The output gradient as (G, Og, N, oh*ow), the GEMMs' layout."""
+    N, O, oh, ow = g.shape
+    return _xp(g).ascontiguousarray(g.reshape(N, G, O // G, oh * ow).transpose(1, 2, 0, 3))
 
 
 def conv_input_grad_array(g, w, Hp: int, Wp: int, s, d, groups: int):
@@ -122,65 +172,43 @@ def conv_input_grad_array(g, w, Hp: int, Wp: int, s, d, groups: int):
     G = groups
     Og = O // G
     C = Cg * G
-    wt = xp.ascontiguousarray(w.reshape(G, Og, Cg, kh, kw).transpose(3, 4, 0, 2, 1))  # (kh, kw, G, Cg, Og)
-    if kh == kw == 1:
-        r = xp.matmul(wt[0, 0], g.reshape(N, G, Og, oh * ow)).reshape(N, C, oh, ow)
-        if s == (1, 1) and (oh, ow) == (Hp, Wp):
-            return r
-        gx = xp.zeros((N, C, Hp, Wp), g.dtype)
-        gx[:, :, :s[0] * (oh - 1) + 1:s[0], :s[1] * (ow - 1) + 1:s[1]] = r
-        return gx
+    if s == (1, 1) and (kh > 1 or kw > 1):
+        # Stride 1: the adjoint is a correlation of the fully padded gradient with the spatially flipped,
+        # in/out-swapped kernel, so it takes the forward's path.
+        ph, pw = d[0] * (kh - 1), d[1] * (kw - 1)
+        gpad = _pad_array(g, (ph, Hp - oh, pw, Wp - ow))
+        wf = w.reshape(G, Og, Cg, kh, kw)[..., ::-1, ::-1].transpose(0, 2, 1, 3, 4).reshape(C, Og, kh, kw)
+        return conv_forward_array(gpad, wf, s, d, groups)
+    # col2im: gradient columns (G, kh*kw*Cg, N, oh*ow) from one GEMM per group, added back window by window.
+    w2t = xp.ascontiguousarray(_flat_weight(w, G).transpose(0, 2, 1))
+    gc = _gemm(w2t, _grad_rows(g, G)).reshape(G, kh, kw, Cg, N, oh, ow)
     gx = xp.zeros((N, C, Hp, Wp), g.dtype)
-    if s == (1, 1):
-        L = (oh - 1) * Wp + ow
-        gz = xp.zeros((N, G, Og, oh, Wp), g.dtype)
-        gz[..., :ow] = g.reshape(N, G, Og, oh, ow)
-        gf = gz.reshape(N, G, Og, oh * Wp)[..., :L]
-        gxf = gx.reshape(N, G, Cg, Hp * Wp)
-        tmp = xp.empty((N, G, Cg, L), g.dtype)
-        for i in range(kh):
-            for j in range(kw):
-                off = i * d[0] * Wp + j * d[1]
-                xp.matmul(wt[i, j], gf, out=tmp)
-                gxf[..., off:off + L] += tmp
-        return gx
-    g4 = g.reshape(N, G, Og, oh * ow)
-    tmp = xp.empty((N, G, Cg, oh * ow), g.dtype)
     for i in range(kh):
         for j in range(kw):
-            xp.matmul(wt[i, j], g4, out=tmp)
-            _window(gx, i, j, oh, ow, s, d)[...] += tmp.reshape(N, C, oh, ow)
+            _window(gx, i, j, oh, ow, s, d)[...] += gc[:, i, j].transpose(2, 0, 1, 3, 4).reshape(N, C, oh, ow)
     return gx
 
 
 def conv_weight_grad_array(xp_, g, kh: int, kw: int, s, d, groups: int):
-    """The gradient of w (O, C/groups, kh, kw) given the padded input and the output's gradient."""
+    """The gradient of w (O, C/groups, kh, kw) given the padded input and the output's gradient: the output
+    gradient times the (recomputed) column matrix, the whole batch in one GEMM per group."""
     xp = _xp(g)
     N, C, Hp, Wp = xp_.shape
     _, O, oh, ow = g.shape
     G = groups
     Og, Cg = O // G, C // G
-    gw = xp.empty((kh, kw, G, Og, Cg), g.dtype)
-    if s == (1, 1) and (kh > 1 or kw > 1):
-        L = (oh - 1) * Wp + ow
-        gz = xp.zeros((N, G, Og, oh, Wp), g.dtype)
-        gz[..., :ow] = g.reshape(N, G, Og, oh, ow)
-        # (G, Og, N*L-ish): gradients with batch folded into the contraction, one GEMM per kernel position.
-        gf = gz.reshape(N, G, Og, oh * Wp)[..., :L]
-        xf = xp_.reshape(N, G, Cg, Hp * Wp)
-        for i in range(kh):
-            for j in range(kw):
-                off = i * d[0] * Wp + j * d[1]
-                gw[i, j] = xp.matmul(gf, xf[..., off:off + L].swapaxes(-1, -2)).sum(0)
+    if kh == kw == 1:
+        cols = _subsampled(xp_, s, oh, ow, G)
+        gf = _grad_rows(g, G)
     else:
-        g2 = xp.ascontiguousarray(g.reshape(N, G, Og, oh * ow).transpose(1, 2, 0, 3)).reshape(G, Og, N * oh * ow)
-        buf = xp.empty((N, C, oh, ow), xp_.dtype)
-        for i in range(kh):
-            for j in range(kw):
-                xp.copyto(buf, _window(xp_, i, j, oh, ow, s, d))
-                b = buf.reshape(N, G, Cg, oh * ow).transpose(1, 0, 3, 2).reshape(G, N * oh * ow, Cg)
-                gw[i, j] = xp.matmul(g2, b)
-    return xp.ascontiguousarray(gw.transpose(2, 3, 4, 0, 1)).reshape(O, Cg, kh, kw)
+        cols = _columns(xp_, kh, kw, s, d, G, oh, ow)
+        if s == (1, 1):
+            gf = xp.zeros((G, Og, N, cols.shape[-1]), g.dtype)
+            _rows_view(gf, (G, Og, N), oh, ow, Wp)[...] = g.reshape(N, G, Og, oh, ow).transpose(1, 2, 0, 3, 4)
+        else:
+            gf = _grad_rows(g, G)
+    gw = xp.matmul(gf.reshape(G, Og, -1), cols.reshape(G, cols.shape[1], -1).swapaxes(-1, -2))
+    return xp.ascontiguousarray(gw.reshape(G, Og, kh, kw, Cg).transpose(0, 1, 4, 2, 3)).reshape(O, Cg, kh, kw)
 
 
 # ------------------------------------------------------------------ argument checks
