@@ -207,8 +207,9 @@ def conv_weight_grad_array(xp_, g, kh: int, kw: int, s, d, groups: int):
             _rows_view(gf, (G, Og, N), oh, ow, Wp)[...] = g.reshape(N, G, Og, oh, ow).transpose(1, 2, 0, 3, 4)
         else:
             gf = _grad_rows(g, G)
-    gw = xp.matmul(gf.reshape(G, Og, -1), cols.reshape(G, cols.shape[1], -1).swapaxes(-1, -2))
-    return xp.ascontiguousarray(gw.reshape(G, Og, kh, kw, Cg).transpose(0, 1, 4, 2, 3)).reshape(O, Cg, kh, kw)
+    # cols @ gf.T rather than gf @ cols.T: OpenBLAS runs the long contraction about twice as fast this way round.
+    gwt = xp.matmul(cols.reshape(G, cols.shape[1], -1), gf.reshape(G, Og, -1).swapaxes(-1, -2))  # (G, K, Og)
+    return xp.ascontiguousarray(gwt.reshape(G, kh, kw, Cg, Og).transpose(0, 4, 3, 1, 2)).reshape(O, Cg, kh, kw)
 
 
 # ------------------------------------------------------------------ argument checks
