@@ -503,3 +503,27 @@ def test_pixel_shuffle_fold_unfold():
     assert nn.Fold((5, 6), 2, stride=(1, 2))(c).shape == (2, 3, 5, 6)
     with pytest.raises(RuntimeError, match="expected size of input's dimension 2 to match the calculated number"):
         F.fold(c, (5, 5), 2)
+
+
+# ------------------------------------------------------------------ double backward (create_graph)
+
+
+def test_double_backward_conv_pool_batch_norm():
+    from tinytorch.autograd import gradgradcheck
+    x, w, b = _leaf(2, 4, 5, 6), _leaf(6, 2, 3, 2), _leaf(6)
+    assert gradgradcheck(lambda a, ww, bb: F.conv2d(a, ww, bb, (2, 1), (1, 0), (1, 2), 2), (x, w, b))
+    assert gradgradcheck(lambda a, ww: F.conv2d(a, ww, None, 1, "same", (2, 1), 2), (x, w))
+    x1, w1 = _leaf(2, 3, 7), _leaf(3, 2, 3)
+    assert gradgradcheck(lambda a, ww: F.conv1d(a, ww.transpose(0, 1), None, 2, 1), (x1, w1))
+    assert gradgradcheck(lambda a, ww, bb: F.conv_transpose2d(a, ww, bb, (2, 1), (1, 0), (1, 0), 2, (1, 2)),
+                         (_leaf(2, 4, 3, 4), _leaf(4, 3, 3, 2), _leaf(6)))
+    assert gradgradcheck(lambda a, ww: F.conv_transpose1d(a, ww, None, 2, 1, 1), (x1, w1))
+    xp = _leaf(2, 3, 7, 6)
+    for f in [lambda a: F.max_pool2d(a, 3, 2, 1), lambda a: F.avg_pool2d(a, 3, 2, 1, ceil_mode=True),
+              lambda a: F.avg_pool2d(a, 3, 2, 1, count_include_pad=False), lambda a: F.adaptive_avg_pool2d(a, (3, 4)),
+              lambda a: F.adaptive_max_pool2d(a, (3, 4)), lambda a: F.avg_pool1d(a.reshape(2, 3, 42), 3, 2)]:
+        assert gradgradcheck(f, (xp,))
+    wb, bb_ = _leaf(3), _leaf(3)
+    rm, rv = tinytorch.zeros(3, dtype=tinytorch.float64), tinytorch.ones(3, dtype=tinytorch.float64) * 2
+    assert gradgradcheck(lambda a, ww, bb: F.batch_norm(a, None, None, ww, bb, True), (xp, wb, bb_))
+    assert gradgradcheck(lambda a, ww, bb: F.batch_norm(a, rm, rv, ww, bb, False), (xp, wb, bb_))

@@ -15,7 +15,7 @@ import threading
 import numpy as np
 
 from .._tensor import Tensor, _wrap
-from ._common import needs_grad, record
+from ._common import _grad_enabled, needs_grad, record
 
 
 def _xp(a):
@@ -318,6 +318,9 @@ def _convnd(name: str, nd: int, input: Tensor, weight: Tensor, bias, stride, pad
         rb = bias is not None and bias._requires_grad
 
         def conv_backward(g):
+            if _grad_enabled():  # create_graph: the same formulas in differentiable ops, for double backward
+                return _conv_backward_graph(g, x, w, bias is not None, nd, batched, p4, Hp, Wp, s, d, k, groups,
+                                            rx, rw, rb)
             g4 = _as4d(g._data, nd, batched)
             gx = gw = gb = None
             if rx:
@@ -332,6 +335,67 @@ def _convnd(name: str, nd: int, input: Tensor, weight: Tensor, bias, stride, pad
         inputs = (x, w) if bias is None else (x, w, bias)
         record("ConvolutionBackward0", conv_backward, out, inputs, (x, w))
     return out
+
+
+def _t4(t: Tensor, nd: int, batched: bool) -> Tensor:
+    if not batched:
+        t = t.unsqueeze(0)
+    return t.unsqueeze(2) if nd == 1 else t
+
+
+def _f4(t: Tensor, nd: int, batched: bool) -> Tensor:
+    if nd == 1:
+        t = t.squeeze(2)
+    return t if batched else t.squeeze(0)
+
+
+def _pad_t(t: Tensor, p4) -> Tensor:
+    from .nn import pad
+    return pad(t, (p4[2], p4[3], p4[0], p4[1])) if any(p4) else t
+
+
+def _weight_grad_graph(xpad: Tensor, g: Tensor, kh: int, kw: int, s, d, G: int) -> Tensor:
+    """conv's weight gradient as a conv (differentiable): correlate the input, batch as channels, with the
+    output gradient, stride and dilation swapped; one conv per group."""
+    from .shape import cat
+    C, O = xpad.shape[1], g.shape[1]
+    Cg, Og = C // G, O // G
+    xt, gt = xpad.transpose(0, 1), g.transpose(0, 1)
+    parts = [_convnd("conv2d", 2, xt[gi * Cg:(gi + 1) * Cg], gt[gi * Og:(gi + 1) * Og], None, d, 0, s, 1)
+             [:, :, :kh, :kw].transpose(0, 1) for gi in range(G)]
+    return parts[0] if G == 1 else cat(parts, 0)
+
+
+def _conv_backward_graph(g, x, w, has_bias, nd, batched, p4, Hp, Wp, s, d, k, groups, rx, rw, rb):
+    g4 = _t4(g, nd, batched)
+    w4 = w.unsqueeze(2) if nd == 1 else w
+    oh, ow = g4.shape[2], g4.shape[3]
+    gx = gw = gb = None
+    if rx:
+        op = (Hp - ((oh - 1) * s[0] + d[0] * (k[0] - 1) + 1), Wp - ((ow - 1) * s[1] + d[1] * (k[1] - 1) + 1))
+        full = _conv_transposend("conv_transpose2d", 2, g4, w4, None, s, 0, op, groups, d)
+        gx = _f4(full[:, :, p4[0]:Hp - p4[1], p4[2]:Wp - p4[3]], nd, batched)
+    if rw:
+        gw = _weight_grad_graph(_pad_t(_t4(x, nd, batched), p4), g4, k[0], k[1], s, d, groups)
+        gw = gw.squeeze(2) if nd == 1 else gw
+    if rb:
+        gb = g4.sum((0, 2, 3))
+    return (gx, gw, gb) if has_bias else (gx, gw)
+
+
+def _conv_transpose_backward_graph(g, x, w, has_bias, nd, batched, p4, H, W, Hp, Wp, op, s, d, k, groups, rx, rw, rb):
+    g4 = _t4(g, nd, batched)
+    w4 = w.unsqueeze(2) if nd == 1 else w
+    gpad = _pad_t(g4, p4)
+    gx = gw = gb = None
+    if rx:
+        gx = _f4(_convnd("conv2d", 2, gpad, w4, None, s, 0, d, groups)[:, :, :H, :W], nd, batched)
+    if rw:
+        gw = _weight_grad_graph(gpad[:, :, :Hp - op[0], :Wp - op[1]], _t4(x, nd, batched), k[0], k[1], s, d, groups)
+        gw = gw.squeeze(2) if nd == 1 else gw
+    if rb:
+        gb = g4.sum((0, 2, 3))
+    return (gx, gw, gb) if has_bias else (gx, gw)
 
 
 def xp_contig(a):
@@ -396,6 +460,9 @@ def _conv_transposend(name: str, nd: int, input: Tensor, weight: Tensor, bias, s
         rb = bias is not None and bias._requires_grad
 
         def conv_transpose_backward(g):
+            if _grad_enabled():
+                return _conv_transpose_backward_graph(g, x, w, bias is not None, nd, batched, p4, H, W, Hp, Wp, op,
+                                                      s, d, k, groups, rx, rw, rb)
             g4 = _as4d(g._data, nd, batched)
             gpad = _pad_array(g4, p4)
             gx = gw = gb = None

@@ -9,7 +9,7 @@ from __future__ import annotations
 import numpy as np
 
 from .._tensor import Tensor, _wrap
-from ._common import needs_grad, record
+from ._common import _grad_enabled, needs_grad, record
 from .conv import _xp
 
 
@@ -104,6 +104,8 @@ def _batch_norm(input, running_mean, running_var, weight, bias, training, moment
         wv = weight._data.astype(cd, copy=False) if weight is not None else None
 
         def batch_norm_backward(g):
+            if _grad_enabled() and sync is None:  # create_graph: differentiable formulas
+                return _bn_backward_graph(g, x, weight, bias is not None, training, rstd, mean, eps, rx, rw, rb)
             g3 = _as3d(g._data).astype(cd, copy=False)
             dw, db = _bn_affine_grads(g3, xhat, rw, rb, weight._data.dtype if weight is not None else cd)
             dx = None
@@ -130,6 +132,35 @@ def _batch_norm(input, running_mean, running_var, weight, bias, training, moment
         record("NativeBatchNormBackward0" if sync is None else "SyncBatchNormBackward", batch_norm_backward, out,
                inputs, inputs)
     return out
+
+
+def _bn_backward_graph(g, x, weight, has_bias, training, rstd, mean, eps, rx, rw, rb):
+    """batch_norm's backward in tensor ops (training: statistics recomputed from x so they carry the graph)."""
+    shape = tuple(x._data.shape)
+    N, C = shape[0], shape[1]
+    x3 = x.reshape(N, C, -1)
+    g3 = g.reshape(N, C, -1)
+    if training:
+        mu = x3.mean((0, 2), keepdim=True)
+        xc = x3 - mu
+        r = ((xc * xc).mean((0, 2), keepdim=True) + eps).rsqrt()
+    else:
+        r = _wrap(rstd.reshape(1, C, 1).astype(x._data.dtype, copy=False))
+        xc = x3 - _wrap(mean.reshape(1, C, 1).astype(x._data.dtype, copy=False))
+    xhat = xc * r
+    res = [None]
+    if rx:
+        scale = r if weight is None else r * weight.reshape(1, C, 1)
+        if training:
+            dx = (g3 - g3.mean((0, 2), keepdim=True) - xhat * (g3 * xhat).mean((0, 2), keepdim=True)) * scale
+        else:
+            dx = g3 * scale
+        res[0] = dx.reshape(shape)
+    if weight is not None:
+        res.append((g3 * xhat).sum((0, 2)) if rw else None)
+    if has_bias:
+        res.append(g3.sum((0, 2)) if rb else None)
+    return tuple(res) if len(res) > 1 else res[0]
 
 
 def _all_reduce(a, sync):

@@ -7,7 +7,7 @@ from __future__ import annotations
 import numpy as np
 
 from .._tensor import Tensor, _wrap
-from ._common import needs_grad, record
+from ._common import _grad_enabled, needs_grad, record
 from .conv import _pair, _xp
 
 
@@ -123,6 +123,8 @@ def _max_pool(name: str, nd: int, input: Tensor, kernel_size, stride, padding, d
         shape4 = x4.shape
 
         def max_pool_backward(g):
+            if _grad_enabled():  # create_graph: a differentiable scatter of g
+                return _scatter_graph(g, idx, shape4, input)
             gx = _scatter_flat(_as4d(g._data, nd)[0], idx, shape4)
             return _wrap(_from4d(gx, nd, batched))
         record(f"MaxPool{nd}DWithIndicesBackward0", max_pool_backward, out, (input,))
@@ -138,6 +140,23 @@ def _scatter_flat(g4, idx, shape4):
     r = xp.bincount(flat, weights=g4.reshape(-1).astype(np.float64 if g4.dtype == np.float64 else np.float32),
                     minlength=N * C * H * W)
     return r.astype(g4.dtype, copy=False).reshape(N, C, H, W)
+
+
+def _scatter_graph(g: Tensor, idx, shape4, like: Tensor) -> Tensor:
+    """_scatter_flat in differentiable ops (index_add), for double backward."""
+    from .._creation import zeros
+    from .indexing import index_add
+    xp = _xp(idx)
+    N, C, H, W = shape4
+    rows = (xp.arange(N * C, dtype=np.int64) * (H * W)).reshape(N, C, 1, 1)
+    flat = _wrap((idx + rows).reshape(-1))
+    z = zeros(N * C * H * W, dtype=g.dtype, device=g.device)
+    return index_add(z, 0, flat, g.reshape(-1)).reshape(like.shape)
+
+
+def _dtype_of(np_dtype):
+    from .._dtype import from_numpy_dtype
+    return from_numpy_dtype(np.dtype(np_dtype))
 
 
 def max_pool1d(input: Tensor, kernel_size, stride=None, padding=0, dilation=1, ceil_mode: bool = False,
@@ -218,6 +237,13 @@ def _avg_pool(name: str, nd: int, input: Tensor, kernel_size, stride, padding, c
         Hp, Wp = xpad.shape[2], xpad.shape[3]
 
         def avg_pool_backward(g):
+            if _grad_enabled():
+                # The adjoint of window sums is fold (col2im) of the scaled gradient repeated per kernel position.
+                from .fold import fold
+                gs = (g.reshape(N, C, oh, ow) * _wrap(inv)).reshape(N * C, 1, oh * ow).expand(N * C, k[0] * k[1],
+                                                                                             oh * ow)
+                full = fold(gs, (Hp, Wp), k, 1, 0, s)
+                return full[:, 0, p[0]:p[0] + H, p[1]:p[1] + W].reshape(input.shape)
             g4 = _as4d(g._data, nd)[0] * inv
             gx = xp.zeros((N, C, Hp, Wp), g4.dtype)
             for _, _, sl in _windows(gx, k, s, d, oh, ow):
@@ -298,6 +324,9 @@ def _adaptive_avg(name: str, nd: int, input: Tensor, output_size) -> Tensor:
     out = _wrap(_from4d(y.astype(x4.dtype, copy=False), nd, batched))
     if needs_grad(input):
         def adaptive_avg_backward(g):
+            if _grad_enabled():
+                gt = g.reshape(N, C, oh, ow)
+                return (_wrap(ph.T.copy()) @ gt.to(_dtype_of(cd)) @ _wrap(pw)).to(input.dtype).reshape(input.shape)
             g4 = _as4d(g._data, nd)[0].astype(cd, copy=False)
             gx = xp.matmul(xp.matmul(ph.T, g4), pw)
             return _wrap(_from4d(gx.astype(x4.dtype, copy=False), nd, batched))
@@ -347,6 +376,8 @@ def _adaptive_max(name: str, nd: int, input: Tensor, output_size, return_indices
         shape4 = x4.shape
 
         def adaptive_max_backward(g):
+            if _grad_enabled():
+                return _scatter_graph(g, idx, shape4, input)
             return _wrap(_from4d(_scatter_flat(_as4d(g._data, nd)[0], idx, shape4), nd, batched))
         record(f"AdaptiveMaxPool{nd}DBackward0", adaptive_max_backward, out, (input,))
     return (out, indices) if return_indices else out
