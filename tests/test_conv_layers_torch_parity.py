@@ -144,3 +144,53 @@ def test_batch_norm_functional_and_conv_errors_match_pytorch():
                 lib.nn.functional.conv2d(lib.zeros(*args[0]), lib.zeros(*args[1]), **args[2])
             msgs.append(str(e.value))
         assert msgs[0] == msgs[1]
+
+
+def _small_cnn(lib):
+    nn = lib.nn
+
+    class Block(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.conv1 = nn.Conv2d(8, 8, 3, padding=1, bias=False)
+            self.bn1 = nn.BatchNorm2d(8)
+            self.conv2 = nn.Conv2d(8, 16, 3, stride=2, padding=1, bias=False)
+            self.bn2 = nn.BatchNorm2d(16)
+            self.down = nn.Sequential(nn.Conv2d(8, 16, 1, stride=2, bias=False), nn.BatchNorm2d(16))
+
+        def forward(self, x):
+            y = self.bn1(self.conv1(x)).relu()
+            return (self.bn2(self.conv2(y)) + self.down(x)).relu()
+
+    return nn.Sequential(nn.Conv2d(3, 8, 5, stride=2, padding=2), nn.BatchNorm2d(8), nn.ReLU(),
+                         nn.MaxPool2d(3, 2, 1), Block(), nn.Dropout2d(0.0), nn.AdaptiveAvgPool2d(1), nn.Flatten(),
+                         nn.Linear(16, 5))
+
+
+def test_small_resnet_trains_like_pytorch():
+    torch.manual_seed(0)
+    theirs = _small_cnn(torch)
+    ours = _small_cnn(tinytorch)
+    _load(ours, theirs)
+    opt_t = torch.optim.SGD(theirs.parameters(), lr=0.05, momentum=0.9, weight_decay=1e-4)
+    opt_o = tinytorch.optim.SGD(ours.parameters(), lr=0.05, momentum=0.9, weight_decay=1e-4)
+    rng = np.random.default_rng(5)
+    for step in range(3):
+        x = rng.standard_normal((4, 3, 20, 20)).astype(np.float32)
+        y = rng.integers(0, 5, 4)
+        lt = torch.nn.functional.cross_entropy(theirs(torch.tensor(x)), torch.tensor(y))
+        lo = tinytorch.nn.functional.cross_entropy(ours(tinytorch.tensor(x)), tinytorch.tensor(y))
+        np.testing.assert_allclose(lo.item(), lt.item(), **TOL)
+        opt_t.zero_grad()
+        opt_o.zero_grad()
+        lt.backward()
+        lo.backward()
+        opt_t.step()
+        opt_o.step()
+    for k, v in theirs.state_dict().items():
+        np.testing.assert_allclose(ours.state_dict()[k].numpy(), v.numpy(), err_msg=k, **TOL)
+    theirs.eval()
+    ours.eval()
+    x = rng.standard_normal((2, 3, 20, 20)).astype(np.float32)
+    np.testing.assert_allclose(ours(tinytorch.tensor(x)).detach().numpy(), theirs(torch.tensor(x)).detach().numpy(),
+                               **TOL)
