@@ -62,12 +62,6 @@ def _out_size(n: int, k: int, s: int, d: int) -> int:
     return (n - d * (k - 1) - 1) // s + 1
 
 
-def _window(xp_, i: int, j: int, oh: int, ow: int, s, d):
-    """The input rows/cols kernel position (i, j) meets: a strided view of the padded input."""
-    r0, c0 = i * d[0], j * d[1]
-    return xp_[:, :, r0:r0 + s[0] * (oh - 1) + 1:s[0], c0:c0 + s[1] * (ow - 1) + 1:s[1]]
-
-
 _local = threading.local()
 
 
@@ -85,31 +79,56 @@ def _scratch(shape: tuple, dtype, like):
     return buf[:n].view(dtype).reshape(shape)
 
 
-def _columns(xp_, kh: int, kw: int, s, d, G: int, oh: int, ow: int):
-    """The column matrix (G, kh*kw*Cg, N, L) of the padded input, rows ordered (kernel row, kernel col,
-    channel), images side by side along the columns so that each group is one large 2-D GEMM.
+def _phase_shape(Hp: int, Wp: int, s) -> tuple:
+    return -(-Hp // s[0]), -(-Wp // s[1])
 
-    With stride 1, L = (oh-1)*Wp + ow positions of the flattened padded image (each kernel position's rows
-    are contiguous slices: a memcpy per channel and image); otherwise L = oh*ow from strided windows."""
+
+def _phases(xp_, s):
+    """Split the padded input into its s0*s1 stride phases (s0, s1, N, C, Hq, Wq): phase (a, b) holds rows
+    a, a+s0, ... and columns b, b+s1, ..., so a strided window becomes a shifted window of one phase."""
+    xp = _xp(xp_)
+    N, C, Hp, Wp = xp_.shape
+    Hq, Wq = _phase_shape(Hp, Wp, s)
+    P = xp.zeros((s[0], s[1], N, C, Hq, Wq), xp_.dtype)
+    for a in range(s[0]):
+        for b in range(s[1]):
+            ph = xp_[:, :, a::s[0], b::s[1]]
+            P[a, b, :, :, :ph.shape[2], :ph.shape[3]] = ph
+    return P
+
+
+def _offsets(kh: int, kw: int, s, d, Wrow: int):
+    """Per kernel position: (phase row, phase col, offset into the flattened phase image)."""
+    out = []
+    for i in range(kh):
+        for j in range(kw):
+            r, c = i * d[0], j * d[1]
+            out.append((r % s[0], c % s[1], (r // s[0]) * Wrow + c // s[1]))
+    return out
+
+
+def _columns(xp_, kh: int, kw: int, s, d, G: int, oh: int, ow: int):
+    """The column matrix (G, kh*kw*Cg, N, L) of the padded input and its row pitch Wrow: rows ordered (kernel
+    row, kernel col, channel), images side by side along the columns so that each group is one large GEMM.
+
+    Output position (y, x) is column y*Wrow + x, L = (oh-1)*Wrow + ow: each kernel position's rows are one
+    contiguous slice of the flattened padded image (stride 1, Wrow = Wp) or of one stride phase of it
+    (Wrow = phase width), copied a channel and image at a time; columns with x >= ow are cropped later."""
     N, C, Hp, Wp = xp_.shape
     Cg = C // G
     K = kh * kw * Cg
     if s == (1, 1):
-        L = (oh - 1) * Wp + ow
-        cols = _scratch((G, K, N, L), xp_.dtype, xp_)
-        xf = xp_.reshape(N, G, Cg, Hp * Wp).transpose(1, 2, 0, 3)  # (G, Cg, N, Hp*Wp) view
-        for i in range(kh):
-            for j in range(kw):
-                off = i * d[0] * Wp + j * d[1]
-                k = (i * kw + j) * Cg
-                cols[:, k:k + Cg] = xf[..., off:off + L]
-        return cols
-    cols = _scratch((G, K, N, oh * ow), xp_.dtype, xp_)
-    c7 = cols.reshape(G, kh, kw, Cg, N, oh, ow)
-    for i in range(kh):
-        for j in range(kw):
-            c7[:, i, j] = _window(xp_, i, j, oh, ow, s, d).reshape(N, G, Cg, oh, ow).transpose(1, 2, 0, 3, 4)
-    return cols
+        Wrow = Wp
+        src = xp_.reshape(1, 1, N, G, Cg, Hp * Wp)
+    else:
+        Hq, Wrow = _phase_shape(Hp, Wp, s)
+        src = _phases(xp_, s).reshape(s[0], s[1], N, G, Cg, Hq * Wrow)
+    src = src.transpose(0, 1, 3, 4, 2, 5)  # (s0, s1, G, Cg, N, flat) view
+    L = (oh - 1) * Wrow + ow
+    cols = _scratch((G, K, N, L), xp_.dtype, xp_)
+    for k, (a, b, off) in enumerate(_offsets(kh, kw, s, d, Wrow)):
+        cols[:, k * Cg:(k + 1) * Cg] = src[a, b, ..., off:off + L]
+    return cols, Wrow
 
 
 def _flat_weight(w, G: int):
@@ -151,10 +170,8 @@ def conv_forward_array(xp_, w, s, d, groups: int):
     if kh == kw == 1:
         y = _gemm(w2, _subsampled(xp_, s, oh, ow, G))
         return xp.ascontiguousarray(y.reshape(O, N, oh, ow).transpose(1, 0, 2, 3))
-    cols = _columns(xp_, kh, kw, s, d, G, oh, ow)
-    y = _gemm(w2, cols)
-    if s == (1, 1):
-        y = _rows_view(y.reshape(O, N, cols.shape[-1]), (O, N), oh, ow, Wp)
+    cols, Wrow = _columns(xp_, kh, kw, s, d, G, oh, ow)
+    y = _rows_view(_gemm(w2, cols).reshape(O, N, cols.shape[-1]), (O, N), oh, ow, Wrow)
     return xp.ascontiguousarray(y.reshape(O, N, oh, ow).transpose(1, 0, 2, 3))
 
 
@@ -179,13 +196,23 @@ def conv_input_grad_array(g, w, Hp: int, Wp: int, s, d, groups: int):
         gpad = _pad_array(g, (ph, Hp - oh, pw, Wp - ow))
         wf = w.reshape(G, Og, Cg, kh, kw)[..., ::-1, ::-1].transpose(0, 2, 1, 3, 4).reshape(C, Og, kh, kw)
         return conv_forward_array(gpad, wf, s, d, groups)
-    # col2im: gradient columns (G, kh*kw*Cg, N, oh*ow) from one GEMM per group, added back window by window.
+    # col2im: gradient columns from one GEMM per group, added back into the input's stride phases (contiguous
+    # slices, as _columns reads them), then the phases interleaved into the image.
+    Hq, Wq = _phase_shape(Hp, Wp, s)
+    L = (oh - 1) * Wq + ow
+    gf = xp.zeros((G, Og, N, L), g.dtype)
+    _rows_view(gf, (G, Og, N), oh, ow, Wq)[...] = g.reshape(N, G, Og, oh, ow).transpose(1, 2, 0, 3, 4)
     w2t = xp.ascontiguousarray(_flat_weight(w, G).transpose(0, 2, 1))
-    gc = _gemm(w2t, _grad_rows(g, G)).reshape(G, kh, kw, Cg, N, oh, ow)
-    gx = xp.zeros((N, C, Hp, Wp), g.dtype)
-    for i in range(kh):
-        for j in range(kw):
-            _window(gx, i, j, oh, ow, s, d)[...] += gc[:, i, j].transpose(2, 0, 1, 3, 4).reshape(N, C, oh, ow)
+    gc = _gemm(w2t, gf).reshape(G, kh * kw * Cg, N, L)
+    P = xp.zeros((s[0], s[1], G, Cg, N, Hq * Wq), g.dtype)
+    for k, (a, b, off) in enumerate(_offsets(kh, kw, s, d, Wq)):
+        P[a, b, ..., off:off + L] += gc[:, k * Cg:(k + 1) * Cg]
+    P = P.reshape(s[0], s[1], C, N, Hq, Wq)
+    gx = xp.empty((N, C, Hp, Wp), g.dtype)
+    for a in range(s[0]):
+        for b in range(s[1]):
+            dst = gx[:, :, a::s[0], b::s[1]]
+            dst[...] = P[a, b, :, :, :dst.shape[2], :dst.shape[3]].transpose(1, 0, 2, 3)
     return gx
 
 
@@ -201,12 +228,9 @@ def conv_weight_grad_array(xp_, g, kh: int, kw: int, s, d, groups: int):
         cols = _subsampled(xp_, s, oh, ow, G)
         gf = _grad_rows(g, G)
     else:
-        cols = _columns(xp_, kh, kw, s, d, G, oh, ow)
-        if s == (1, 1):
-            gf = xp.zeros((G, Og, N, cols.shape[-1]), g.dtype)
-            _rows_view(gf, (G, Og, N), oh, ow, Wp)[...] = g.reshape(N, G, Og, oh, ow).transpose(1, 2, 0, 3, 4)
-        else:
-            gf = _grad_rows(g, G)
+        cols, Wrow = _columns(xp_, kh, kw, s, d, G, oh, ow)
+        gf = xp.zeros((G, Og, N, cols.shape[-1]), g.dtype)
+        _rows_view(gf, (G, Og, N), oh, ow, Wrow)[...] = g.reshape(N, G, Og, oh, ow).transpose(1, 2, 0, 3, 4)
     # cols @ gf.T rather than gf @ cols.T: OpenBLAS runs the long contraction about twice as fast this way round.
     gwt = xp.matmul(cols.reshape(G, cols.shape[1], -1), gf.reshape(G, Og, -1).swapaxes(-1, -2))  # (G, K, Og)
     return xp.ascontiguousarray(gwt.reshape(G, kh, kw, Cg, Og).transpose(0, 4, 3, 1, 2)).reshape(O, Cg, kh, kw)
