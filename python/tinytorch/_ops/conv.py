@@ -252,7 +252,7 @@ def _check_conv_input(name: str, x: Tensor, w: Tensor, nd: int, transposed: bool
         raise RuntimeError("non-positive groups is not supported")
     if xd.dtype != wd.dtype:
         from ._common import _short
-        raise RuntimeError(f"Input type ({_short(x.dtype)}) and weight type ({_short(w.dtype)}) should be the same")
+        raise RuntimeError(f"expected scalar type {_short(x.dtype)} but found {_short(w.dtype)}")
     C = xd.shape[-nd - 1]
     if not transposed:
         if wd.shape[0] % groups:
@@ -298,6 +298,9 @@ def _same_pads(k, d) -> list:
 def _convnd(name: str, nd: int, input: Tensor, weight: Tensor, bias, stride, padding, dilation, groups: int) -> Tensor:
     x, w = input, weight
     _check_conv_input(name, x, w, nd, False, groups)
+    if bias is not None and (bias._data.ndim != 1 or bias._data.shape[0] != w._data.shape[0]):
+        raise RuntimeError(f"Given weight of size {list(w._data.shape)}, expected bias to be 1-dimensional with "
+                           f"{w._data.shape[0]} elements, but got bias of size {list(bias._data.shape)} instead")
     s = _pair(stride, nd, "stride")
     d = _pair(dilation, nd, "dilation")
     k = tuple(w._data.shape[2:])

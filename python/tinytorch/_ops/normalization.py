@@ -20,7 +20,7 @@ def _cdtype(a):
 
 def _as3d(a):
     """(N, C, L) view of an (N, C, *) array."""
-    return a.reshape(a.shape[0], a.shape[1], -1)
+    return a.reshape(a.shape[0], a.shape[1], int(np.prod(a.shape[2:])))
 
 
 def _check_bn_input(x: Tensor, training: bool) -> None:
@@ -66,6 +66,8 @@ def _batch_norm(input, running_mean, running_var, weight, bias, training, moment
                     ("bias", bias)):
         if t is not None and t._data.size != C:
             raise RuntimeError(f"{name} should contain {C} elements not {t._data.size}")
+    if xd.size == 0:  # an empty batch: nothing to normalise, statistics untouched
+        return input.clone()
     xp = _xp(xd)
     cd = _cdtype(xd)
     x3 = _as3d(xd).astype(cd, copy=False)

@@ -50,6 +50,12 @@ def _resample_dim(x: Tensor, dim: int, n_out: int, mode: str, align_corners: boo
     n_in = x._data.shape[dim]
     nd = x._data.ndim
     dst = np.arange(n_out, dtype=np.float64)
+    # PyTorch's CPU kernels copy a dim whose size is unchanged (whatever the scale factor) in the linear modes
+    # and in 2d nearest, where an exact doubling also repeats each source twice.
+    if n_in == n_out and (mode in ("linear", "bilinear", "trilinear") or (mode == "nearest" and nd >= 4)):
+        return x
+    if mode == "nearest" and nd >= 4 and n_out == 2 * n_in:
+        return x.index_select(dim, _idx(np.arange(n_out) >> 1, x))
     if mode in ("nearest", "nearest-exact"):
         sc = 1.0 / scale if scale is not None and scale > 0 else n_in / n_out
         src = np.floor((dst + 0.5) * sc) if mode == "nearest-exact" else np.floor(dst.astype(np.float32) * np.float32(sc))
@@ -105,7 +111,7 @@ def interpolate(input: Tensor, size=None, scale_factor=None, mode: str = "neares
             if len(size) != dim:
                 raise ValueError(f"Input and output must have the same number of spatial dimensions, but got input "
                                  f"with spatial dimensions of {list(input._data.shape[2:])} and output size of "
-                                 f"{list(size)}. Please provide input tensor in (N, C, d1, d2, ...,dK) format and "
+                                 f"{size}. Please provide input tensor in (N, C, d1, d2, ...,dK) format and "
                                  f"output size in (o1, o2, ...,oK) format.")
             out_size = [int(v) for v in size]
         else:
