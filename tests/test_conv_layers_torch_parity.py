@@ -194,3 +194,81 @@ def test_small_resnet_trains_like_pytorch():
     x = rng.standard_normal((2, 3, 20, 20)).astype(np.float32)
     np.testing.assert_allclose(ours(tinytorch.tensor(x)).detach().numpy(), theirs(torch.tensor(x)).detach().numpy(),
                                **TOL)
+
+
+def _compare(fn, inputs, tol=1e-8):
+    """fn(lib, *tensors) in both libraries (float64): same error type, or same outputs and input gradients."""
+    res = []
+    for lib in (torch, tinytorch):
+        ts = [lib.tensor(a, requires_grad=True) for a in inputs]
+        try:
+            outs = fn(lib, *ts)
+        except (RuntimeError, ValueError) as e:
+            res.append(type(e))
+            continue
+        outs = outs if isinstance(outs, tuple) else (outs,)
+        r = np.random.default_rng(0).standard_normal(tuple(outs[0].shape))
+        (outs[0] * lib.tensor(r)).sum().backward()
+        res.append([o.detach().numpy() for o in outs] + [t.grad.numpy() for t in ts])
+    assert type(res[0]) is type(res[1]), res
+    if isinstance(res[0], list):
+        for a, b in zip(*res):
+            assert a.shape == b.shape
+            np.testing.assert_allclose(a, b, atol=tol)
+
+
+def test_random_convolutions_match_pytorch():
+    rng = np.random.default_rng(1)
+    for _ in range(40):
+        nd, G, Cg, Og = int(rng.integers(1, 3)), int(rng.choice([1, 2, 3])), int(rng.integers(1, 3)), int(rng.integers(1, 3))
+        k, s, d = (tuple(int(v) for v in rng.integers(lo, hi, nd)) for lo, hi in ((1, 4), (1, 4), (1, 3)))
+        p = tuple(int(v) for v in rng.integers(0, 3, nd))
+        x = rng.standard_normal((2, G * Cg) + tuple(int(v) for v in rng.integers(5, 10, nd)))
+        if rng.random() < 0.4:
+            op = tuple(int(rng.integers(0, max(a, b))) for a, b in zip(s, d))
+            w, b = rng.standard_normal((G * Cg, Og) + k), rng.standard_normal(Og * G)
+            _compare(lambda L, X, W, B: getattr(L.nn.functional, f"conv_transpose{nd}d")(X, W, B, s, p, op, G, d),
+                     (x, w, b))
+        else:
+            w, b = rng.standard_normal((G * Og, Cg) + k), rng.standard_normal(Og * G)
+            pp = "same" if rng.random() < 0.2 and all(v == 1 for v in s) else p
+            _compare(lambda L, X, W, B: getattr(L.nn.functional, f"conv{nd}d")(X, W, B, s, pp, d, G), (x, w, b))
+
+
+def test_random_pooling_matches_pytorch():
+    rng = np.random.default_rng(2)
+    for _ in range(80):
+        nd = int(rng.integers(1, 3))
+        k, s, dl = (tuple(int(v) for v in rng.integers(lo, hi, nd)) for lo, hi in ((1, 5), (1, 4), (1, 3)))
+        p = tuple(int(rng.integers(0, kk // 2 + 1)) for kk in k)
+        cm, cip, mode = bool(rng.random() < 0.5), bool(rng.random() < 0.5), rng.choice(["max", "avg", "amax", "aavg"])
+        osz = tuple(int(v) for v in rng.integers(1, 8, nd))
+        x = rng.standard_normal((2, 3) + tuple(int(v) for v in rng.integers(3, 10, nd)))
+
+        def fn(L, X):
+            F = L.nn.functional
+            if mode == "max":
+                return getattr(F, f"max_pool{nd}d")(X, k, s, p, dl, ceil_mode=cm, return_indices=True)
+            if mode == "avg":
+                return getattr(F, f"avg_pool{nd}d")(X, k, s, p, cm, cip)
+            if mode == "amax":
+                return getattr(F, f"adaptive_max_pool{nd}d")(X, osz, return_indices=True)
+            return getattr(F, f"adaptive_avg_pool{nd}d")(X, osz)
+        _compare(fn, (x,))
+
+
+def test_random_interpolation_matches_pytorch():
+    rng = np.random.default_rng(3)
+    for _ in range(80):
+        mode = str(rng.choice(["nearest", "nearest-exact", "linear", "bilinear", "bicubic", "area"]))
+        nd = 1 if mode == "linear" else (2 if mode in ("bilinear", "bicubic") else int(rng.integers(1, 3)))
+        size = tuple(int(v) for v in rng.integers(2, 9, nd))
+        use_sf = rng.random() < 0.5
+        sf = tuple(float(np.round(rng.uniform(0.4, 3.2), 2)) for _ in range(nd)) if use_sf else None
+        osz = None if use_sf else tuple(int(v) for v in rng.integers(1, 12, nd))
+        ac = None if mode in ("nearest", "nearest-exact", "area") else bool(rng.random() < 0.5)
+        rsf = bool(rng.random() < 0.3) if use_sf else None
+        if mode == "nearest" and nd == 1 and use_sf and not rsf:
+            continue  # PyTorch's 1d nearest kernel is inconsistent about copying an unchanged size
+        _compare(lambda L, X: L.nn.functional.interpolate(X, osz, sf, mode, ac, rsf), (rng.standard_normal((2, 3) + size),),
+                 tol=1e-6)
