@@ -181,8 +181,9 @@ def _grad_rows(g, G: int):
     return _xp(g).ascontiguousarray(g.reshape(N, G, O // G, oh * ow).transpose(1, 2, 0, 3))
 
 
-def conv_input_grad_array(g, w, Hp: int, Wp: int, s, d, groups: int):
-    """The adjoint of conv_forward_array in its input: the gradient of the padded input (N, C, Hp, Wp)."""
+def conv_input_grad_array(g, w, Hp: int, Wp: int, s, d, groups: int, crop=(0, 0, 0, 0)):
+    """The adjoint of conv_forward_array in its input: the gradient of the padded input (N, C, Hp, Wp), less
+    `crop` = (top, bottom, left, right) (the padding, whose gradient nobody wants), as a contiguous array."""
     xp = _xp(g)
     N, O, oh, ow = g.shape
     _, Cg, kh, kw = w.shape
@@ -193,7 +194,8 @@ def conv_input_grad_array(g, w, Hp: int, Wp: int, s, d, groups: int):
         # Stride 1: the adjoint is a correlation of the fully padded gradient with the spatially flipped,
         # in/out-swapped kernel, so it takes the forward's path.
         ph, pw = d[0] * (kh - 1), d[1] * (kw - 1)
-        gpad = _pad_array(g, (ph, Hp - oh, pw, Wp - ow))
+        # Only the uncropped rows and columns are computed.
+        gpad = _pad_array(g, (ph - crop[0], Hp - oh - crop[1], pw - crop[2], Wp - ow - crop[3]))
         wf = w.reshape(G, Og, Cg, kh, kw)[..., ::-1, ::-1].transpose(0, 2, 1, 3, 4).reshape(C, Og, kh, kw)
         return conv_forward_array(gpad, wf, s, d, groups)
     # col2im: gradient columns from one GEMM per group, added back into the input's stride phases (contiguous
@@ -213,7 +215,7 @@ def conv_input_grad_array(g, w, Hp: int, Wp: int, s, d, groups: int):
         for b in range(s[1]):
             dst = gx[:, :, a::s[0], b::s[1]]
             dst[...] = P[a, b, :, :, :dst.shape[2], :dst.shape[3]].transpose(1, 0, 2, 3)
-    return gx
+    return xp.ascontiguousarray(_crop(gx, crop))
 
 
 def conv_weight_grad_array(xp_, g, kh: int, kw: int, s, d, groups: int):
@@ -351,8 +353,7 @@ def _convnd(name: str, nd: int, input: Tensor, weight: Tensor, bias, stride, pad
             g4 = _as4d(g._data, nd, batched)
             gx = gw = gb = None
             if rx:
-                gxp = conv_input_grad_array(g4, w4, Hp, Wp, s, d, groups)
-                gx = _wrap(_from4d(xp_contig(_crop(gxp, p4)), nd, batched))
+                gx = _wrap(_from4d(conv_input_grad_array(g4, w4, Hp, Wp, s, d, groups, p4), nd, batched))
             if rw:
                 gw4 = conv_weight_grad_array(xpad, g4, k[0], k[1], s, d, groups)
                 gw = _wrap(gw4[:, :, 0, :] if nd == 1 else gw4)
@@ -478,7 +479,7 @@ def _conv_transposend(name: str, nd: int, input: Tensor, weight: Tensor, bias, s
         raise RuntimeError(f"Given input size per channel: ({H} x {W}). Calculated output size per channel: "
                            f"({oh} x {ow}). Output size is too small")
     p4 = (p[0], p[0], p[1], p[1])
-    y = xp_contig(_crop(conv_input_grad_array(x4, w4, Hp, Wp, s, d, groups), p4))
+    y = conv_input_grad_array(x4, w4, Hp, Wp, s, d, groups, p4)
     if bias is not None:
         y += bias._data.reshape(1, -1, 1, 1)
     out = _wrap(_from4d(y, nd, batched))
