@@ -10,6 +10,7 @@ the two share the three array routines below; 1d convs run as 2d convs of height
 """
 from __future__ import annotations
 
+import os
 import threading
 
 import numpy as np
@@ -79,6 +80,33 @@ def _scratch(shape: tuple, dtype, like):
     return buf[:n].view(dtype).reshape(shape)
 
 
+_pool = None
+_pool_key = None
+
+
+def _copy_all(pairs) -> None:
+    """dst[...] = src for each pair, spread over the intra-op threads: NumPy releases the GIL while copying,
+    and one core's copy bandwidth is what the column matrix is bound by. CuPy copies stay on the stream."""
+    global _pool, _pool_key
+    from .. import _threads
+    n = _threads.get()
+    if n <= 1 or len(pairs) < 2 or type(pairs[0][0]) is not np.ndarray or pairs[0][0].size < (1 << 16):
+        for dst, src in pairs:
+            dst[...] = src
+        return
+    key = (os.getpid(), n)  # a forked child gets a fresh pool (the parent's threads do not exist there)
+    if _pool_key != key:
+        from concurrent.futures import ThreadPoolExecutor
+        _pool, _pool_key = ThreadPoolExecutor(n, thread_name_prefix="tinytorch-copy"), key
+
+    def run(chunk):
+        for dst, src in chunk:
+            dst[...] = src
+    futures = [_pool.submit(run, pairs[i::n]) for i in range(n)]
+    for f in futures:
+        f.result()
+
+
 def _phase_shape(Hp: int, Wp: int, s) -> tuple:
     return -(-Hp // s[0]), -(-Wp // s[1])
 
@@ -126,8 +154,8 @@ def _columns(xp_, kh: int, kw: int, s, d, G: int, oh: int, ow: int):
     src = src.transpose(0, 1, 3, 4, 2, 5)  # (s0, s1, G, Cg, N, flat) view
     L = (oh - 1) * Wrow + ow
     cols = _scratch((G, K, N, L), xp_.dtype, xp_)
-    for k, (a, b, off) in enumerate(_offsets(kh, kw, s, d, Wrow)):
-        cols[:, k * Cg:(k + 1) * Cg] = src[a, b, ..., off:off + L]
+    _copy_all([(cols[:, k * Cg:(k + 1) * Cg], src[a, b, ..., off:off + L])
+               for k, (a, b, off) in enumerate(_offsets(kh, kw, s, d, Wrow))])
     return cols, Wrow
 
 
