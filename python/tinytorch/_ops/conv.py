@@ -226,6 +226,14 @@ def conv_input_grad_array(g, w, Hp: int, Wp: int, s, d, groups: int, crop=(0, 0,
         gpad = _pad_array(g, (ph - crop[0], Hp - oh - crop[1], pw - crop[2], Wp - ow - crop[3]))
         wf = w.reshape(G, Og, Cg, kh, kw)[..., ::-1, ::-1].transpose(0, 2, 1, 3, 4).reshape(C, Og, kh, kw)
         return conv_forward_array(gpad, wf, s, d, groups)
+    if kh == kw == 1:  # a 1x1 kernel touches each sampled input position once: one GEMM, one strided write
+        r = _gemm(xp.ascontiguousarray(_flat_weight(w, G).transpose(0, 2, 1)), _grad_rows(g, G))
+        r = r.reshape(C, N, oh, ow).transpose(1, 0, 2, 3)
+        if s == (1, 1) and (oh, ow) == (Hp, Wp):
+            return xp.ascontiguousarray(_crop(r, crop))
+        gx = xp.zeros((N, C, Hp, Wp), g.dtype)
+        gx[:, :, :s[0] * (oh - 1) + 1:s[0], :s[1] * (ow - 1) + 1:s[1]] = r
+        return xp.ascontiguousarray(_crop(gx, crop))
     # col2im: gradient columns from one GEMM per group, added back into the input's stride phases (contiguous
     # slices, as _columns reads them), then the phases interleaved into the image.
     Hq, Wq = _phase_shape(Hp, Wp, s)
