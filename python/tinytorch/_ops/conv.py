@@ -118,10 +118,12 @@ def _phases(xp_, s):
     N, C, Hp, Wp = xp_.shape
     Hq, Wq = _phase_shape(Hp, Wp, s)
     P = xp.zeros((s[0], s[1], N, C, Hq, Wq), xp_.dtype)
+    pairs = []
     for a in range(s[0]):
         for b in range(s[1]):
             ph = xp_[:, :, a::s[0], b::s[1]]
-            P[a, b, :, :, :ph.shape[2], :ph.shape[3]] = ph
+            pairs.append((P[a, b, :, :, :ph.shape[2], :ph.shape[3]], ph))
+    _copy_all(pairs)
     return P
 
 
@@ -135,7 +137,7 @@ def _offsets(kh: int, kw: int, s, d, Wrow: int):
     return out
 
 
-def _columns(xp_, kh: int, kw: int, s, d, G: int, oh: int, ow: int):
+def _columns(xp_, kh: int, kw: int, s, d, G: int, oh: int, ow: int, phases=None):
     """The column matrix (G, kh*kw*Cg, N, L) of the padded input and its row pitch Wrow: rows ordered (kernel
     row, kernel col, channel), images side by side along the columns so that each group is one large GEMM.
 
@@ -150,7 +152,7 @@ def _columns(xp_, kh: int, kw: int, s, d, G: int, oh: int, ow: int):
         src = xp_.reshape(1, 1, N, G, Cg, Hp * Wp)
     else:
         Hq, Wrow = _phase_shape(Hp, Wp, s)
-        src = _phases(xp_, s).reshape(s[0], s[1], N, G, Cg, Hq * Wrow)
+        src = (_phases(xp_, s) if phases is None else phases).reshape(s[0], s[1], N, G, Cg, Hq * Wrow)
     src = src.transpose(0, 1, 3, 4, 2, 5)  # (s0, s1, G, Cg, N, flat) view
     L = (oh - 1) * Wrow + ow
     cols = _scratch((G, K, N, L), xp_.dtype, xp_)
@@ -185,7 +187,7 @@ def _rows_view(a, lead: tuple, oh: int, ow: int, Wp: int):
     return xp.lib.stride_tricks.as_strided(a, lead + (oh, ow), tuple(a.strides[:-1]) + (Wp * it, it))
 
 
-def conv_forward_array(xp_, w, s, d, groups: int):
+def conv_forward_array(xp_, w, s, d, groups: int, phases=None):
     """Correlate padded input xp_ (N, C, Hp, Wp) with w (O, C/groups, kh, kw): one GEMM per group over the
     whole batch's column matrix."""
     xp = _xp(xp_)
@@ -198,7 +200,7 @@ def conv_forward_array(xp_, w, s, d, groups: int):
     if kh == kw == 1:
         y = _gemm(w2, _subsampled(xp_, s, oh, ow, G))
         return xp.ascontiguousarray(y.reshape(O, N, oh, ow).transpose(1, 0, 2, 3))
-    cols, Wrow = _columns(xp_, kh, kw, s, d, G, oh, ow)
+    cols, Wrow = _columns(xp_, kh, kw, s, d, G, oh, ow, phases)
     y = _rows_view(_gemm(w2, cols).reshape(O, N, cols.shape[-1]), (O, N), oh, ow, Wrow)
     return xp.ascontiguousarray(y.reshape(O, N, oh, ow).transpose(1, 0, 2, 3))
 
@@ -254,7 +256,7 @@ def conv_input_grad_array(g, w, Hp: int, Wp: int, s, d, groups: int, crop=(0, 0,
     return xp.ascontiguousarray(_crop(gx, crop))
 
 
-def conv_weight_grad_array(xp_, g, kh: int, kw: int, s, d, groups: int):
+def conv_weight_grad_array(xp_, g, kh: int, kw: int, s, d, groups: int, phases=None):
     """The gradient of w (O, C/groups, kh, kw) given the padded input and the output's gradient: the output
     gradient times the (recomputed) column matrix, the whole batch in one GEMM per group."""
     xp = _xp(g)
@@ -266,7 +268,7 @@ def conv_weight_grad_array(xp_, g, kh: int, kw: int, s, d, groups: int):
         cols = _subsampled(xp_, s, oh, ow, G)
         gf = _grad_rows(g, G)
     else:
-        cols, Wrow = _columns(xp_, kh, kw, s, d, G, oh, ow)
+        cols, Wrow = _columns(xp_, kh, kw, s, d, G, oh, ow, phases)
         gf = xp.zeros((G, Og, N, cols.shape[-1]), g.dtype)
         _rows_view(gf, (G, Og, N), oh, ow, Wrow)[...] = g.reshape(N, G, Og, oh, ow).transpose(1, 2, 0, 3, 4)
     # cols @ gf.T rather than gf @ cols.T: OpenBLAS runs the long contraction about twice as fast this way round.
@@ -374,7 +376,9 @@ def _convnd(name: str, nd: int, input: Tensor, weight: Tensor, bias, stride, pad
                            f"Kernel size: ({' x '.join(str(v) for v in ks)}). Kernel size can't be greater than "
                            f"actual input size")
     xpad = _pad_array(x4, p4)
-    y = conv_forward_array(xpad, w4, s, d, groups)
+    # A strided conv's stride phases serve the forward and the weight gradient alike: split them once.
+    phases = _phases(xpad, s) if s != (1, 1) and (k[0] > 1 or k[1] > 1) else None
+    y = conv_forward_array(xpad, w4, s, d, groups, phases)
     if bias is not None:
         y += bias._data.reshape(1, -1, 1, 1)
     out = _wrap(_from4d(y, nd, batched))
@@ -391,7 +395,7 @@ def _convnd(name: str, nd: int, input: Tensor, weight: Tensor, bias, stride, pad
             if rx:
                 gx = _wrap(_from4d(conv_input_grad_array(g4, w4, Hp, Wp, s, d, groups, p4), nd, batched))
             if rw:
-                gw4 = conv_weight_grad_array(xpad, g4, k[0], k[1], s, d, groups)
+                gw4 = conv_weight_grad_array(xpad, g4, k[0], k[1], s, d, groups, phases)
                 gw = _wrap(gw4[:, :, 0, :] if nd == 1 else gw4)
             if rb:
                 gb = _wrap(g4.sum(axis=(0, 2, 3)))
