@@ -129,8 +129,8 @@ def test_conv2d_padding_modes(mode):
 
 
 def test_conv_errors_and_module_arguments():
-    with pytest.raises(RuntimeError, match=r"Given groups=1, weight of size \[4, 3, 3, 3\], expected input\[1, 2, 5, 5\] "
-                                           r"to have 3 channels, but got 2 channels instead"):
+    with pytest.raises(RuntimeError, match=r"Given groups=1, weight of size \[4, 3, 3, 3\], expected "
+                                           r"input\[1, 2, 5, 5\] to have 3 channels, but got 2 channels instead"):
         F.conv2d(tinytorch.randn(1, 2, 5, 5), tinytorch.randn(4, 3, 3, 3))
     with pytest.raises(RuntimeError, match="Expected 3D \\(unbatched\\) or 4D \\(batched\\) input to conv2d"):
         F.conv2d(tinytorch.randn(5, 5), tinytorch.randn(4, 3, 3, 3))
@@ -209,18 +209,19 @@ def _ref_pool(x, k, s, p, d, ceil_mode, op, count_include_pad=True, divisor=None
     return out, idx
 
 
-MAX_CASES = [dict(kernel_size=2), dict(kernel_size=3, stride=2, padding=1), dict(kernel_size=3, stride=2, ceil_mode=True),
-             dict(kernel_size=(2, 3), stride=1, dilation=2, padding=1), dict(kernel_size=2, stride=2, ceil_mode=True)]
+MAX_CASES = [dict(kernel_size=2), dict(kernel_size=3, stride=2, padding=1),
+             dict(kernel_size=3, stride=2, ceil_mode=True),
+             dict(kernel_size=(2, 3), stride=(1, 1), dilation=2, padding=1),
+             dict(kernel_size=2, stride=2, ceil_mode=True)]
 
 
 @pytest.mark.parametrize("kw", MAX_CASES)
 def test_max_pool2d(kw):
     x = _leaf(2, 3, 7, 6)
     out, idx = F.max_pool2d(x, return_indices=True, **kw)
-    k = F._ops_pair(kw["kernel_size"]) if hasattr(F, "_ops_pair") else (
-        kw["kernel_size"] if isinstance(kw["kernel_size"], tuple) else (kw["kernel_size"],) * 2)
-    s = (kw.get("stride", k[0]),) * 2 if not isinstance(kw.get("stride"), tuple) else kw["stride"]
-    s = k if "stride" not in kw else s
+    k = kw["kernel_size"] if isinstance(kw["kernel_size"], tuple) else (kw["kernel_size"],) * 2
+    s = kw.get("stride", k)
+    s = s if isinstance(s, tuple) else (s, s)
     ref, ridx = _ref_pool(_np(x), k, s, (kw.get("padding", 0),) * 2, (kw.get("dilation", 1),) * 2,
                           kw.get("ceil_mode", False), "max")
     np.testing.assert_array_equal(_np(out), ref)
@@ -252,8 +253,8 @@ def test_pool1d_adaptive_and_modules():
     np.testing.assert_array_equal(idx.numpy(), ridx[:, :, 0])
     ref, _ = _ref_pool(_np(x1)[:, :, None], (1, 3), (1, 2), (0, 1), (1, 1), True, "avg")
     np.testing.assert_allclose(_np(F.avg_pool1d(x1, 3, 2, 1, ceil_mode=True)), ref[:, :, 0], atol=1e-12)
-    for f in (lambda a: F.max_pool1d(a, 3, 2, 1), lambda a: F.avg_pool1d(a, 3, 2, 1), lambda a: F.adaptive_avg_pool1d(a, 4),
-              lambda a: F.adaptive_max_pool1d(a, 4)):
+    for f in (lambda a: F.max_pool1d(a, 3, 2, 1), lambda a: F.avg_pool1d(a, 3, 2, 1),
+              lambda a: F.adaptive_avg_pool1d(a, 4), lambda a: F.adaptive_max_pool1d(a, 4)):
         assert gradcheck(f, (x1,))
     x = _leaf(2, 3, 7, 6)
     a = F.adaptive_avg_pool2d(x, (3, 4))

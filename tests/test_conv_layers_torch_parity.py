@@ -220,7 +220,8 @@ def _compare(fn, inputs, tol=1e-8):
 def test_random_convolutions_match_pytorch():
     rng = np.random.default_rng(1)
     for _ in range(40):
-        nd, G, Cg, Og = int(rng.integers(1, 3)), int(rng.choice([1, 2, 3])), int(rng.integers(1, 3)), int(rng.integers(1, 3))
+        nd, G = int(rng.integers(1, 3)), int(rng.choice([1, 2, 3]))
+        Cg, Og = int(rng.integers(1, 3)), int(rng.integers(1, 3))
         k, s, d = (tuple(int(v) for v in rng.integers(lo, hi, nd)) for lo, hi in ((1, 4), (1, 4), (1, 3)))
         p = tuple(int(v) for v in rng.integers(0, 3, nd))
         x = rng.standard_normal((2, G * Cg) + tuple(int(v) for v in rng.integers(5, 10, nd)))
@@ -270,5 +271,5 @@ def test_random_interpolation_matches_pytorch():
         rsf = bool(rng.random() < 0.3) if use_sf else None
         if mode == "nearest" and nd == 1 and use_sf and not rsf:
             continue  # PyTorch's 1d nearest kernel is inconsistent about copying an unchanged size
-        _compare(lambda L, X: L.nn.functional.interpolate(X, osz, sf, mode, ac, rsf), (rng.standard_normal((2, 3) + size),),
-                 tol=1e-6)
+        _compare(lambda L, X: L.nn.functional.interpolate(X, osz, sf, mode, ac, rsf),
+                 (rng.standard_normal((2, 3) + size),), tol=1e-6)

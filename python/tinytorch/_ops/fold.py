@@ -13,7 +13,8 @@ def _args(kernel_size, dilation, padding, stride):
     p = _pair(padding, 2, "padding")
     s = _pair(stride, 2, "stride")
     if any(v <= 0 for v in k):
-        raise RuntimeError(f"kernel size should be greater than zero, but got kernel_height: {k[0]} kernel_width: {k[1]}")
+        raise RuntimeError(f"kernel size should be greater than zero, but got kernel_height: {k[0]} "
+                           f"kernel_width: {k[1]}")
     if any(v <= 0 for v in s):
         raise RuntimeError(f"stride should be greater than zero, but got stride_height: {s[0]} stride_width: {s[1]}")
     if any(v <= 0 for v in d):

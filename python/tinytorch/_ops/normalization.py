@@ -186,7 +186,7 @@ def _sync_stats(x3, sync):
     C = s.shape[0]
     count = float(r[2 * C])
     mean = r[:C] / count
-    var = np.maximum(r[C:2 * C] / count - mean * mean, 0) if xp is np else xp.maximum(r[C:2 * C] / count - mean * mean, 0)
+    var = xp.maximum(r[C:2 * C] / count - mean * mean, 0)
     return mean.astype(x3.dtype), var.astype(x3.dtype), count
 
 

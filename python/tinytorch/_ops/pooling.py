@@ -248,8 +248,8 @@ def _avg_pool(name: str, nd: int, input: Tensor, kernel_size, stride, padding, c
             gx = xp.zeros((N, C, Hp, Wp), g4.dtype)
             for _, _, sl in _windows(gx, k, s, d, oh, ow):
                 gx[sl] += g4
-            return _wrap(_from4d(xp.ascontiguousarray(gx[:, :, p[0]:p[0] + H, p[1]:p[1] + W]).astype(x4.dtype, copy=False),
-                                 nd, batched))
+            gx = xp.ascontiguousarray(gx[:, :, p[0]:p[0] + H, p[1]:p[1] + W]).astype(x4.dtype, copy=False)
+            return _wrap(_from4d(gx, nd, batched))
         record(f"AvgPool{nd}DBackward0", avg_pool_backward, out, (input,))
     return out
 

@@ -58,7 +58,10 @@ def _resample_dim(x: Tensor, dim: int, n_out: int, mode: str, align_corners: boo
         return x.index_select(dim, _idx(np.arange(n_out) >> 1, x))
     if mode in ("nearest", "nearest-exact"):
         sc = 1.0 / scale if scale is not None and scale > 0 else n_in / n_out
-        src = np.floor((dst + 0.5) * sc) if mode == "nearest-exact" else np.floor(dst.astype(np.float32) * np.float32(sc))
+        if mode == "nearest-exact":
+            src = np.floor((dst + 0.5) * sc)
+        else:  # PyTorch computes the nearest source in float32
+            src = np.floor(dst.astype(np.float32) * np.float32(sc))
         src = np.minimum(src, n_in - 1).astype(np.int64)
         return x.index_select(dim, _idx(src, x))
     sc = _src_scale(n_in, n_out, scale, align_corners)
