@@ -273,3 +273,19 @@ def test_random_interpolation_matches_pytorch():
             continue  # PyTorch's 1d nearest kernel is inconsistent about copying an unchanged size
         _compare(lambda L, X: L.nn.functional.interpolate(X, osz, sf, mode, ac, rsf),
                  (rng.standard_normal((2, 3) + size),), tol=1e-6)
+
+
+@pytest.mark.parametrize("dtype", ["bfloat16", "float16"])
+def test_half_precision_conv_matches_pytorch(dtype):
+    rng = np.random.default_rng(4)
+    x, w, b = (rng.standard_normal(s).astype(np.float32) for s in ((2, 3, 6, 6), (4, 3, 3, 3), (4,)))
+    res = []
+    for lib in (torch, tinytorch):
+        dt = getattr(lib, dtype)
+        X, W, B = (lib.tensor(a).to(dt).requires_grad_() for a in (x, w, b))
+        y = lib.nn.functional.conv2d(X, W, B, padding=1, stride=(1, 2))
+        y.float().sum().backward()
+        assert y.dtype == dt and X.grad.dtype == dt and W.grad.dtype == dt and B.grad.dtype == dt
+        res.append([t.detach().float().numpy() for t in (y, X.grad, W.grad, B.grad)])
+    for a, b_ in zip(*res):
+        np.testing.assert_allclose(a, b_, rtol=2e-2, atol=5e-2)

@@ -363,8 +363,8 @@ def _convnd(name: str, nd: int, input: Tensor, weight: Tensor, bias, stride, pad
         raise RuntimeError("negative padding is not supported")
     xd = x._data
     batched = xd.ndim == nd + 2
-    x4 = _as4d(xd, nd, batched)
-    w4 = w._data[:, :, None, :] if nd == 1 else w._data
+    x4 = _compute(_as4d(xd, nd, batched))
+    w4 = _compute(w._data[:, :, None, :] if nd == 1 else w._data)
     if nd == 1:
         s, d, pads, k = (1,) + s, (1,) + d, [(0, 0)] + pads, (1,) + k
     p4 = (pads[0][0], pads[0][1], pads[1][0], pads[1][1])
@@ -381,7 +381,7 @@ def _convnd(name: str, nd: int, input: Tensor, weight: Tensor, bias, stride, pad
     y = conv_forward_array(xpad, w4, s, d, groups, phases)
     if bias is not None:
         y += bias._data.reshape(1, -1, 1, 1)
-    out = _wrap(_from4d(y, nd, batched))
+    out = _wrap(_from4d(y.astype(xd.dtype, copy=False), nd, batched))
     if needs_grad(x, w, bias):
         rx, rw = x._requires_grad, w._requires_grad
         rb = bias is not None and bias._requires_grad
@@ -390,15 +390,17 @@ def _convnd(name: str, nd: int, input: Tensor, weight: Tensor, bias, stride, pad
             if _grad_enabled():  # create_graph: the same formulas in differentiable ops, for double backward
                 return _conv_backward_graph(g, x, w, bias is not None, nd, batched, p4, Hp, Wp, s, d, k, groups,
                                             rx, rw, rb)
-            g4 = _as4d(g._data, nd, batched)
+            g4 = _compute(_as4d(g._data, nd, batched))
             gx = gw = gb = None
             if rx:
-                gx = _wrap(_from4d(conv_input_grad_array(g4, w4, Hp, Wp, s, d, groups, p4), nd, batched))
+                gx4 = conv_input_grad_array(g4, w4, Hp, Wp, s, d, groups, p4).astype(xd.dtype, copy=False)
+                gx = _wrap(_from4d(gx4, nd, batched))
             if rw:
-                gw4 = conv_weight_grad_array(xpad, g4, k[0], k[1], s, d, groups, phases)
+                gw4 = conv_weight_grad_array(xpad, g4, k[0], k[1], s, d, groups, phases).astype(w._data.dtype,
+                                                                                               copy=False)
                 gw = _wrap(gw4[:, :, 0, :] if nd == 1 else gw4)
             if rb:
-                gb = _wrap(g4.sum(axis=(0, 2, 3)))
+                gb = _wrap(g4.sum(axis=(0, 2, 3)).astype(bias._data.dtype, copy=False))
             return (gx, gw) if bias is None else (gx, gw, gb)
         inputs = (x, w) if bias is None else (x, w, bias)
         record("ConvolutionBackward0", conv_backward, out, inputs, (x, w))
@@ -466,6 +468,11 @@ def _conv_transpose_backward_graph(g, x, w, has_bias, nd, batched, p4, H, W, Hp,
     return (gx, gw, gb) if has_bias else (gx, gw)
 
 
+def _compute(a):
+    """Halves (float16, bfloat16) are convolved in float32: NumPy has no fast half-precision GEMM."""
+    return a.astype(np.float32) if a.dtype.itemsize < 4 and a.dtype.kind in "fV" else a
+
+
 def xp_contig(a):
     return _xp(a).ascontiguousarray(a)
 
@@ -506,8 +513,8 @@ def _conv_transposend(name: str, nd: int, input: Tensor, weight: Tensor, bias, s
                                f"{s[0]} stride_width: {s[-1]} dilation_height: {d[0]} dilation_width: {d[-1]}")
     xd = x._data
     batched = xd.ndim == nd + 2
-    x4 = _as4d(xd, nd, batched)
-    w4 = w._data[:, :, None, :] if nd == 1 else w._data  # (Cin, Cout/groups, kh, kw): conv's (O, Cg, ...)
+    x4 = _compute(_as4d(xd, nd, batched))
+    w4 = _compute(w._data[:, :, None, :] if nd == 1 else w._data)  # (Cin, Cout/groups, kh, kw): conv's (O, Cg, ...)
     k = tuple(w4.shape[2:])
     if nd == 1:
         s, d, p, op = (1,) + s, (1,) + d, (0,) + p, (0,) + op
@@ -522,7 +529,7 @@ def _conv_transposend(name: str, nd: int, input: Tensor, weight: Tensor, bias, s
     y = conv_input_grad_array(x4, w4, Hp, Wp, s, d, groups, p4)
     if bias is not None:
         y += bias._data.reshape(1, -1, 1, 1)
-    out = _wrap(_from4d(y, nd, batched))
+    out = _wrap(_from4d(y.astype(xd.dtype, copy=False), nd, batched))
     if needs_grad(x, w, bias):
         rx, rw = x._requires_grad, w._requires_grad
         rb = bias is not None and bias._requires_grad
@@ -531,18 +538,19 @@ def _conv_transposend(name: str, nd: int, input: Tensor, weight: Tensor, bias, s
             if _grad_enabled():
                 return _conv_transpose_backward_graph(g, x, w, bias is not None, nd, batched, p4, H, W, Hp, Wp, op,
                                                       s, d, k, groups, rx, rw, rb)
-            g4 = _as4d(g._data, nd, batched)
+            g4 = _compute(_as4d(g._data, nd, batched))
             gpad = _pad_array(g4, p4)
             gx = gw = gb = None
             if rx:
                 gxa = conv_forward_array(gpad, w4, s, d, groups)[:, :, :H, :W]
-                gx = _wrap(_from4d(xp_contig(gxa), nd, batched))
+                gx = _wrap(_from4d(xp_contig(gxa).astype(xd.dtype, copy=False), nd, batched))
             if rw:
                 # conv's weight gradient with the roles swapped: g is the (padded) input, x the output gradient.
                 gw4 = conv_weight_grad_array(gpad[:, :, :Hp - op[0], :Wp - op[1]], x4, k[0], k[1], s, d, groups)
+                gw4 = gw4.astype(w._data.dtype, copy=False)
                 gw = _wrap(gw4[:, :, 0, :] if nd == 1 else gw4)
             if rb:
-                gb = _wrap(g4.sum(axis=(0, 2, 3)))
+                gb = _wrap(g4.sum(axis=(0, 2, 3)).astype(bias._data.dtype, copy=False))
             return (gx, gw) if bias is None else (gx, gw, gb)
         inputs = (x, w) if bias is None else (x, w, bias)
         record("ConvolutionBackward0", conv_transpose_backward, out, inputs, (x, w))
