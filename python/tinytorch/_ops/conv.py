@@ -107,6 +107,19 @@ def _copy_all(pairs) -> None:
         f.result()
 
 
+def _contiguous(a):
+    """A C-contiguous copy of a (strided) view, the copy spread over the intra-op threads by leading rows."""
+    xp = _xp(a)
+    if xp is not np or a.size < (1 << 18) or a.shape[0] < 2:
+        return xp.ascontiguousarray(a)
+    from .. import _threads
+    out = np.empty(a.shape, a.dtype)
+    n = min(_threads.get(), a.shape[0])
+    step = -(-a.shape[0] // n)
+    _copy_all([(out[i:i + step], a[i:i + step]) for i in range(0, a.shape[0], step)])
+    return out
+
+
 def _phase_shape(Hp: int, Wp: int, s) -> tuple:
     return -(-Hp // s[0]), -(-Wp // s[1])
 
@@ -172,7 +185,7 @@ def _subsampled(xp_, s, oh: int, ow: int, G: int):
     xp = _xp(xp_)
     N, C = xp_.shape[:2]
     xs = xp_[:, :, ::s[0], ::s[1]][:, :, :oh, :ow] if s != (1, 1) else xp_
-    return xp.ascontiguousarray(xs.reshape(N, G, C // G, oh * ow).transpose(1, 2, 0, 3))
+    return _contiguous(xs.reshape(N, G, C // G, oh, ow).transpose(1, 2, 0, 3, 4)).reshape(G, C // G, N, oh * ow)
 
 
 def _gemm(a, b):
@@ -199,16 +212,16 @@ def conv_forward_array(xp_, w, s, d, groups: int, phases=None):
     w2 = xp.ascontiguousarray(_flat_weight(w, G))
     if kh == kw == 1:
         y = _gemm(w2, _subsampled(xp_, s, oh, ow, G))
-        return xp.ascontiguousarray(y.reshape(O, N, oh, ow).transpose(1, 0, 2, 3))
+        return _contiguous(y.reshape(O, N, oh, ow).transpose(1, 0, 2, 3))
     cols, Wrow = _columns(xp_, kh, kw, s, d, G, oh, ow, phases)
     y = _rows_view(_gemm(w2, cols).reshape(O, N, cols.shape[-1]), (O, N), oh, ow, Wrow)
-    return xp.ascontiguousarray(y.reshape(O, N, oh, ow).transpose(1, 0, 2, 3))
+    return _contiguous(y.reshape(O, N, oh, ow).transpose(1, 0, 2, 3))
 
 
 def _grad_rows(g, G: int):
     """The output gradient as (G, Og, N, oh*ow), the GEMMs' layout."""
     N, O, oh, ow = g.shape
-    return _xp(g).ascontiguousarray(g.reshape(N, G, O // G, oh * ow).transpose(1, 2, 0, 3))
+    return _contiguous(g.reshape(N, G, O // G, oh * ow).transpose(1, 2, 0, 3))
 
 
 def conv_input_grad_array(g, w, Hp: int, Wp: int, s, d, groups: int, crop=(0, 0, 0, 0)):
