@@ -84,27 +84,51 @@ _pool = None
 _pool_key = None
 
 
-def _copy_all(pairs) -> None:
-    """dst[...] = src for each pair, spread over the intra-op threads: NumPy releases the GIL while copying,
-    and one core's copy bandwidth is what the column matrix is bound by. CuPy copies stay on the stream."""
+def _parallel(tasks) -> None:
+    """Run the callables in `tasks` over the intra-op threads (NumPy releases the GIL in copies and ufuncs)
+    and wait for all of them; inline when there is one thread or one task."""
     global _pool, _pool_key
     from .. import _threads
     n = _threads.get()
-    if n <= 1 or len(pairs) < 2 or type(pairs[0][0]) is not np.ndarray or pairs[0][0].size < (1 << 16):
-        for dst, src in pairs:
-            dst[...] = src
+    if n <= 1 or len(tasks) < 2:
+        for t in tasks:
+            t()
         return
     key = (os.getpid(), n)  # a forked child gets a fresh pool (the parent's threads do not exist there)
     if _pool_key != key:
         from concurrent.futures import ThreadPoolExecutor
-        _pool, _pool_key = ThreadPoolExecutor(n, thread_name_prefix="tinytorch-copy"), key
+        _pool, _pool_key = ThreadPoolExecutor(n, thread_name_prefix="tinytorch-intraop"), key
 
     def run(chunk):
-        for dst, src in chunk:
-            dst[...] = src
-    futures = [_pool.submit(run, pairs[i::n]) for i in range(n)]
+        for t in chunk:
+            t()
+    futures = [_pool.submit(run, tasks[i::n]) for i in range(n)]
     for f in futures:
         f.result()
+
+
+def parallel_over_batch(fn, N: int, like) -> None:
+    """fn(lo, hi) over slices of the batch, one per intra-op thread, for NumPy arrays large enough to gain."""
+    from .. import _threads
+    n = min(_threads.get(), N)
+    if type(like) is not np.ndarray or like.size < (1 << 18) or n <= 1:
+        fn(0, N)
+        return
+    step = -(-N // n)
+    _parallel([(lambda lo=lo: fn(lo, min(lo + step, N))) for lo in range(0, N, step)])
+
+
+def _copy_all(pairs) -> None:
+    """dst[...] = src for each pair, spread over the intra-op threads: one core's copy bandwidth is what the
+    column matrix is bound by. CuPy copies stay on the stream."""
+    if len(pairs) < 2 or type(pairs[0][0]) is not np.ndarray or pairs[0][0].size < (1 << 16):
+        for dst, src in pairs:
+            dst[...] = src
+        return
+
+    def copy(dst, src):
+        dst[...] = src
+    _parallel([(lambda d=d, s=s: copy(d, s)) for d, s in pairs])
 
 
 def _contiguous(a):

@@ -8,7 +8,7 @@ import numpy as np
 
 from .._tensor import Tensor, _wrap
 from ._common import _grad_enabled, needs_grad, record
-from .conv import _pair, _xp
+from .conv import _pair, _xp, parallel_over_batch
 
 
 def _pool_out(n: int, k: int, s: int, p: int, d: int, ceil_mode: bool) -> int:
@@ -102,33 +102,54 @@ def _max_pool(name: str, nd: int, input: Tensor, kernel_size, stride, padding, d
                            f"Output size is too small")
     fill = -np.inf if x4.dtype.kind == "f" or x4.dtype.kind == "V" else np.iinfo(x4.dtype).min
     xpad = _padded(x4, p, oh, ow, k, s, d, fill)
-    best = None
-    arg = xp.zeros((N, C, oh, ow), np.int64)
-    for i, j, sl in _windows(xpad, k, s, d, oh, ow):
-        v = xpad[sl]
-        if best is None:
-            best = v.copy()
-            continue
-        # NaN propagates (PyTorch picks a NaN as the max), ties keep the first position.
-        take = (v > best) | xp.isnan(v) if x4.dtype.kind == "f" else v > best
-        xp.copyto(best, v, where=take)
-        xp.copyto(arg, i * k[1] + j, where=take)
-    # Window offsets -> flat indices into the unpadded H*W plane (PyTorch's `indices`).
-    rows = xp.arange(oh).reshape(oh, 1) * s[0] - p[0]
-    cols = xp.arange(ow).reshape(1, ow) * s[1] - p[1]
-    idx = (rows + (arg // k[1]) * d[0]) * W + cols + (arg % k[1]) * d[1]
+    # NaN propagates (PyTorch picks a NaN as the max); checked once so NaN-free input skips it per window.
+    has_nan = x4.dtype.kind == "f" and bool(xp.isnan(x4).any())
+    # The winning kernel position per output, in the smallest integer type (flat indices only when asked for).
+    arg = xp.zeros((N, C, oh, ow), np.int8 if k[0] * k[1] < 128 else np.int32)
+    best = xp.empty((N, C, oh, ow), x4.dtype)
+    wins = list(_windows(xpad, k, s, d, oh, ow))
+
+    def forward_rows(lo: int, hi: int) -> None:
+        b, a, xs = best[lo:hi], arg[lo:hi], xpad[lo:hi]
+        b[...] = xs[wins[0][2]]
+        for i, j, sl in wins[1:]:
+            v = xs[sl]
+            take = v > b  # ties keep the first position
+            if has_nan:
+                take |= xp.isnan(v)
+            xp.maximum(b, v, out=b)  # propagates NaN as PyTorch does
+            xp.copyto(a, i * k[1] + j, where=take)
+    parallel_over_batch(forward_rows, N, x4)
+
+    def flat_indices():
+        """Window offsets -> flat indices into the unpadded H*W plane (PyTorch's `indices`)."""
+        rows = xp.arange(oh).reshape(oh, 1) * s[0] - p[0]
+        cols = xp.arange(ow).reshape(1, ow) * s[1] - p[1]
+        a = arg.astype(np.int64)
+        return (rows + (a // k[1]) * d[0]) * W + cols + (a % k[1]) * d[1]
     out = _wrap(_from4d(best, nd, batched))
-    indices = _wrap(_from4d(idx, nd, batched))
     if needs_grad(input):
         shape4 = x4.shape
+        Hp, Wp = xpad.shape[2], xpad.shape[3]
 
         def max_pool_backward(g):
             if _grad_enabled():  # create_graph: a differentiable scatter of g
-                return _scatter_graph(g, idx, shape4, input)
-            gx = _scatter_flat(_as4d(g._data, nd)[0], idx, shape4)
+                return _scatter_graph(g, flat_indices(), shape4, input)
+            # Each kernel position adds the gradients of the outputs it won into its strided window.
+            g4 = _as4d(g._data, nd)[0]
+            gx = xp.zeros((N, C, Hp, Wp), g4.dtype)
+
+            def backward_rows(lo: int, hi: int) -> None:
+                gr, ar, gxr = g4[lo:hi], arg[lo:hi], gx[lo:hi]
+                for i, j, sl in wins:
+                    gxr[sl] += xp.where(ar == i * k[1] + j, gr, 0)
+            parallel_over_batch(backward_rows, N, g4)
+            gx = xp.ascontiguousarray(gx[:, :, p[0]:p[0] + H, p[1]:p[1] + W])
             return _wrap(_from4d(gx, nd, batched))
         record(f"MaxPool{nd}DWithIndicesBackward0", max_pool_backward, out, (input,))
-    return (out, indices) if return_indices else out
+    if return_indices:
+        return out, _wrap(_from4d(flat_indices(), nd, batched))
+    return out
 
 
 def _scatter_flat(g4, idx, shape4):
