@@ -338,8 +338,8 @@ def _adaptive_avg(name: str, nd: int, input: Tensor, output_size) -> Tensor:
     ph = xp.asarray(_avg_matrix(H, oh, cd))
     pw = xp.asarray(_avg_matrix(W, ow, cd))
     xc = x4.astype(cd, copy=False)
-    if oh == 1 and ow == 1:
-        y = xc.mean(axis=(2, 3), keepdims=True)
+    if oh == 1 and ow == 1:  # global average pooling: a row mean of (N*C, H*W)
+        y = xc.reshape(N * C, H * W).mean(axis=1).reshape(N, C, 1, 1)
     else:
         y = xp.matmul(xp.matmul(ph, xc), pw.T)
     out = _wrap(_from4d(y.astype(x4.dtype, copy=False), nd, batched))
@@ -349,7 +349,11 @@ def _adaptive_avg(name: str, nd: int, input: Tensor, output_size) -> Tensor:
                 gt = g.reshape(N, C, oh, ow)
                 return (_wrap(ph.T.copy()) @ gt.to(_dtype_of(cd)) @ _wrap(pw)).to(input.dtype).reshape(input.shape)
             g4 = _as4d(g._data, nd)[0].astype(cd, copy=False)
-            gx = xp.matmul(xp.matmul(ph.T, g4), pw)
+            if oh == 1 and ow == 1:
+                gx = xp.empty((N, C, H, W), cd)
+                gx[...] = g4 * (1.0 / (H * W))
+            else:
+                gx = xp.matmul(xp.matmul(ph.T, g4), pw)
             return _wrap(_from4d(gx.astype(x4.dtype, copy=False), nd, batched))
         record(f"AdaptiveAvgPool{nd}DBackward0", adaptive_avg_backward, out, (input,))
     return out
