@@ -1,5 +1,6 @@
 """Conv2d forward + backward on ResNet-18's layer1/layer2 convolutions (batch 32, 56x56), beside PyTorch's CPU
-time with the same thread count when torch is importable.
+time with the same thread count when torch is importable; then the stem max-pool, a BatchNorm2d and the global
+average pool.
 
 Runs are interleaved (ours, PyTorch, ours, ...) so that load from other processes hits both alike; the table
 quotes per-layer medians and the median of the per-round ratios.
@@ -27,12 +28,25 @@ LAYERS = [
 ]
 
 
+# Other ResNet-18 layers, forward + backward: (name, module expression in lib.nn, input shape).
+EXTRAS = [
+    ("stem MaxPool2d(3, 2, 1)", "MaxPool2d(3, 2, 1)", (32, 64, 112, 112)),
+    ("BatchNorm2d(64) train", "BatchNorm2d(64)", (32, 64, 56, 56)),
+    ("AdaptiveAvgPool2d(1)", "AdaptiveAvgPool2d(1)", (32, 512, 7, 7)),
+]
+
+
 def _step(lib, conv, x):
     """One forward + backward (gradients for the input, weight and bias)."""
     x.grad = None
     conv.weight.grad = None
     conv.bias.grad = None
     conv(x).sum().backward()
+
+
+def _extra_step(m, x):
+    x.grad = None
+    m(x).sum().backward()
 
 
 def _make(lib, spec, batch, seed=0):
@@ -89,13 +103,33 @@ def main() -> None:
         rows.append(row)
         print(f"{spec[0]:28s} tinytorch {row['tinytorch_ms']:8.1f} ms" +
               (f"   torch {row['torch_ms']:8.1f} ms   ratio {row['ratio_median']:.2f}x" if theirs else ""), flush=True)
+    extras = []
+    for name, expr, shape in EXTRAS:
+        arr = np.random.default_rng(0).standard_normal(shape).astype(np.float32)
+        libs = [tinytorch] + ([torch] if torch else [])
+        made = [(eval("lib.nn." + expr, {"lib": lib}), lib.tensor(arr, requires_grad=True))  # noqa: S307
+                for lib in libs]
+        for m, x in made:
+            _extra_step(m, x)
+        times = [[] for _ in made]
+        for _ in range(args.rounds):
+            for t, (m, x) in zip(times, made):
+                t.append(_time(lambda: _extra_step(m, x)))
+        row = {"layer": name, "tinytorch_ms": statistics.median(times[0])}
+        if torch:
+            row["torch_ms"] = statistics.median(times[1])
+            row["ratio_median"] = statistics.median(a / b for a, b in zip(*times))
+        extras.append(row)
+        print(f"{name:28s} tinytorch {row['tinytorch_ms']:8.1f} ms" +
+              (f"   torch {row['torch_ms']:8.1f} ms   ratio {row['ratio_median']:.2f}x" if torch else ""), flush=True)
     total = {"tinytorch_ms": sum(r["tinytorch_ms"] for r in rows)}
     if torch:
         total["torch_ms"] = sum(r["torch_ms"] for r in rows)
         total["ratio"] = total["tinytorch_ms"] / total["torch_ms"]
-        print(f"{'total (sum of medians)':28s} tinytorch {total['tinytorch_ms']:8.1f} ms   torch "
+        print(f"{'conv total (sum of medians)':28s} tinytorch {total['tinytorch_ms']:8.1f} ms   torch "
               f"{total['torch_ms']:8.1f} ms   ratio {total['ratio']:.2f}x")
     write_json(args.out, {"threads": args.threads, "rounds": args.rounds, "layers": rows, "total": total,
+                          "other_layers": extras,
                           "torch": getattr(torch, "__version__", None)})
 
 
