@@ -109,11 +109,26 @@ def _max_pool(name: str, nd: int, input: Tensor, kernel_size, stride, padding, d
     best = xp.empty((N, C, oh, ow), x4.dtype)
     wins = list(_windows(xpad, k, s, d, oh, ow))
 
+    def window_views(xs):
+        """Each kernel position's input view: with a stride, a unit-stride slice of one stride phase of xs
+        (split once; elementwise passes over strided views cost about twice as much)."""
+        if s == (1, 1):
+            return [(i, j, xs[sl]) for i, j, sl in wins]
+        phases = {}
+        views = []
+        for i, j, _ in wins:
+            r, c = i * d[0], j * d[1]
+            key = (r % s[0], c % s[1])
+            if key not in phases:
+                phases[key] = xp.ascontiguousarray(xs[:, :, key[0]::s[0], key[1]::s[1]])
+            views.append((i, j, phases[key][:, :, r // s[0]:r // s[0] + oh, c // s[1]:c // s[1] + ow]))
+        return views
+
     def forward_rows(lo: int, hi: int) -> None:
-        b, a, xs = best[lo:hi], arg[lo:hi], xpad[lo:hi]
-        b[...] = xs[wins[0][2]]
-        for i, j, sl in wins[1:]:
-            v = xs[sl]
+        b, a = best[lo:hi], arg[lo:hi]
+        views = window_views(xpad[lo:hi])
+        b[...] = views[0][2]
+        for i, j, v in views[1:]:
             take = v > b  # ties keep the first position
             if has_nan:
                 take |= xp.isnan(v)
