@@ -61,3 +61,24 @@ __all__ += ["ctc_loss"]
 from .._ops.loss import multi_margin_loss, triplet_margin_with_distance_loss  # noqa: E402
 
 __all__ += ["multi_margin_loss", "triplet_margin_with_distance_loss"]
+
+# Convolution, pooling, normalisation, channel dropout, resampling and fold ops (issue 12, item 3).
+from .._ops.conv import conv1d, conv2d, conv_transpose1d, conv_transpose2d  # noqa: E402
+from .._ops.dropout import alpha_dropout, dropout1d, dropout2d, dropout3d  # noqa: E402
+from .._ops.fold import fold, unfold  # noqa: E402
+from .._ops.normalization import (batch_norm, group_norm, instance_norm, local_response_norm,  # noqa: E402
+                                  rms_norm)
+from .._ops.pooling import (adaptive_avg_pool1d, adaptive_avg_pool2d, adaptive_max_pool1d,  # noqa: E402
+                            adaptive_max_pool1d_with_indices, adaptive_max_pool2d, adaptive_max_pool2d_with_indices,
+                            avg_pool1d, avg_pool2d, max_pool1d, max_pool1d_with_indices, max_pool2d,
+                            max_pool2d_with_indices)
+from .._ops.upsampling import (interpolate, pixel_shuffle, pixel_unshuffle, upsample, upsample_bilinear,  # noqa: E402
+                               upsample_nearest)
+
+__all__ += ["conv1d", "conv2d", "conv_transpose1d", "conv_transpose2d", "alpha_dropout", "dropout1d", "dropout2d",
+            "dropout3d", "fold", "unfold", "batch_norm", "group_norm", "instance_norm", "local_response_norm",
+            "rms_norm", "adaptive_avg_pool1d", "adaptive_avg_pool2d", "adaptive_max_pool1d",
+            "adaptive_max_pool1d_with_indices", "adaptive_max_pool2d", "adaptive_max_pool2d_with_indices",
+            "avg_pool1d", "avg_pool2d", "max_pool1d", "max_pool1d_with_indices", "max_pool2d",
+            "max_pool2d_with_indices", "interpolate", "pixel_shuffle", "pixel_unshuffle", "upsample",
+            "upsample_bilinear", "upsample_nearest"]

@@ -39,3 +39,20 @@ __all__ += ["CTCLoss"]
 from .loss import MultiMarginLoss, TripletMarginWithDistanceLoss
 
 __all__ += ["TripletMarginWithDistanceLoss", "MultiMarginLoss"]
+
+# Convolution, pooling, normalisation, channel dropout, resampling and fold layers (issue 12, item 3).
+from .batchnorm import BatchNorm1d, BatchNorm2d, SyncBatchNorm  # noqa: E402
+from .conv import Conv1d, Conv2d, ConvTranspose1d, ConvTranspose2d  # noqa: E402
+from .dropout import AlphaDropout, Dropout1d, Dropout2d, Dropout3d  # noqa: E402
+from .fold import Fold, Unfold  # noqa: E402
+from .normalization import GroupNorm, InstanceNorm1d, InstanceNorm2d, LocalResponseNorm, RMSNorm  # noqa: E402
+from .pixelshuffle import PixelShuffle, PixelUnshuffle  # noqa: E402
+from .pooling import (AdaptiveAvgPool1d, AdaptiveAvgPool2d, AdaptiveMaxPool1d, AdaptiveMaxPool2d,  # noqa: E402
+                      AvgPool1d, AvgPool2d, MaxPool1d, MaxPool2d)
+from .upsampling import Upsample, UpsamplingBilinear2d, UpsamplingNearest2d  # noqa: E402
+
+__all__ += ["BatchNorm1d", "BatchNorm2d", "SyncBatchNorm", "Conv1d", "Conv2d", "ConvTranspose1d", "ConvTranspose2d",
+            "AlphaDropout", "Dropout1d", "Dropout2d", "Dropout3d", "Fold", "Unfold", "GroupNorm", "InstanceNorm1d",
+            "InstanceNorm2d", "LocalResponseNorm", "RMSNorm", "PixelShuffle", "PixelUnshuffle", "AdaptiveAvgPool1d",
+            "AdaptiveAvgPool2d", "AdaptiveMaxPool1d", "AdaptiveMaxPool2d", "AvgPool1d", "AvgPool2d", "MaxPool1d",
+            "MaxPool2d", "Upsample", "UpsamplingBilinear2d", "UpsamplingNearest2d"]

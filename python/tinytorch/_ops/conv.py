@@ -1,0 +1,611 @@
+"""Convolutions: conv1d/2d and conv_transpose1d/2d, forward beside their derivatives.
+
+Every conv here is written as a sum over kernel positions of one batched matrix product
+W[:, :, i, j] @ shifted(x). With stride 1 the shifted input is a contiguous slice of the padded image
+flattened per channel (offset i*dilation*Wp + j*dilation), so BLAS reads it in place with a row stride
+and nothing is copied; outputs computed at the padded grid's right edge are cropped at the end (about
+(k-1)/W extra work). With a stride the shifted window is gathered once per kernel position into a
+reused buffer. A 1x1 kernel is one GEMM on the (subsampled) input. conv_transpose is conv's adjoint, so
+the two share the three array routines below; 1d convs run as 2d convs of height 1.
+"""
+from __future__ import annotations
+
+import os
+import threading
+
+import numpy as np
+
+from .._tensor import Tensor, _wrap
+from ._common import _grad_enabled, needs_grad, record
+
+
+def _xp(a):
+    if type(a) is np.ndarray:
+        return np
+    from .._device import cupy
+    return cupy()
+
+
+def _pair(v, n: int, name: str = "") -> tuple:
+    if isinstance(v, (tuple, list)):
+        if len(v) == 1 and n > 1:
+            return tuple(int(v[0]) for _ in range(n))
+        if len(v) != n:
+            raise RuntimeError(f"expected {name} to be a single integer value or a list of {n} values to match "
+                               f"the convolution dimensions, but got {name}={list(v)}")
+        return tuple(int(e) for e in v)
+    return (int(v),) * n
+
+
+# ------------------------------------------------------------------ array routines (2d, NCHW)
+
+
+def _pad_array(x, pads):
+    """Zero-pad the last two dims by pads = (top, bottom, left, right) (negative values crop)."""
+    t, b, l, r = pads
+    if t == b == l == r == 0:
+        return x
+    xp = _xp(x)
+    N, C, H, W = x.shape
+    out = xp.zeros((N, C, H + t + b, W + l + r), x.dtype)
+    out[:, :, max(t, 0):max(t, 0) + H - max(-t, 0) - max(-b, 0), max(l, 0):max(l, 0) + W - max(-l, 0) - max(-r, 0)] = \
+        x[:, :, max(-t, 0):H - max(-b, 0), max(-l, 0):W - max(-r, 0)]
+    return out
+
+
+def _crop(x, pads):
+    t, b, l, r = pads
+    H, W = x.shape[2], x.shape[3]
+    return x[:, :, t:H - b, l:W - r]
+
+
+def _out_size(n: int, k: int, s: int, d: int) -> int:
+    return (n - d * (k - 1) - 1) // s + 1
+
+
+_local = threading.local()
+
+
+def _scratch(shape: tuple, dtype, like):
+    """A reused per-thread host buffer for the column matrix (hundreds of MB at ResNet sizes): allocating
+    and faulting it in on every call costs as much as filling it. CuPy arrays come from CuPy's pool."""
+    xp = _xp(like)
+    if xp is not np:
+        return xp.empty(shape, dtype)
+    n = int(np.prod(shape)) * np.dtype(dtype).itemsize
+    buf = getattr(_local, "buf", None)
+    if buf is None or buf.nbytes < n:
+        buf = None
+        _local.buf = buf = np.empty(max(n, 1), np.uint8)
+    return buf[:n].view(dtype).reshape(shape)
+
+
+_pool = None
+_pool_key = None
+
+
+def _parallel(tasks) -> None:
+    """Run the callables in `tasks` over the intra-op threads (NumPy releases the GIL in copies and ufuncs)
+    and wait for all of them; inline when there is one thread or one task."""
+    global _pool, _pool_key
+    from .. import _threads
+    n = _threads.get()
+    if n <= 1 or len(tasks) < 2:
+        for t in tasks:
+            t()
+        return
+    key = (os.getpid(), n)  # a forked child gets a fresh pool (the parent's threads do not exist there)
+    if _pool_key != key:
+        from concurrent.futures import ThreadPoolExecutor
+        _pool, _pool_key = ThreadPoolExecutor(n, thread_name_prefix="tinytorch-intraop"), key
+
+    def run(chunk):
+        for t in chunk:
+            t()
+    futures = [_pool.submit(run, tasks[i::n]) for i in range(n)]
+    for f in futures:
+        f.result()
+
+
+def parallel_over_batch(fn, N: int, like) -> None:
+    """fn(lo, hi) over slices of the batch, one per intra-op thread, for NumPy arrays large enough to gain."""
+    from .. import _threads
+    n = min(_threads.get(), N)
+    if type(like) is not np.ndarray or like.size < (1 << 18) or n <= 1:
+        fn(0, N)
+        return
+    step = -(-N // n)
+    _parallel([(lambda lo=lo: fn(lo, min(lo + step, N))) for lo in range(0, N, step)])
+
+
+def _copy_all(pairs) -> None:
+    """dst[...] = src for each pair, spread over the intra-op threads: one core's copy bandwidth is what the
+    column matrix is bound by. CuPy copies stay on the stream."""
+    if len(pairs) < 2 or type(pairs[0][0]) is not np.ndarray or pairs[0][0].size < (1 << 16):
+        for dst, src in pairs:
+            dst[...] = src
+        return
+
+    def copy(dst, src):
+        dst[...] = src
+    _parallel([(lambda d=d, s=s: copy(d, s)) for d, s in pairs])
+
+
+def _contiguous(a):
+    """A C-contiguous copy of a (strided) view, the copy spread over the intra-op threads by leading rows."""
+    xp = _xp(a)
+    if xp is not np or a.size < (1 << 18) or a.shape[0] < 2:
+        return xp.ascontiguousarray(a)
+    from .. import _threads
+    out = np.empty(a.shape, a.dtype)
+    n = min(_threads.get(), a.shape[0])
+    step = -(-a.shape[0] // n)
+    _copy_all([(out[i:i + step], a[i:i + step]) for i in range(0, a.shape[0], step)])
+    return out
+
+
+def _phase_shape(Hp: int, Wp: int, s) -> tuple:
+    return -(-Hp // s[0]), -(-Wp // s[1])
+
+
+def _phases(xp_, s):
+    """Split the padded input into its s0*s1 stride phases (s0, s1, N, C, Hq, Wq): phase (a, b) holds rows
+    a, a+s0, ... and columns b, b+s1, ..., so a strided window becomes a shifted window of one phase."""
+    xp = _xp(xp_)
+    N, C, Hp, Wp = xp_.shape
+    Hq, Wq = _phase_shape(Hp, Wp, s)
+    P = xp.zeros((s[0], s[1], N, C, Hq, Wq), xp_.dtype)
+    pairs = []
+    for a in range(s[0]):
+        for b in range(s[1]):
+            ph = xp_[:, :, a::s[0], b::s[1]]
+            pairs.append((P[a, b, :, :, :ph.shape[2], :ph.shape[3]], ph))
+    _copy_all(pairs)
+    return P
+
+
+def _offsets(kh: int, kw: int, s, d, Wrow: int):
+    """Per kernel position: (phase row, phase col, offset into the flattened phase image)."""
+    out = []
+    for i in range(kh):
+        for j in range(kw):
+            r, c = i * d[0], j * d[1]
+            out.append((r % s[0], c % s[1], (r // s[0]) * Wrow + c // s[1]))
+    return out
+
+
+def _columns(xp_, kh: int, kw: int, s, d, G: int, oh: int, ow: int, phases=None):
+    """The column matrix (G, kh*kw*Cg, N, L) of the padded input and its row pitch Wrow: rows ordered (kernel
+    row, kernel col, channel), images side by side along the columns so that each group is one large GEMM.
+
+    Output position (y, x) is column y*Wrow + x, L = (oh-1)*Wrow + ow: each kernel position's rows are one
+    contiguous slice of the flattened padded image (stride 1, Wrow = Wp) or of one stride phase of it
+    (Wrow = phase width), copied a channel and image at a time; columns with x >= ow are cropped later."""
+    N, C, Hp, Wp = xp_.shape
+    Cg = C // G
+    K = kh * kw * Cg
+    if s == (1, 1):
+        Wrow = Wp
+        src = xp_.reshape(1, 1, N, G, Cg, Hp * Wp)
+    else:
+        Hq, Wrow = _phase_shape(Hp, Wp, s)
+        src = (_phases(xp_, s) if phases is None else phases).reshape(s[0], s[1], N, G, Cg, Hq * Wrow)
+    src = src.transpose(0, 1, 3, 4, 2, 5)  # (s0, s1, G, Cg, N, flat) view
+    L = (oh - 1) * Wrow + ow
+    cols = _scratch((G, K, N, L), xp_.dtype, xp_)
+    _copy_all([(cols[:, k * Cg:(k + 1) * Cg], src[a, b, ..., off:off + L])
+               for k, (a, b, off) in enumerate(_offsets(kh, kw, s, d, Wrow))])
+    return cols, Wrow
+
+
+def _flat_weight(w, G: int):
+    """(O, Cg, kh, kw) -> (G, Og, kh*kw*Cg), the column matrix's row order."""
+    O, Cg, kh, kw = w.shape
+    return w.reshape(G, O // G, Cg, kh, kw).transpose(0, 1, 3, 4, 2).reshape(G, O // G, kh * kw * Cg)
+
+
+def _subsampled(xp_, s, oh: int, ow: int, G: int):
+    """A 1x1 conv's columns: the (strided) input as (G, Cg, N, oh*ow)."""
+    xp = _xp(xp_)
+    N, C = xp_.shape[:2]
+    xs = xp_[:, :, ::s[0], ::s[1]][:, :, :oh, :ow] if s != (1, 1) else xp_
+    return _contiguous(xs.reshape(N, G, C // G, oh, ow).transpose(1, 2, 0, 3, 4)).reshape(G, C // G, N, oh * ow)
+
+
+def _gemm(a, b):
+    """(G, M, K) @ (G, K, ...) over the flattened trailing dims: one large GEMM per group."""
+    return _xp(a).matmul(a, b.reshape(b.shape[0], b.shape[1], -1))
+
+
+def _rows_view(a, lead: tuple, oh: int, ow: int, Wp: int):
+    """View (lead..., L) flat-trick rows as (lead..., oh, ow): row y starts at y*Wp (no copy)."""
+    xp = _xp(a)
+    it = a.dtype.itemsize
+    return xp.lib.stride_tricks.as_strided(a, lead + (oh, ow), tuple(a.strides[:-1]) + (Wp * it, it))
+
+
+def conv_forward_array(xp_, w, s, d, groups: int, phases=None):
+    """Correlate padded input xp_ (N, C, Hp, Wp) with w (O, C/groups, kh, kw): one GEMM per group over the
+    whole batch's column matrix."""
+    xp = _xp(xp_)
+    N, C, Hp, Wp = xp_.shape
+    O, Cg, kh, kw = w.shape
+    G = groups
+    Og = O // G
+    oh, ow = _out_size(Hp, kh, s[0], d[0]), _out_size(Wp, kw, s[1], d[1])
+    w2 = xp.ascontiguousarray(_flat_weight(w, G))
+    if kh == kw == 1:
+        y = _gemm(w2, _subsampled(xp_, s, oh, ow, G))
+        return _contiguous(y.reshape(O, N, oh, ow).transpose(1, 0, 2, 3))
+    cols, Wrow = _columns(xp_, kh, kw, s, d, G, oh, ow, phases)
+    y = _rows_view(_gemm(w2, cols).reshape(O, N, cols.shape[-1]), (O, N), oh, ow, Wrow)
+    return _contiguous(y.reshape(O, N, oh, ow).transpose(1, 0, 2, 3))
+
+
+def _grad_rows(g, G: int):
+    """The output gradient as (G, Og, N, oh*ow), the GEMMs' layout."""
+    N, O, oh, ow = g.shape
+    return _contiguous(g.reshape(N, G, O // G, oh * ow).transpose(1, 2, 0, 3))
+
+
+def conv_input_grad_array(g, w, Hp: int, Wp: int, s, d, groups: int, crop=(0, 0, 0, 0)):
+    """The adjoint of conv_forward_array in its input: the gradient of the padded input (N, C, Hp, Wp), less
+    `crop` = (top, bottom, left, right) (the padding, whose gradient nobody wants), as a contiguous array."""
+    xp = _xp(g)
+    N, O, oh, ow = g.shape
+    _, Cg, kh, kw = w.shape
+    G = groups
+    Og = O // G
+    C = Cg * G
+    if s == (1, 1) and (kh > 1 or kw > 1):
+        # Stride 1: the adjoint is a correlation of the fully padded gradient with the spatially flipped,
+        # in/out-swapped kernel, so it takes the forward's path.
+        ph, pw = d[0] * (kh - 1), d[1] * (kw - 1)
+        # Only the uncropped rows and columns are computed.
+        gpad = _pad_array(g, (ph - crop[0], Hp - oh - crop[1], pw - crop[2], Wp - ow - crop[3]))
+        wf = w.reshape(G, Og, Cg, kh, kw)[..., ::-1, ::-1].transpose(0, 2, 1, 3, 4).reshape(C, Og, kh, kw)
+        return conv_forward_array(gpad, wf, s, d, groups)
+    if kh == kw == 1:  # a 1x1 kernel touches each sampled input position once: one GEMM, one strided write
+        r = _gemm(xp.ascontiguousarray(_flat_weight(w, G).transpose(0, 2, 1)), _grad_rows(g, G))
+        r = r.reshape(C, N, oh, ow).transpose(1, 0, 2, 3)
+        if s == (1, 1) and (oh, ow) == (Hp, Wp):
+            return xp.ascontiguousarray(_crop(r, crop))
+        gx = xp.zeros((N, C, Hp, Wp), g.dtype)
+        gx[:, :, :s[0] * (oh - 1) + 1:s[0], :s[1] * (ow - 1) + 1:s[1]] = r
+        return xp.ascontiguousarray(_crop(gx, crop))
+    # col2im: gradient columns from one GEMM per group, added back into the input's stride phases (contiguous
+    # slices, as _columns reads them), then the phases interleaved into the image.
+    Hq, Wq = _phase_shape(Hp, Wp, s)
+    L = (oh - 1) * Wq + ow
+    gf = xp.zeros((G, Og, N, L), g.dtype)
+    _rows_view(gf, (G, Og, N), oh, ow, Wq)[...] = g.reshape(N, G, Og, oh, ow).transpose(1, 2, 0, 3, 4)
+    w2t = xp.ascontiguousarray(_flat_weight(w, G).transpose(0, 2, 1))
+    gc = _gemm(w2t, gf).reshape(G, kh * kw * Cg, N, L)
+    P = xp.zeros((s[0], s[1], G, Cg, N, Hq * Wq), g.dtype)
+    for k, (a, b, off) in enumerate(_offsets(kh, kw, s, d, Wq)):
+        P[a, b, ..., off:off + L] += gc[:, k * Cg:(k + 1) * Cg]
+    P = P.reshape(s[0], s[1], C, N, Hq, Wq)
+    gx = xp.empty((N, C, Hp, Wp), g.dtype)
+    for a in range(s[0]):
+        for b in range(s[1]):
+            dst = gx[:, :, a::s[0], b::s[1]]
+            dst[...] = P[a, b, :, :, :dst.shape[2], :dst.shape[3]].transpose(1, 0, 2, 3)
+    return xp.ascontiguousarray(_crop(gx, crop))
+
+
+def conv_weight_grad_array(xp_, g, kh: int, kw: int, s, d, groups: int, phases=None):
+    """The gradient of w (O, C/groups, kh, kw) given the padded input and the output's gradient: the output
+    gradient times the (recomputed) column matrix, the whole batch in one GEMM per group."""
+    xp = _xp(g)
+    N, C, Hp, Wp = xp_.shape
+    _, O, oh, ow = g.shape
+    G = groups
+    Og, Cg = O // G, C // G
+    if kh == kw == 1:
+        cols = _subsampled(xp_, s, oh, ow, G)
+        gf = _grad_rows(g, G)
+    else:
+        cols, Wrow = _columns(xp_, kh, kw, s, d, G, oh, ow, phases)
+        gf = xp.zeros((G, Og, N, cols.shape[-1]), g.dtype)
+        _rows_view(gf, (G, Og, N), oh, ow, Wrow)[...] = g.reshape(N, G, Og, oh, ow).transpose(1, 2, 0, 3, 4)
+    # cols @ gf.T rather than gf @ cols.T: OpenBLAS runs the long contraction about twice as fast this way round.
+    gwt = xp.matmul(cols.reshape(G, cols.shape[1], -1), gf.reshape(G, Og, -1).swapaxes(-1, -2))  # (G, K, Og)
+    return xp.ascontiguousarray(gwt.reshape(G, kh, kw, Cg, Og).transpose(0, 4, 3, 1, 2)).reshape(O, Cg, kh, kw)
+
+
+# ------------------------------------------------------------------ argument checks
+
+
+def _check_conv_input(name: str, x: Tensor, w: Tensor, nd: int, transposed: bool, groups: int):
+    xd, wd = x._data, w._data
+    if xd.ndim not in (nd + 1, nd + 2):
+        raise RuntimeError(f"Expected {nd + 1}D (unbatched) or {nd + 2}D (batched) input to {name}, but got input "
+                           f"of size: {list(xd.shape)}")
+    if wd.ndim != nd + 2:
+        raise RuntimeError(f"weight should have at least three dimensions" if wd.ndim < 3 else
+                           f"Expected {nd + 2}-dimensional weight for {nd + 2}-dimensional input {list(xd.shape)}, "
+                           f"but got {wd.ndim}-dimensional weight of size {list(wd.shape)} instead")
+    if groups <= 0:
+        raise RuntimeError("non-positive groups is not supported")
+    if xd.dtype != wd.dtype:
+        from ._common import _short
+        raise RuntimeError(f"expected scalar type {_short(x.dtype)} but found {_short(w.dtype)}")
+    C = xd.shape[-nd - 1]
+    if not transposed:
+        if wd.shape[0] % groups:
+            raise RuntimeError(f"Given groups={groups}, expected weight to be divisible by {groups} at dimension 0, "
+                               f"but got weight of size {list(wd.shape)} instead")
+        if C != wd.shape[1] * groups:
+            shp = list(xd.shape) if xd.ndim == nd + 2 else [1] + list(xd.shape)
+            raise RuntimeError(f"Given groups={groups}, weight of size {list(wd.shape)}, expected input{shp} to have "
+                               f"{wd.shape[1] * groups} channels, but got {C} channels instead")
+    else:
+        if C != wd.shape[0]:
+            shp = list(xd.shape) if xd.ndim == nd + 2 else [1] + list(xd.shape)
+            raise RuntimeError(f"Given transposed=1, weight of size {list(wd.shape)}, expected input{shp} to have "
+                               f"{wd.shape[0]} channels, but got {C} channels instead")
+        if C % groups:
+            raise RuntimeError(f"Given groups={groups}, expected weight to be divisible by {groups} at dimension 0, "
+                               f"but got weight of size {list(wd.shape)} instead")
+
+
+def _as4d(a, nd: int, batched: bool):
+    if not batched:
+        a = a[None]
+    return a[:, :, None, :] if nd == 1 else a
+
+
+def _from4d(a, nd: int, batched: bool):
+    if nd == 1:
+        a = a[:, :, 0, :]
+    return a if batched else a[0]
+
+
+def _same_pads(k, d) -> list:
+    pads = []
+    for kk, dd in zip(k, d):
+        total = dd * (kk - 1)
+        pads.append((total // 2, total - total // 2))
+    return pads
+
+
+# ------------------------------------------------------------------ conv
+
+
+def _convnd(name: str, nd: int, input: Tensor, weight: Tensor, bias, stride, padding, dilation, groups: int) -> Tensor:
+    x, w = input, weight
+    _check_conv_input(name, x, w, nd, False, groups)
+    if bias is not None and (bias._data.ndim != 1 or bias._data.shape[0] != w._data.shape[0]):
+        raise RuntimeError(f"Given weight of size {list(w._data.shape)}, expected bias to be 1-dimensional with "
+                           f"{w._data.shape[0]} elements, but got bias of size {list(bias._data.shape)} instead")
+    s = _pair(stride, nd, "stride")
+    d = _pair(dilation, nd, "dilation")
+    k = tuple(w._data.shape[2:])
+    if isinstance(padding, str):
+        if padding == "valid":
+            pads = [(0, 0)] * nd
+        elif padding == "same":
+            if any(v != 1 for v in s):
+                raise RuntimeError("padding='same' is not supported for strided convolutions")
+            pads = _same_pads(k, d)
+        else:
+            raise RuntimeError(f"Invalid padding string '{padding}'")
+    else:
+        pads = [(p, p) for p in _pair(padding, nd, "padding")]
+    if any(v <= 0 for v in s):
+        raise RuntimeError("non-positive stride is not supported")
+    if any(v <= 0 for v in d):
+        raise RuntimeError("dilation should be greater than zero")
+    if any(p < 0 for pp in pads for p in pp):
+        raise RuntimeError("negative padding is not supported")
+    xd = x._data
+    batched = xd.ndim == nd + 2
+    x4 = _compute(_as4d(xd, nd, batched))
+    w4 = _compute(w._data[:, :, None, :] if nd == 1 else w._data)
+    if nd == 1:
+        s, d, pads, k = (1,) + s, (1,) + d, [(0, 0)] + pads, (1,) + k
+    p4 = (pads[0][0], pads[0][1], pads[1][0], pads[1][1])
+    Hp, Wp = x4.shape[2] + p4[0] + p4[1], x4.shape[3] + p4[2] + p4[3]
+    if Hp < d[0] * (k[0] - 1) + 1 or Wp < d[1] * (k[1] - 1) + 1:
+        shp = [x4.shape[1]] + [Hp, Wp][2 - nd:]
+        ks = list(k[2 - nd:]) if nd == 2 else [k[1]]
+        raise RuntimeError(f"Calculated padded input size per channel: ({' x '.join(str(v) for v in shp[1:])}). "
+                           f"Kernel size: ({' x '.join(str(v) for v in ks)}). Kernel size can't be greater than "
+                           f"actual input size")
+    xpad = _pad_array(x4, p4)
+    # A strided conv's stride phases serve the forward and the weight gradient alike: split them once.
+    phases = _phases(xpad, s) if s != (1, 1) and (k[0] > 1 or k[1] > 1) else None
+    y = conv_forward_array(xpad, w4, s, d, groups, phases)
+    if bias is not None:
+        y += bias._data.reshape(1, -1, 1, 1)
+    out = _wrap(_from4d(y.astype(xd.dtype, copy=False), nd, batched))
+    if needs_grad(x, w, bias):
+        rx, rw = x._requires_grad, w._requires_grad
+        rb = bias is not None and bias._requires_grad
+
+        def conv_backward(g):
+            if _grad_enabled():  # create_graph: the same formulas in differentiable ops, for double backward
+                return _conv_backward_graph(g, x, w, bias is not None, nd, batched, p4, Hp, Wp, s, d, k, groups,
+                                            rx, rw, rb)
+            g4 = _compute(_as4d(g._data, nd, batched))
+            gx = gw = gb = None
+            if rx:
+                gx4 = conv_input_grad_array(g4, w4, Hp, Wp, s, d, groups, p4).astype(xd.dtype, copy=False)
+                gx = _wrap(_from4d(gx4, nd, batched))
+            if rw:
+                gw4 = conv_weight_grad_array(xpad, g4, k[0], k[1], s, d, groups, phases).astype(w._data.dtype,
+                                                                                               copy=False)
+                gw = _wrap(gw4[:, :, 0, :] if nd == 1 else gw4)
+            if rb:
+                gb = _wrap(g4.sum(axis=(0, 2, 3)).astype(bias._data.dtype, copy=False))
+            return (gx, gw) if bias is None else (gx, gw, gb)
+        inputs = (x, w) if bias is None else (x, w, bias)
+        record("ConvolutionBackward0", conv_backward, out, inputs, (x, w))
+    return out
+
+
+def _t4(t: Tensor, nd: int, batched: bool) -> Tensor:
+    if not batched:
+        t = t.unsqueeze(0)
+    return t.unsqueeze(2) if nd == 1 else t
+
+
+def _f4(t: Tensor, nd: int, batched: bool) -> Tensor:
+    if nd == 1:
+        t = t.squeeze(2)
+    return t if batched else t.squeeze(0)
+
+
+def _pad_t(t: Tensor, p4) -> Tensor:
+    from .nn import pad
+    return pad(t, (p4[2], p4[3], p4[0], p4[1])) if any(p4) else t
+
+
+def _weight_grad_graph(xpad: Tensor, g: Tensor, kh: int, kw: int, s, d, G: int) -> Tensor:
+    """conv's weight gradient as a conv (differentiable): correlate the input, batch as channels, with the
+    output gradient, stride and dilation swapped; one conv per group."""
+    from .shape import cat
+    C, O = xpad.shape[1], g.shape[1]
+    Cg, Og = C // G, O // G
+    xt, gt = xpad.transpose(0, 1), g.transpose(0, 1)
+    parts = [_convnd("conv2d", 2, xt[gi * Cg:(gi + 1) * Cg], gt[gi * Og:(gi + 1) * Og], None, d, 0, s, 1)
+             [:, :, :kh, :kw].transpose(0, 1) for gi in range(G)]
+    return parts[0] if G == 1 else cat(parts, 0)
+
+
+def _conv_backward_graph(g, x, w, has_bias, nd, batched, p4, Hp, Wp, s, d, k, groups, rx, rw, rb):
+    g4 = _t4(g, nd, batched)
+    w4 = w.unsqueeze(2) if nd == 1 else w
+    oh, ow = g4.shape[2], g4.shape[3]
+    gx = gw = gb = None
+    if rx:
+        op = (Hp - ((oh - 1) * s[0] + d[0] * (k[0] - 1) + 1), Wp - ((ow - 1) * s[1] + d[1] * (k[1] - 1) + 1))
+        full = _conv_transposend("conv_transpose2d", 2, g4, w4, None, s, 0, op, groups, d)
+        gx = _f4(full[:, :, p4[0]:Hp - p4[1], p4[2]:Wp - p4[3]], nd, batched)
+    if rw:
+        gw = _weight_grad_graph(_pad_t(_t4(x, nd, batched), p4), g4, k[0], k[1], s, d, groups)
+        gw = gw.squeeze(2) if nd == 1 else gw
+    if rb:
+        gb = g4.sum((0, 2, 3))
+    return (gx, gw, gb) if has_bias else (gx, gw)
+
+
+def _conv_transpose_backward_graph(g, x, w, has_bias, nd, batched, p4, H, W, Hp, Wp, op, s, d, k, groups, rx, rw, rb):
+    g4 = _t4(g, nd, batched)
+    w4 = w.unsqueeze(2) if nd == 1 else w
+    gpad = _pad_t(g4, p4)
+    gx = gw = gb = None
+    if rx:
+        gx = _f4(_convnd("conv2d", 2, gpad, w4, None, s, 0, d, groups)[:, :, :H, :W], nd, batched)
+    if rw:
+        gw = _weight_grad_graph(gpad[:, :, :Hp - op[0], :Wp - op[1]], _t4(x, nd, batched), k[0], k[1], s, d, groups)
+        gw = gw.squeeze(2) if nd == 1 else gw
+    if rb:
+        gb = g4.sum((0, 2, 3))
+    return (gx, gw, gb) if has_bias else (gx, gw)
+
+
+def _compute(a):
+    """Halves (float16, bfloat16) are convolved in float32: NumPy has no fast half-precision GEMM."""
+    return a.astype(np.float32) if a.dtype.itemsize < 4 and a.dtype.kind in "fV" else a
+
+
+def xp_contig(a):
+    return _xp(a).ascontiguousarray(a)
+
+
+def conv1d(input: Tensor, weight: Tensor, bias: Tensor | None = None, stride=1, padding=0, dilation=1,
+           groups: int = 1) -> Tensor:
+    """1d cross-correlation of (N, C, L) input with (O, C/groups, k) weight."""
+    return _convnd("conv1d", 1, input, weight, bias, stride, padding, dilation, groups)
+
+
+def conv2d(input: Tensor, weight: Tensor, bias: Tensor | None = None, stride=1, padding=0, dilation=1,
+           groups: int = 1) -> Tensor:
+    """2d cross-correlation of (N, C, H, W) input with (O, C/groups, kh, kw) weight."""
+    return _convnd("conv2d", 2, input, weight, bias, stride, padding, dilation, groups)
+
+
+# ------------------------------------------------------------------ conv_transpose
+
+
+def _conv_transposend(name: str, nd: int, input: Tensor, weight: Tensor, bias, stride, padding, output_padding,
+                      groups: int, dilation) -> Tensor:
+    x, w = input, weight
+    _check_conv_input(name, x, w, nd, True, groups)
+    s = _pair(stride, nd, "stride")
+    d = _pair(dilation, nd, "dilation")
+    p = _pair(padding, nd, "padding")
+    op = _pair(output_padding, nd, "output_padding")
+    if any(v <= 0 for v in s):
+        raise RuntimeError("non-positive stride is not supported")
+    if any(v <= 0 for v in d):
+        raise RuntimeError("dilation should be greater than zero")
+    if any(v < 0 for v in p):
+        raise RuntimeError("negative padding is not supported")
+    for a, b, c in zip(op, s, d):
+        if a >= b and a >= c:
+            raise RuntimeError(f"output padding must be smaller than either stride or dilation, but got "
+                               f"output_padding_height: {op[0]} output_padding_width: {op[-1]} stride_height: "
+                               f"{s[0]} stride_width: {s[-1]} dilation_height: {d[0]} dilation_width: {d[-1]}")
+    xd = x._data
+    batched = xd.ndim == nd + 2
+    x4 = _compute(_as4d(xd, nd, batched))
+    w4 = _compute(w._data[:, :, None, :] if nd == 1 else w._data)  # (Cin, Cout/groups, kh, kw): conv's (O, Cg, ...)
+    k = tuple(w4.shape[2:])
+    if nd == 1:
+        s, d, p, op = (1,) + s, (1,) + d, (0,) + p, (0,) + op
+    H, W = x4.shape[2], x4.shape[3]
+    Hp = (H - 1) * s[0] + d[0] * (k[0] - 1) + 1 + op[0]
+    Wp = (W - 1) * s[1] + d[1] * (k[1] - 1) + 1 + op[1]
+    oh, ow = Hp - 2 * p[0], Wp - 2 * p[1]
+    if oh <= 0 or ow <= 0:
+        raise RuntimeError(f"Given input size per channel: ({H} x {W}). Calculated output size per channel: "
+                           f"({oh} x {ow}). Output size is too small")
+    p4 = (p[0], p[0], p[1], p[1])
+    y = conv_input_grad_array(x4, w4, Hp, Wp, s, d, groups, p4)
+    if bias is not None:
+        y += bias._data.reshape(1, -1, 1, 1)
+    out = _wrap(_from4d(y.astype(xd.dtype, copy=False), nd, batched))
+    if needs_grad(x, w, bias):
+        rx, rw = x._requires_grad, w._requires_grad
+        rb = bias is not None and bias._requires_grad
+
+        def conv_transpose_backward(g):
+            if _grad_enabled():
+                return _conv_transpose_backward_graph(g, x, w, bias is not None, nd, batched, p4, H, W, Hp, Wp, op,
+                                                      s, d, k, groups, rx, rw, rb)
+            g4 = _compute(_as4d(g._data, nd, batched))
+            gpad = _pad_array(g4, p4)
+            gx = gw = gb = None
+            if rx:
+                gxa = conv_forward_array(gpad, w4, s, d, groups)[:, :, :H, :W]
+                gx = _wrap(_from4d(xp_contig(gxa).astype(xd.dtype, copy=False), nd, batched))
+            if rw:
+                # conv's weight gradient with the roles swapped: g is the (padded) input, x the output gradient.
+                gw4 = conv_weight_grad_array(gpad[:, :, :Hp - op[0], :Wp - op[1]], x4, k[0], k[1], s, d, groups)
+                gw4 = gw4.astype(w._data.dtype, copy=False)
+                gw = _wrap(gw4[:, :, 0, :] if nd == 1 else gw4)
+            if rb:
+                gb = _wrap(g4.sum(axis=(0, 2, 3)).astype(bias._data.dtype, copy=False))
+            return (gx, gw) if bias is None else (gx, gw, gb)
+        inputs = (x, w) if bias is None else (x, w, bias)
+        record("ConvolutionBackward0", conv_transpose_backward, out, inputs, (x, w))
+    return out
+
+
+def conv_transpose1d(input: Tensor, weight: Tensor, bias: Tensor | None = None, stride=1, padding=0,
+                     output_padding=0, groups: int = 1, dilation=1) -> Tensor:
+    """The adjoint of conv1d (a "deconvolution"): (N, Cin, L) with (Cin, Cout/groups, k) weight."""
+    return _conv_transposend("conv_transpose1d", 1, input, weight, bias, stride, padding, output_padding, groups,
+                             dilation)
+
+
+def conv_transpose2d(input: Tensor, weight: Tensor, bias: Tensor | None = None, stride=1, padding=0,
+                     output_padding=0, groups: int = 1, dilation=1) -> Tensor:
+    """The adjoint of conv2d (a "deconvolution"): (N, Cin, H, W) with (Cin, Cout/groups, kh, kw) weight."""
+    return _conv_transposend("conv_transpose2d", 2, input, weight, bias, stride, padding, output_padding, groups,
+                             dilation)
+
+
+__all__ = ["conv1d", "conv2d", "conv_transpose1d", "conv_transpose2d"]
