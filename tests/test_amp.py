@@ -396,3 +396,17 @@ def test_transformer_block_under_autocast_matches_torch():
         np.testing.assert_allclose(ours[2][k], theirs[2][k], rtol=0.1, atol=2e-2, err_msg=k)
     full = _block_loss(tinytorch, weights, x_np, t_np, amp=False)  # the bf16 run stays near the float32 one
     np.testing.assert_allclose(ours[0].item(), full[0].item(), rtol=2e-2)
+
+
+def test_conv_layers_run_in_bfloat16_under_cpu_autocast():
+    # conv1d/conv2d/conv_transpose* are on PyTorch's CPU lower-precision list; pooling follows its input.
+    import tinytorch
+    c, ct = tinytorch.nn.Conv2d(3, 4, 3), tinytorch.nn.ConvTranspose1d(4, 2, 2)
+    x = tinytorch.randn(2, 3, 8, 8, requires_grad=True)
+    with tinytorch.autocast("cpu", dtype=tinytorch.bfloat16):
+        y = c(x)
+        z = ct(y.flatten(2))
+        p = tinytorch.nn.functional.max_pool2d(y, 2)
+    assert (y.dtype, z.dtype, p.dtype) == (tinytorch.bfloat16,) * 3
+    z.float().sum().backward()
+    assert x.grad.dtype == tinytorch.float32 and c.weight.grad.dtype == tinytorch.float32

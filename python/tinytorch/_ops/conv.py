@@ -15,6 +15,7 @@ import threading
 
 import numpy as np
 
+from .. import _autocast
 from .._tensor import Tensor, _wrap
 from ._common import _grad_enabled, needs_grad, record
 
@@ -373,6 +374,8 @@ def _same_pads(k, d) -> list:
 
 
 def _convnd(name: str, nd: int, input: Tensor, weight: Tensor, bias, stride, padding, dilation, groups: int) -> Tensor:
+    if _autocast.active:
+        return _autocast.dispatch(name, _convnd, name, nd, input, weight, bias, stride, padding, dilation, groups)
     x, w = input, weight
     _check_conv_input(name, x, w, nd, False, groups)
     if bias is not None and (bias._data.ndim != 1 or bias._data.shape[0] != w._data.shape[0]):
@@ -531,6 +534,9 @@ def conv2d(input: Tensor, weight: Tensor, bias: Tensor | None = None, stride=1, 
 
 def _conv_transposend(name: str, nd: int, input: Tensor, weight: Tensor, bias, stride, padding, output_padding,
                       groups: int, dilation) -> Tensor:
+    if _autocast.active:
+        return _autocast.dispatch(name, _conv_transposend, name, nd, input, weight, bias, stride, padding,
+                                  output_padding, groups, dilation)
     x, w = input, weight
     _check_conv_input(name, x, w, nd, True, groups)
     s = _pair(stride, nd, "stride")
