@@ -30,6 +30,9 @@ from typing import Any, Dict, List, Optional
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
 
+# Issue 11's W5 targets (tinytorch DDP step / PyTorch DDP step on gloo): W3's matrix products alone take
+# ~0.75x PyTorch's DDP step on this machine (issue 6), so its target is 0.9.
+W5_TARGET = {"W2": 0.7, "W3": 0.9}
 ONE_BUCKET = 1e6  # MB: a cap no model reaches, with the first bucket as large -> one bucket for everything
 
 
@@ -239,7 +242,7 @@ def main(argv: Optional[List[str]] = None) -> Dict[str, Any]:
             print(f"{w:8} {'torch alone':26} {row['torch_alone_ms']:9.1f}")
             print(f"{w:8} {'torch DDP gloo (25 MB)':26} {row['torch_ddp_ms']:9.1f}")
             print(f"{w:8} tinytorch DDP ({ddp_key} MB) / torch DDP = {row['ratio_ddp_vs_torch_ddp']:.2f} "
-                  "(target <= 0.70), "
+                  f"(target <= {W5_TARGET.get(w, 0.7):.2f}), "
                   f"median of per-round ratios {row['round_ratio_ddp_vs_torch_ddp']:.2f}; "
                   f"best hidden share {row['best_overlap_fraction']:.0%} at cap {best} MB")
         results["workloads"][w] = row
