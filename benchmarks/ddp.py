@@ -17,14 +17,10 @@ from __future__ import annotations
 
 import argparse
 import json
-import multiprocessing as mp
 import os
-import queue
-import socket
 import statistics
 import sys
 import time
-import traceback
 from typing import Any, Dict, List, Optional
 
 HERE = os.path.dirname(os.path.abspath(__file__))
@@ -34,19 +30,6 @@ sys.path.insert(0, HERE)
 # ~0.75x PyTorch's DDP step on this machine (issue 6), so its target is 0.9.
 W5_TARGET = {"W2": 0.7, "W3": 0.9}
 ONE_BUCKET = 1e6  # MB: a cap no model reaches, with the first bucket as large -> one bucket for everything
-
-
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
-def _worker(rank: int, world: int, port: int, cfg: Dict[str, Any], q: Any) -> None:
-    try:
-        q.put((rank, "ok", _run(rank, world, port, cfg)))
-    except BaseException as e:  # noqa: BLE001 - reported to the parent
-        q.put((rank, "error", f"{type(e).__name__}: {e}\n{traceback.format_exc()}"))
 
 
 def _run(rank: int, world: int, port: int, cfg: Dict[str, Any]) -> Dict[str, Any]:
@@ -124,38 +107,14 @@ def _run(rank: int, world: int, port: int, cfg: Dict[str, Any]) -> Dict[str, Any
     return {"times": times, "stats": stats, "events": events, "traces": traces}
 
 
+def _rank_main(cfg: Dict[str, Any]) -> Dict[str, Any]:
+    return _run(int(os.environ["RANK"]), int(os.environ["WORLD_SIZE"]), int(os.environ["MASTER_PORT"]), cfg)
+
+
 def spawn(cfg: Dict[str, Any], world: int = 2, timeout: float = 900.0) -> List[Dict[str, Any]]:
-    """Run one configuration on `world` fresh processes; per-rank results."""
-    ctx = mp.get_context("spawn")
-    q = ctx.Queue()
-    port = _free_port()
-    cfg = dict(cfg, torch_port=_free_port())
-    procs = [ctx.Process(target=_worker, args=(r, world, port, cfg, q), daemon=True) for r in range(world)]
-    for p in procs:
-        p.start()
-    results: List[Any] = [None] * world
-    deadline = time.monotonic() + timeout
-    try:
-        for _ in range(world):
-            while True:
-                left = deadline - time.monotonic()
-                if left <= 0:
-                    raise TimeoutError(f"benchmark {cfg} did not finish within {timeout}s")
-                try:
-                    rank, status, payload = q.get(timeout=min(left, 5.0))
-                    break
-                except queue.Empty:
-                    if all(p.exitcode is not None for p in procs) and q.empty():
-                        raise RuntimeError(f"benchmark {cfg}: workers exited without reporting")
-            if status != "ok":
-                raise RuntimeError(f"benchmark {cfg}: rank {rank} failed: {payload}")
-            results[rank] = payload
-    finally:
-        for p in procs:
-            p.join(timeout=10)
-            if p.is_alive():
-                p.kill()
-    return results
+    """Run one configuration on `world` fresh processes (the bench harness's spawn); per-rank results."""
+    from tinytorch.bench._common import free_port, spawn as spawn_ranks
+    return spawn_ranks(_rank_main, world, (dict(cfg, torch_port=free_port()),), timeout=timeout)
 
 
 def _timeline(path: str, ranks: List[Dict[str, Any]]) -> bool:
