@@ -348,8 +348,9 @@ def _verify_shapes(params: List[Tuple[Any, List[Tuple[Module, str]]]], pg: Any, 
 
 def fully_shard(module: Union[Module, List[Module]], *, mesh: Optional[DeviceMesh] = None,
                 reshard_after_forward: Union[bool, int] = True, shard_placement_fn: Any = None,
-                mp_policy: MixedPrecisionPolicy = MixedPrecisionPolicy(),
-                offload_policy: OffloadPolicy = OffloadPolicy(), ignored_params: Optional[set] = None) -> Module:
+                mp_policy: Optional[MixedPrecisionPolicy] = MixedPrecisionPolicy(),
+                offload_policy: Optional[OffloadPolicy] = OffloadPolicy(),
+                ignored_params: Optional[set] = None) -> Module:
     """Shard module's parameters (those not already sharded by a fully_shard'ed submodule) along dim 0 over
     mesh, as DTensors; they are all-gathered around its forward and backward (ZeRO-3, or ZeRO-2 with
     reshard_after_forward=False) and its gradients reduce-scattered. Returns the module, whose class becomes
@@ -368,6 +369,8 @@ def fully_shard(module: Union[Module, List[Module]], *, mesh: Optional[DeviceMes
                          "sharded only once")
     if shard_placement_fn is not None:
         raise NotImplementedError("fully_shard: shard_placement_fn is not supported (parameters shard on dim 0)")
+    mp_policy = MixedPrecisionPolicy() if mp_policy is None else mp_policy
+    offload_policy = OffloadPolicy() if offload_policy is None else offload_policy
     if not isinstance(mp_policy, MixedPrecisionPolicy):
         raise TypeError(f"mp_policy must be a MixedPrecisionPolicy, got {type(mp_policy).__name__}")
     if not isinstance(offload_policy, OffloadPolicy):
