@@ -16,3 +16,17 @@ def median_ms(fn: Callable[[], object], reps: int) -> float:
         fn()
         times.append(time.perf_counter() - t0)
     return 1e3 * statistics.median(times)
+
+
+def libraries(threads: int) -> dict:
+    """{'tinytorch': module, 'torch': module (when importable)}, each set to `threads` intra-op threads."""
+    import tinytorch
+    libs = {"tinytorch": tinytorch}
+    try:
+        import torch
+        libs["torch"] = torch
+    except ImportError:
+        pass
+    for lib in libs.values():
+        lib.set_num_threads(threads)
+    return libs

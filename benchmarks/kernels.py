@@ -10,7 +10,7 @@ from typing import Callable, Dict
 
 import numpy as np
 
-from harness import median_ms, write_json
+from harness import libraries, median_ms, write_json
 
 B, T, D, H, V = 16, 128, 256, 4, 256
 
@@ -48,15 +48,7 @@ def main(argv=None) -> dict:
     p.add_argument("--reps", type=int, default=30)
     p.add_argument("--json", default=os.path.join(os.path.dirname(__file__), "results", "kernels.json"))
     args = p.parse_args(argv)
-    import tinytorch
-    libs = {"tinytorch": tinytorch}
-    try:
-        import torch
-        libs["torch"] = torch
-    except ImportError:
-        pass
-    for lib in libs.values():
-        lib.set_num_threads(args.threads)
+    libs = libraries(args.threads)
     times = {name: {k: median_ms(fn, args.reps) for k, fn in cases(lib).items()} for name, lib in libs.items()}
     results = {"threads": args.threads, "reps": args.reps, "ms": times}
     print(f"{'op (W3 shapes)':26} {'tinytorch ms':>13} {'torch ms':>9} {'ratio':>6}")

@@ -12,7 +12,7 @@ import time
 
 import numpy as np
 
-from harness import write_json
+from harness import libraries, write_json
 
 LAYERS, HIDDEN, INPUT, STEPS, BATCH = 2, 256, 256, 64, 32
 
@@ -39,15 +39,8 @@ def main(argv=None) -> dict:
     p.add_argument("--reps", type=int, default=15)
     p.add_argument("--json", default=os.path.join(os.path.dirname(__file__), "results", "lstm.json"))
     args = p.parse_args(argv)
-    import tinytorch
-    libs = {"tinytorch": tinytorch}
-    try:
-        import torch
-        libs["torch"] = torch
-    except ImportError:
-        pass
-    for lib in libs.values():
-        lib.set_num_threads(args.threads)
+    libs = libraries(args.threads)
+    tinytorch = libs["tinytorch"]
     ref = tinytorch.nn.LSTM(INPUT, HIDDEN, num_layers=LAYERS)
     state = {k: v.detach().numpy().copy() for k, v in ref.state_dict().items()}
     steps = {name: make_step(lib, state) for name, lib in libs.items()}
