@@ -7,6 +7,10 @@ and nothing is copied; outputs computed at the padded grid's right edge are crop
 (k-1)/W extra work). With a stride the shifted window is gathered once per kernel position into a
 reused buffer. A 1x1 kernel is one GEMM on the (subsampled) input. conv_transpose is conv's adjoint, so
 the two share the three array routines below; 1d convs run as 2d convs of height 1.
+
+On a CPU with AVX-512, float32 convs with groups=1 skip the column matrix: the C++ tap kernels
+(csrc/kernels/conv2d.cpp) read the same shifted rows in place and keep the output tile in registers, and a
+strided conv's input gradient runs as one stride-1 correlation per stride phase of the input.
 """
 from __future__ import annotations
 
@@ -15,7 +19,7 @@ import threading
 
 import numpy as np
 
-from .. import _autocast
+from .. import _C, _autocast, _threads
 from .._tensor import Tensor, _wrap
 from ._common import _grad_enabled, needs_grad, record
 
@@ -225,22 +229,115 @@ def _rows_view(a, lead: tuple, oh: int, ow: int, Wp: int):
     return xp.lib.stride_tricks.as_strided(a, lead + (oh, ow), tuple(a.strides[:-1]) + (Wp * it, it))
 
 
-def conv_forward_array(xp_, w, s, d, groups: int, phases=None):
-    """Correlate padded input xp_ (N, C, Hp, Wp) with w (O, C/groups, kh, kw): one GEMM per group over the
-    whole batch's column matrix."""
+# ------------------------------------------------------------------ the C++ tap kernels (AVX-512, float32)
+
+_taps_enabled = None  # resolved on first use; tests set it False to run the NumPy route beside the kernels
+
+
+def _taps_ok(groups: int, *arrays) -> bool:
+    """Whether the C++ tap kernels take this conv: float32 NumPy arrays, groups=1, a CPU with AVX-512."""
+    global _taps_enabled
+    if _taps_enabled is None:
+        _taps_enabled = bool(_C._cpu.conv2d_supported())
+    return (_taps_enabled and groups == 1
+            and all(type(a) is np.ndarray and a.dtype == np.float32 for a in arrays))
+
+
+def _taps_source(xp_, kh: int, kw: int, s, d, oh: int, ow: int, phases=None):
+    """The padded input as the tap kernels read it: (src, sn, sc, toff, wrow), so that output position
+    (y, x) of image n reads tap t of channel c at src[n*sn + c*sc + toff[t] + y*wrow + x]."""
+    N, C, Hp, Wp = xp_.shape
+    if s == (1, 1):
+        src, Hs, wrow = np.ascontiguousarray(xp_), Hp, Wp
+        toff = [i * d[0] * Wp + j * d[1] for i in range(kh) for j in range(kw)]
+    elif kh == kw == 1:  # only the sampled positions are read: gather them once
+        src, Hs, wrow = _contiguous(xp_[:, :, ::s[0], ::s[1]][:, :, :oh, :ow]), oh, ow
+        toff = [0]
+    else:
+        Hs, wrow = _phase_shape(Hp, Wp, s)
+        src = _phases(xp_, s) if phases is None else phases
+        toff = [((a * s[1] + b) * N * C) * Hs * wrow + off for a, b, off in _offsets(kh, kw, s, d, wrow)]
+    return src, C * Hs * wrow, Hs * wrow, np.asarray(toff, np.int64), wrow
+
+
+def _taps_forward(xp_, w, s, d, bias, phases=None):
+    N, C, Hp, Wp = xp_.shape
+    O, _, kh, kw = w.shape
+    oh, ow = _out_size(Hp, kh, s[0], d[0]), _out_size(Wp, kw, s[1], d[1])
+    src, sn, sc, toff, wrow = _taps_source(xp_, kh, kw, s, d, oh, ow, phases)
+    out = np.empty((N, O, oh, ow), np.float32)
+    _C._cpu.conv2d_taps(src, sn, sc, np.ascontiguousarray(w).reshape(O, C, kh * kw), toff, bias, out, wrow,
+                        _threads.count)
+    return out
+
+
+def _taps_input_grad(g, w, Hp: int, Wp: int, s, d, crop):
+    """A strided (or 1x1) conv's input gradient: stride phase (a, b) of the padded input, rows a, a+s0, ...
+    and columns b, b+s1, ..., receives only the taps (i, j) with d0*i = a and d1*j = b (mod s), each from
+    the output gradient shifted by (d0*i // s0, d1*j // s1): one stride-1 correlation per phase, written
+    into the phase images, which are then interleaved into the (cropped) gradient in one pass."""
+    N, O, oh, ow = g.shape
+    _, C, kh, kw = w.shape
+    Hq, Wq = _phase_shape(Hp, Wp, s)
+    qh, qw = d[0] * (kh - 1) // s[0], d[1] * (kw - 1) // s[1]
+    gpad = np.ascontiguousarray(_pad_array(g, (qh, max(0, Hq - oh), qw, max(0, Wq - ow))))
+    R, Wg = gpad.shape[2], gpad.shape[3]
+    P = np.empty((s[0], s[1], N, C, Hq, Wq), np.float32)
+    H, W = Hp - crop[0] - crop[1], Wp - crop[2] - crop[3]
+    gx = P[0, 0] if s == (1, 1) and not any(crop) else np.empty((N, C, H, W), np.float32)
+    pairs = []
+    for a in range(s[0]):
+        for b in range(s[1]):
+            # The first phase row/column inside the crop, and where it lands in gx.
+            u0, v0 = -(-(crop[0] - a) // s[0]), -(-(crop[2] - b) // s[1])
+            dst = gx[:, :, a + s[0] * u0 - crop[0]::s[0], b + s[1] * v0 - crop[2]::s[1]]
+            taps = [(i, j) for i in range(kh) for j in range(kw) if d[0] * i % s[0] == a and d[1] * j % s[1] == b]
+            if not taps:  # no tap lands on this phase: its gradient is zero
+                dst[...] = 0
+                continue
+            wt = np.ascontiguousarray(w[:, :, [i for i, _ in taps], [j for _, j in taps]].transpose(1, 0, 2))
+            toff = np.asarray([(qh - d[0] * i // s[0]) * Wg + qw - d[1] * j // s[1] for i, j in taps], np.int64)
+            _C._cpu.conv2d_taps(gpad, O * R * Wg, R * Wg, wt, toff, None, P[a, b], Wg, _threads.count)
+            if dst.base is not P:
+                pairs.append((dst, P[a, b, :, :, u0:u0 + dst.shape[2], v0:v0 + dst.shape[3]]))
+    _copy_all(pairs)
+    return gx
+
+
+def _taps_weight_grad(xp_, g, kh: int, kw: int, s, d, phases=None, bias_grad: bool = False):
+    N, C = xp_.shape[:2]
+    O, oh, ow = g.shape[1:]
+    src, sn, sc, toff, wrow = _taps_source(xp_, kh, kw, s, d, oh, ow, phases)
+    gw = np.empty((O, C, kh * kw), np.float32)
+    gb = np.empty(O, np.float32) if bias_grad else None
+    _C._cpu.conv2d_taps_weight_grad(src, sn, sc, np.ascontiguousarray(g), toff, wrow, gw, gb, _threads.count)
+    return gw.reshape(O, C, kh, kw), gb
+
+
+# ------------------------------------------------------------------ the three array routines
+
+
+def conv_forward_array(xp_, w, s, d, groups: int, phases=None, bias=None):
+    """Correlate padded input xp_ (N, C, Hp, Wp) with w (O, C/groups, kh, kw), plus bias (O,) if given: one
+    GEMM per group over the whole batch's column matrix, or the tap kernel."""
+    if _taps_ok(groups, xp_, w) and (bias is None or bias.dtype == np.float32):
+        return _taps_forward(xp_, w, s, d, bias, phases)
     xp = _xp(xp_)
     N, C, Hp, Wp = xp_.shape
     O, Cg, kh, kw = w.shape
     G = groups
-    Og = O // G
     oh, ow = _out_size(Hp, kh, s[0], d[0]), _out_size(Wp, kw, s[1], d[1])
     w2 = xp.ascontiguousarray(_flat_weight(w, G))
     if kh == kw == 1:
         y = _gemm(w2, _subsampled(xp_, s, oh, ow, G))
-        return _contiguous(y.reshape(O, N, oh, ow).transpose(1, 0, 2, 3))
-    cols, Wrow = _columns(xp_, kh, kw, s, d, G, oh, ow, phases)
-    y = _rows_view(_gemm(w2, cols).reshape(O, N, cols.shape[-1]), (O, N), oh, ow, Wrow)
-    return _contiguous(y.reshape(O, N, oh, ow).transpose(1, 0, 2, 3))
+        y = _contiguous(y.reshape(O, N, oh, ow).transpose(1, 0, 2, 3))
+    else:
+        cols, Wrow = _columns(xp_, kh, kw, s, d, G, oh, ow, phases)
+        y = _rows_view(_gemm(w2, cols).reshape(O, N, cols.shape[-1]), (O, N), oh, ow, Wrow)
+        y = _contiguous(y.reshape(O, N, oh, ow).transpose(1, 0, 2, 3))
+    if bias is not None:
+        y += bias.reshape(1, -1, 1, 1)
+    return y
 
 
 def _grad_rows(g, G: int):
@@ -266,6 +363,8 @@ def conv_input_grad_array(g, w, Hp: int, Wp: int, s, d, groups: int, crop=(0, 0,
         gpad = _pad_array(g, (ph - crop[0], Hp - oh - crop[1], pw - crop[2], Wp - ow - crop[3]))
         wf = w.reshape(G, Og, Cg, kh, kw)[..., ::-1, ::-1].transpose(0, 2, 1, 3, 4).reshape(C, Og, kh, kw)
         return conv_forward_array(gpad, wf, s, d, groups)
+    if _taps_ok(groups, g, w):
+        return _taps_input_grad(g, w, Hp, Wp, s, d, crop)
     if kh == kw == 1:  # a 1x1 kernel touches each sampled input position once: one GEMM, one strided write
         r = _gemm(xp.ascontiguousarray(_flat_weight(w, G).transpose(0, 2, 1)), _grad_rows(g, G))
         r = r.reshape(C, N, oh, ow).transpose(1, 0, 2, 3)
@@ -294,9 +393,13 @@ def conv_input_grad_array(g, w, Hp: int, Wp: int, s, d, groups: int, crop=(0, 0,
     return xp.ascontiguousarray(_crop(gx, crop))
 
 
-def conv_weight_grad_array(xp_, g, kh: int, kw: int, s, d, groups: int, phases=None):
+def conv_weight_grad_array(xp_, g, kh: int, kw: int, s, d, groups: int, phases=None, bias_grad: bool = False):
     """The gradient of w (O, C/groups, kh, kw) given the padded input and the output's gradient: the output
-    gradient times the (recomputed) column matrix, the whole batch in one GEMM per group."""
+    gradient times the (recomputed) column matrix, the whole batch in one GEMM per group, or the tap kernel.
+    With bias_grad, returns (grad_weight, grad_bias), the bias's summed in the same pass where it can be."""
+    if _taps_ok(groups, xp_, g):
+        gw, gb = _taps_weight_grad(xp_, g, kh, kw, s, d, phases, bias_grad)
+        return (gw, gb) if bias_grad else gw
     xp = _xp(g)
     N, C, Hp, Wp = xp_.shape
     _, O, oh, ow = g.shape
@@ -311,7 +414,8 @@ def conv_weight_grad_array(xp_, g, kh: int, kw: int, s, d, groups: int, phases=N
         _rows_view(gf, (G, Og, N), oh, ow, Wrow)[...] = g.reshape(N, G, Og, oh, ow).transpose(1, 2, 0, 3, 4)
     # cols @ gf.T rather than gf @ cols.T: OpenBLAS runs the long contraction about twice as fast this way round.
     gwt = xp.matmul(cols.reshape(G, cols.shape[1], -1), gf.reshape(G, Og, -1).swapaxes(-1, -2))  # (G, K, Og)
-    return xp.ascontiguousarray(gwt.reshape(G, kh, kw, Cg, Og).transpose(0, 4, 3, 1, 2)).reshape(O, Cg, kh, kw)
+    gw = xp.ascontiguousarray(gwt.reshape(G, kh, kw, Cg, Og).transpose(0, 4, 3, 1, 2)).reshape(O, Cg, kh, kw)
+    return (gw, g.sum(axis=(0, 2, 3))) if bias_grad else gw
 
 
 # ------------------------------------------------------------------ argument checks
@@ -418,9 +522,7 @@ def _convnd(name: str, nd: int, input: Tensor, weight: Tensor, bias, stride, pad
     xpad = _pad_array(x4, p4)
     # A strided conv's stride phases serve the forward and the weight gradient alike: split them once.
     phases = _phases(xpad, s) if s != (1, 1) and (k[0] > 1 or k[1] > 1) else None
-    y = conv_forward_array(xpad, w4, s, d, groups, phases)
-    if bias is not None:
-        y += bias._data.reshape(1, -1, 1, 1)
+    y = conv_forward_array(xpad, w4, s, d, groups, phases, None if bias is None else _compute(bias._data))
     out = _wrap(_from4d(y.astype(xd.dtype, copy=False), nd, batched))
     if needs_grad(x, w, bias):
         rx, rw = x._requires_grad, w._requires_grad
@@ -435,12 +537,16 @@ def _convnd(name: str, nd: int, input: Tensor, weight: Tensor, bias, stride, pad
             if rx:
                 gx4 = conv_input_grad_array(g4, w4, Hp, Wp, s, d, groups, p4).astype(xd.dtype, copy=False)
                 gx = _wrap(_from4d(gx4, nd, batched))
+            gb4 = None
             if rw:
-                gw4 = conv_weight_grad_array(xpad, g4, k[0], k[1], s, d, groups, phases).astype(w._data.dtype,
-                                                                                               copy=False)
+                gw4 = conv_weight_grad_array(xpad, g4, k[0], k[1], s, d, groups, phases, bias_grad=rb)
+                if rb:
+                    gw4, gb4 = gw4
+                gw4 = gw4.astype(w._data.dtype, copy=False)
                 gw = _wrap(gw4[:, :, 0, :] if nd == 1 else gw4)
             if rb:
-                gb = _wrap(g4.sum(axis=(0, 2, 3)).astype(bias._data.dtype, copy=False))
+                gb4 = g4.sum(axis=(0, 2, 3)) if gb4 is None else gb4
+                gb = _wrap(gb4.astype(bias._data.dtype, copy=False))
             return (gx, gw) if bias is None else (gx, gw, gb)
         inputs = (x, w) if bias is None else (x, w, bias)
         record("ConvolutionBackward0", conv_backward, out, inputs, (x, w))

@@ -1,0 +1,313 @@
+// Convolution as a sum over kernel taps, for float32 on CPUs with AVX-512: the forward (and, through it,
+// the input gradient) and the weight gradient, with no column matrix.
+//
+// The input is addressed as src[n*sn + c*sc + toff[t] + p]: output position p = y*wrow + x (x < ow) of
+// image n reads, for kernel tap t, the element toff[t] further on in channel c's flattened (padded) plane,
+// or in one stride phase of it. So every (channel, tap) pair is one contiguous row, read in place with
+// unaligned vector loads; the positions with x >= ow on the padded grid are computed and dropped. NumPy's
+// route (im2col + OpenBLAS) writes the nine-times-larger column matrix and runs a GEMM with only 64 rows at
+// ResNet's widths, about half of this core's FMA peak; here the tile of 8 output channels x 48 positions
+// stays in registers for the whole contraction.
+#include <immintrin.h>
+
+#include <cmath>
+#include <optional>
+
+#include "kernels/cpu_kernels.h"
+
+namespace tinytorch::cpu {
+
+namespace {
+
+#if defined(__x86_64__) && defined(__GNUC__)
+#define TT_AVX512 __attribute__((target("avx512f")))
+constexpr bool kBuilt = true;
+#else
+#define TT_AVX512
+constexpr bool kBuilt = false;
+#endif
+
+bool avx512_supported() {
+#if defined(__x86_64__) && defined(__GNUC__)
+  return __builtin_cpu_supports("avx512f");
+#else
+  return false;
+#endif
+}
+
+#if defined(__x86_64__) && defined(__GNUC__)
+
+constexpr int kMR = 8;  // output channels per forward tile
+constexpr int kNV = 3;  // 16-float vectors of positions per forward tile
+constexpr int kNR = 16 * kNV;  // positions per forward tile
+
+// One forward tile: out[o0 + m, positions p0 .. p0+kNR) for m < rows, contracting over every channel and
+// tap. wp holds this tile's weights packed [c*T + t][kMR]; lm masks the loads past the end of the plane,
+// sm the lanes to keep (x < ow), which are compress-stored at dst[v] (their place in the (oh, ow) plane).
+// (Blocking the channels so that a block's rows stay in L1 across tiles measured slower: the partial sums'
+// round trips cost more than the L2 reads they save.)
+template <bool kMasked>
+TT_AVX512 void forward_tile(const float* x, int64_t sc, int64_t C, const int64_t* toff, int T, const float* wp,
+                            const float* bias, int rows, const __mmask16* lm, const __mmask16* sm,
+                            const int64_t* dst, float* out, int64_t plane) {
+  __m512 acc[kMR][kNV];
+#pragma GCC unroll 8
+  for (int m = 0; m < kMR; ++m) {
+    const __m512 b = _mm512_set1_ps(bias != nullptr && m < rows ? bias[m] : 0.f);
+#pragma GCC unroll 8
+    for (int v = 0; v < kNV; ++v) acc[m][v] = b;
+  }
+  for (int64_t c = 0; c < C; ++c) {
+    const float* xc = x + c * sc;
+    const float* a = wp + c * T * kMR;
+    for (int t = 0; t < T; ++t, a += kMR) {
+      const float* b = xc + toff[t];
+      __m512 bv[kNV];
+      // Only the plane's last tile needs masked loads; elsewhere the mask registers stay out of the loop.
+#pragma GCC unroll 8
+      for (int v = 0; v < kNV; ++v) bv[v] = kMasked ? _mm512_maskz_loadu_ps(lm[v], b + 16 * v) : _mm512_loadu_ps(b + 16 * v);
+#pragma GCC unroll 8
+      for (int m = 0; m < kMR; ++m) {
+        const __m512 av = _mm512_set1_ps(a[m]);
+#pragma GCC unroll 8
+        for (int v = 0; v < kNV; ++v) acc[m][v] = _mm512_fmadd_ps(av, bv[v], acc[m][v]);
+      }
+    }
+  }
+  // Constant indices only (the loop runs to kMR and tests rows): an acc[m] with a run-time m would make GCC
+  // keep the whole tile in memory and spill it on every step of the contraction.
+#pragma GCC unroll 8
+  for (int m = 0; m < kMR; ++m) {
+    if (m < rows) {
+#pragma GCC unroll 8
+      for (int v = 0; v < kNV; ++v) _mm512_mask_compressstoreu_ps(out + m * plane + dst[v], sm[v], acc[m][v]);
+    }
+  }
+}
+
+constexpr int kMO = 4;  // output channels per weight-gradient tile
+constexpr int kMK = 6;  // (channel, tap) rows per weight-gradient tile
+
+// One weight-gradient tile: gw[o, k] += sum_p g[o, p] * s_k[p] for kMO rows of g and kMK source rows,
+// over lv positions (a multiple of 16; the source rows are read only below l, the rest is masked).
+TT_AVX512 void weight_grad_tile(const float* const* g, const float* const* s, int64_t l, int64_t lv,
+                                float* out, int64_t ldo, int orows, int krows) {
+  __m512 acc[kMO][kMK];
+#pragma GCC unroll 8
+  for (int i = 0; i < kMO; ++i)
+#pragma GCC unroll 8
+    for (int j = 0; j < kMK; ++j) acc[i][j] = _mm512_setzero_ps();
+  const int64_t full = l / 16 * 16;
+  for (int64_t p = 0; p < lv; p += 16) {
+    const __mmask16 mask = p < full ? __mmask16(0xffff) : __mmask16((1u << (l - p)) - 1u);
+    __m512 sv[kMK];
+#pragma GCC unroll 8
+    for (int j = 0; j < kMK; ++j) sv[j] = _mm512_maskz_loadu_ps(mask, s[j] + p);
+#pragma GCC unroll 8
+    for (int i = 0; i < kMO; ++i) {
+      const __m512 gv = _mm512_load_ps(g[i] + p);
+#pragma GCC unroll 8
+      for (int j = 0; j < kMK; ++j) acc[i][j] = _mm512_fmadd_ps(gv, sv[j], acc[i][j]);
+    }
+  }
+  // (_mm512_reduce_add_ps trips GCC 12's -Wmaybe-uninitialized inside its own header.)
+  alignas(64) float lanes[16];
+#pragma GCC unroll 4
+  for (int i = 0; i < kMO; ++i) {
+#pragma GCC unroll 6
+    for (int j = 0; j < kMK; ++j) {
+      if (i >= orows || j >= krows) continue;
+      _mm512_store_ps(lanes, acc[i][j]);
+      float s = 0.f;
+      for (float v : lanes) s += v;
+      out[i * ldo + j] += s;
+    }
+  }
+}
+
+#endif
+
+struct Geometry {
+  int64_t N, C, O, T, oh, ow, wrow, sn, sc;
+  int64_t flat() const { return (oh - 1) * wrow + ow; }  // positions on the padded grid, x >= ow included
+};
+
+void check_f32(const py::array& a, const char* what, const char* name, bool writes) {
+  if (!py::isinstance<py::array_t<float>>(a)) {
+    throw py::type_error(std::string(what) + ": expected " + name + " to be a float32 array, got " +
+                         py::str(a.dtype()).cast<std::string>());
+  }
+  if (!(a.flags() & py::array::c_style)) throw py::value_error(std::string(what) + ": " + name + " must be C-contiguous");
+  if (writes && !a.writeable()) throw py::value_error(std::string(what) + ": " + name + " is read-only");
+}
+
+// Every read src[n*sn + c*sc + toff[t] + p] (p < flat) must fall inside src.
+void check_bounds(const Geometry& g, const std::vector<int64_t>& toff, int64_t src_size, const char* what) {
+  int64_t lo = 0, hi = 0;
+  for (int64_t t : toff) {
+    lo = std::min(lo, t);
+    hi = std::max(hi, t);
+  }
+  const int64_t last = (g.N - 1) * g.sn + (g.C - 1) * g.sc + hi + g.flat() - 1;
+  if (lo < 0 || g.sn < 0 || g.sc < 0 || last >= src_size || g.ow > g.wrow || g.oh <= 0 || g.ow <= 0) {
+    throw py::value_error(std::string(what) + ": the taps read outside the source array (" + std::to_string(src_size) +
+                          " elements, last read at " + std::to_string(last) + ")");
+  }
+}
+
+std::vector<int64_t> offsets_of(const py::array& toff, int64_t T, const char* what) {
+  if (toff.ndim() != 1 || toff.shape(0) != T) {
+    throw py::value_error(std::string(what) + ": expected one offset per tap (" + std::to_string(T) + ")");
+  }
+  py::array_t<int64_t, py::array::c_style | py::array::forcecast> t(toff);
+  return std::vector<int64_t>(t.data(), t.data() + T);
+}
+
+// out (N, O, oh, ow) = bias + sum over c, t of w[o, c, t] * src rows.
+void forward(const py::array& src, int64_t sn, int64_t sc, const py::array& w, const py::array& toff,
+             const std::optional<py::array>& bias, py::array& out, int64_t wrow, int threads) {
+  constexpr const char* what = "conv2d_taps";
+  check_f32(src, what, "src", false);
+  check_f32(w, what, "weight", false);
+  check_f32(out, what, "out", true);
+  if (w.ndim() != 3 || out.ndim() != 4 || out.shape(1) != w.shape(0)) {
+    throw py::value_error("conv2d_taps: expected weight (O, C, T) and out (N, O, oh, ow) with the same O");
+  }
+  Geometry g{out.shape(0), w.shape(1), w.shape(0), w.shape(2), out.shape(2), out.shape(3), wrow, sn, sc};
+  const std::vector<int64_t> offs = offsets_of(toff, g.T, what);
+  check_bounds(g, offs, src.size(), what);
+  const float* bp = nullptr;
+  if (bias) {
+    check_f32(*bias, what, "bias", false);
+    if (bias->size() != g.O) throw py::value_error("conv2d_taps: expected one bias per output channel");
+    bp = data_of<float>(*bias);
+  }
+  if (!avx512_supported()) throw std::runtime_error("conv2d_taps: this CPU has no AVX-512");
+#if defined(__x86_64__) && defined(__GNUC__)
+  const float* x = data_of<float>(src);
+  const float* wt = data_of<float>(w);
+  float* y = data_of<float>(out);
+  py::gil_scoped_release nogil;
+  const int64_t CT = g.C * g.T, tiles = (g.O + kMR - 1) / kMR;
+  std::vector<float> wp(tiles * CT * kMR, 0.f);  // [tile][c*T + t][m]
+  for (int64_t o = 0; o < g.O; ++o)
+    for (int64_t k = 0; k < CT; ++k) wp[((o / kMR) * CT + k) * kMR + o % kMR] = wt[o * CT + k];
+  const int64_t flat = g.flat(), blocks = (flat + kNR - 1) / kNR, plane = g.oh * g.ow;
+  parallel_for(g.N * blocks, threads, 1, [&](int64_t begin, int64_t end) {
+    for (int64_t item = begin; item < end; ++item) {
+      const int64_t n = item / blocks, p0 = (item % blocks) * kNR;
+      __mmask16 lm[kNV], sm[kNV];
+      int64_t dst[kNV];
+#pragma GCC unroll 8
+      for (int v = 0; v < kNV; ++v) {
+        const int64_t p = p0 + 16 * v;
+        dst[v] = (p / g.wrow) * g.ow + std::min(p % g.wrow, g.ow);
+        unsigned l = 0, s = 0;
+        for (int i = 0; i < 16; ++i) {
+          if (p + i < flat) {
+            l |= 1u << i;
+            if ((p + i) % g.wrow < g.ow) s |= 1u << i;
+          }
+        }
+        lm[v] = __mmask16(l);
+        sm[v] = __mmask16(s);
+      }
+      const float* xn = x + n * g.sn + p0;
+      auto tile = p0 + kNR > flat ? forward_tile<true> : forward_tile<false>;
+      for (int64_t t = 0; t < tiles; ++t) {
+        const int rows = int(std::min<int64_t>(kMR, g.O - t * kMR));
+        tile(xn, g.sc, g.C, offs.data(), int(g.T), wp.data() + t * CT * kMR, bp ? bp + t * kMR : nullptr, rows, lm,
+             sm, dst, y + (n * g.O + t * kMR) * plane, plane);
+      }
+    }
+  });
+#endif
+}
+
+// gw (O, C, T) = sum over n, p of grad[n, o, p] * src rows; gb (O,) = sum of grad over n, y, x.
+void weight_grad(const py::array& src, int64_t sn, int64_t sc, const py::array& grad, const py::array& toff,
+                 int64_t wrow, py::array& gw, std::optional<py::array> gb, int threads) {
+  constexpr const char* what = "conv2d_taps_weight_grad";
+  check_f32(src, what, "src", false);
+  check_f32(grad, what, "grad", false);
+  check_f32(gw, what, "grad_weight", true);
+  if (gw.ndim() != 3 || grad.ndim() != 4 || grad.shape(1) != gw.shape(0)) {
+    throw py::value_error("conv2d_taps_weight_grad: expected grad (N, O, oh, ow) and grad_weight (O, C, T)");
+  }
+  Geometry g{grad.shape(0), gw.shape(1), gw.shape(0), gw.shape(2), grad.shape(2), grad.shape(3), wrow, sn, sc};
+  const std::vector<int64_t> offs = offsets_of(toff, g.T, what);
+  check_bounds(g, offs, src.size(), what);
+  float* bout = nullptr;
+  if (gb) {
+    check_f32(*gb, what, "grad_bias", true);
+    if (gb->size() != g.O) throw py::value_error("conv2d_taps_weight_grad: expected one grad_bias per output channel");
+    bout = data_of<float>(*gb);
+  }
+  if (!avx512_supported()) throw std::runtime_error("conv2d_taps_weight_grad: this CPU has no AVX-512");
+#if defined(__x86_64__) && defined(__GNUC__)
+  const float* x = data_of<float>(src);
+  const float* gr = data_of<float>(grad);
+  float* out = data_of<float>(gw);
+  py::gil_scoped_release nogil;
+  const int64_t CT = g.C * g.T, flat = g.flat(), lv = (flat + 15) / 16 * 16, plane = g.oh * g.ow;
+  std::vector<int64_t> koff(CT);  // where row k = c*T + t starts within one image
+  for (int64_t c = 0; c < g.C; ++c)
+    for (int64_t t = 0; t < g.T; ++t) koff[c * g.T + t] = c * g.sc + offs[t];
+  std::fill(out, out + g.O * CT, 0.f);
+  const int64_t otiles = (g.O + kMO - 1) / kMO;
+  // Threads split the output channels, so each owns its rows of gw and nothing is reduced across threads.
+  parallel_for(otiles, threads, 1, [&](int64_t begin, int64_t end) {
+    const int64_t o0 = begin * kMO, o1 = std::min(g.O, end * kMO);
+    // This thread's rows of one image's gradient on the padded grid (zero at x >= ow), 64-byte aligned.
+    std::vector<float> buf((o1 - o0) * lv + 16);
+    float* gp = buf.data() + (16 - (reinterpret_cast<uintptr_t>(buf.data()) / 4) % 16) % 16;
+    std::vector<double> bsum(o1 - o0, 0.0);
+    for (int64_t n = 0; n < g.N; ++n) {
+      for (int64_t o = o0; o < o1; ++o) {
+        float* row = gp + (o - o0) * lv;
+        std::fill(row, row + lv, 0.f);
+        const float* in = gr + (n * g.O + o) * plane;
+        double s = 0.0;
+        for (int64_t yy = 0; yy < g.oh; ++yy) {
+          for (int64_t xx = 0; xx < g.ow; ++xx) {
+            row[yy * g.wrow + xx] = in[yy * g.ow + xx];
+            s += in[yy * g.ow + xx];
+          }
+        }
+        bsum[o - o0] += s;
+      }
+      const float* xn = x + n * g.sn;
+      for (int64_t ot = o0; ot < o1; ot += kMO) {
+        const int orows = int(std::min<int64_t>(kMO, o1 - ot));
+        const float* gptr[kMO];
+#pragma GCC unroll 8
+        for (int i = 0; i < kMO; ++i) gptr[i] = gp + (ot - o0 + std::min(i, orows - 1)) * lv;
+        for (int64_t k0 = 0; k0 < CT; k0 += kMK) {
+          const int krows = int(std::min<int64_t>(kMK, CT - k0));
+          const float* sptr[kMK];
+#pragma GCC unroll 8
+          for (int j = 0; j < kMK; ++j) sptr[j] = xn + koff[k0 + std::min(j, krows - 1)];
+          weight_grad_tile(gptr, sptr, flat, lv, out + ot * CT + k0, CT, orows, krows);
+        }
+      }
+    }
+    if (bout != nullptr)
+      for (int64_t o = o0; o < o1; ++o) bout[o] = float(bsum[o - o0]);
+  });
+#endif
+}
+
+}  // namespace
+
+void init_conv2d(py::module_& m) {
+  m.def("conv2d_supported", [] { return kBuilt && avx512_supported(); },
+        "Whether conv2d_taps runs here (x86-64 with AVX-512).");
+  m.def("conv2d_taps", &forward, py::arg("src"), py::arg("sn"), py::arg("sc"), py::arg("weight"), py::arg("toff"),
+        py::arg("bias"), py::arg("out"), py::arg("wrow"), py::arg("threads") = 0,
+        "out[n, o, y, x] = bias[o] + sum_{c,t} weight[o, c, t] * src[n*sn + c*sc + toff[t] + y*wrow + x].");
+  m.def("conv2d_taps_weight_grad", &weight_grad, py::arg("src"), py::arg("sn"), py::arg("sc"), py::arg("grad"),
+        py::arg("toff"), py::arg("wrow"), py::arg("grad_weight"), py::arg("grad_bias"), py::arg("threads") = 0,
+        "grad_weight[o, c, t] = sum_{n,y,x} grad[n, o, y, x] * src[n*sn + c*sc + toff[t] + y*wrow + x].");
+}
+
+}  // namespace tinytorch::cpu

@@ -1,0 +1,118 @@
+"""The C++ tap kernels behind float32 conv2d/conv1d/conv_transpose2d on AVX-512 CPUs
+(csrc/kernels/conv2d.cpp): outputs and all three gradients against the float64 NumPy route (itself
+gradchecked in test_conv_layers.py) over strides, dilations, paddings, kernel sizes and channel counts that
+leave partial register tiles; and the kernels' own argument checks."""
+import numpy as np
+import pytest
+
+import tinytorch
+import tinytorch.nn.functional as F
+from tinytorch._C import _cpu
+from tinytorch._ops import conv as conv_ops
+
+pytestmark = pytest.mark.skipif(not _cpu.conv2d_supported(), reason="the tap kernels need an x86-64 CPU with AVX-512")
+
+
+def _pair(shape, seed):
+    a = np.random.default_rng(seed).standard_normal(shape)
+    return (tinytorch.tensor(a.astype(np.float32), requires_grad=True),
+            tinytorch.tensor(a, requires_grad=True))
+
+
+def _close(a32, a64):
+    a32, a64 = np.asarray(a32.detach().numpy()), np.asarray(a64.detach().numpy())
+    assert a32.dtype == np.float32 and a32.shape == a64.shape
+    np.testing.assert_allclose(a32, a64, rtol=0, atol=2e-5 * max(1.0, np.abs(a64).max()))
+
+
+CASES = [  # N, C, O, H, W, kernel, stride, padding, dilation, bias
+    (2, 3, 5, 9, 7, (3, 3), (1, 1), (1, 1), (1, 1), True),
+    (3, 17, 13, 10, 11, (3, 3), (1, 1), (0, 0), (1, 1), False),
+    (2, 8, 16, 12, 12, (3, 3), (2, 2), (1, 1), (1, 1), True),
+    (1, 5, 9, 13, 9, (3, 3), (2, 2), (1, 1), (1, 1), False),  # odd sizes: phases of unequal size
+    (2, 6, 7, 11, 14, (2, 3), (2, 1), (0, 1), (1, 1), True),
+    (2, 4, 10, 15, 15, (5, 5), (3, 2), (2, 2), (1, 1), True),
+    (2, 4, 6, 14, 13, (3, 3), (1, 1), (2, 2), (2, 2), False),
+    (2, 4, 6, 14, 13, (3, 2), (2, 2), (1, 0), (2, 3), True),  # dilation with stride: empty phases
+    (2, 8, 12, 10, 10, (1, 1), (2, 2), (0, 0), (1, 1), True),
+    (3, 9, 11, 6, 5, (1, 1), (1, 1), (0, 0), (1, 1), True),
+    (2, 3, 4, 3, 70, (1, 4), (1, 3), (0, 1), (1, 1), True),  # one row longer than a register tile
+]
+
+
+@pytest.mark.parametrize("N,C,O,H,W,k,s,p,d,bias", CASES)
+def test_conv2d_taps_match_float64(N, C, O, H, W, k, s, p, d, bias):
+    x32, x64 = _pair((N, C, H, W), 0)
+    w32, w64 = _pair((O, C) + k, 1)
+    b32, b64 = _pair((O,), 2) if bias else (None, None)
+    assert conv_ops._taps_ok(1, x32._data, w32._data)
+    y32, y64 = F.conv2d(x32, w32, b32, s, p, d), F.conv2d(x64, w64, b64, s, p, d)
+    _close(y32, y64)
+    g = np.random.default_rng(3).standard_normal(y64.shape)
+    y32.backward(tinytorch.tensor(g.astype(np.float32)))
+    y64.backward(tinytorch.tensor(g))
+    for a, b in [(x32, x64), (w32, w64)] + ([(b32, b64)] if bias else []):
+        _close(a.grad, b.grad)
+
+
+@pytest.mark.parametrize("s,p,op,d,k", [((1, 1), (1, 1), (0, 0), (1, 1), (3, 3)),
+                                        ((2, 2), (1, 1), (1, 1), (1, 1), (3, 3)),
+                                        ((2, 3), (0, 1), (1, 2), (1, 1), (4, 3)),
+                                        ((2, 2), (0, 0), (0, 0), (1, 1), (1, 1))])
+def test_conv_transpose2d_taps_match_float64(s, p, op, d, k):
+    x32, x64 = _pair((2, 6, 5, 7), 4)
+    w32, w64 = _pair((6, 9) + k, 5)
+    b32, b64 = _pair((9,), 6)
+    y32, y64 = F.conv_transpose2d(x32, w32, b32, s, p, op, 1, d), F.conv_transpose2d(x64, w64, b64, s, p, op, 1, d)
+    _close(y32, y64)
+    g = np.random.default_rng(7).standard_normal(y64.shape)
+    y32.backward(tinytorch.tensor(g.astype(np.float32)))
+    y64.backward(tinytorch.tensor(g))
+    for a, b in [(x32, x64), (w32, w64), (b32, b64)]:
+        _close(a.grad, b.grad)
+
+
+def test_conv1d_taps_match_float64():
+    x32, x64 = _pair((3, 5, 40), 8)
+    w32, w64 = _pair((7, 5, 3), 9)
+    y32, y64 = F.conv1d(x32, w32, None, 2, 1), F.conv1d(x64, w64, None, 2, 1)
+    _close(y32, y64)
+    y32.sum().backward()
+    y64.sum().backward()
+    _close(x32.grad, x64.grad)
+    _close(w32.grad, w64.grad)
+
+
+def test_threads_split_the_same_sums():
+    """One thread and several give the same result to rounding (threads split images and channels)."""
+    x = np.random.default_rng(10).standard_normal((4, 16, 20, 20)).astype(np.float32)
+    w = np.random.default_rng(11).standard_normal((24, 16, 9)).astype(np.float32)
+    toff = np.array([i * 20 + j for i in range(3) for j in range(3)], np.int64)
+    outs = []
+    for threads in (1, 3):
+        out = np.empty((4, 24, 18, 18), np.float32)
+        _cpu.conv2d_taps(x, 16 * 400, 400, w, toff, None, out, 20, threads)
+        gw = np.empty((24, 16, 9), np.float32)
+        _cpu.conv2d_taps_weight_grad(x, 16 * 400, 400, out, toff, 20, gw, None, threads)
+        outs.append((out, gw))
+    np.testing.assert_allclose(outs[0][0], outs[1][0], rtol=1e-6)
+    np.testing.assert_allclose(outs[0][1], outs[1][1], rtol=1e-5)
+
+
+def test_kernel_argument_checks():
+    x = np.zeros((2, 3, 6, 6), np.float32)
+    w = np.zeros((4, 3, 9), np.float32)
+    toff = np.array([i * 6 + j for i in range(3) for j in range(3)], np.int64)
+    out = np.empty((2, 4, 4, 4), np.float32)
+    with pytest.raises(TypeError, match="expected src to be a float32 array"):
+        _cpu.conv2d_taps(x.astype(np.float64), 108, 36, w, toff, None, out, 6)
+    with pytest.raises(ValueError, match="outside the source array"):
+        _cpu.conv2d_taps(x, 108, 36, w, toff + 3, None, out, 6)  # the last tap would read past the end
+    with pytest.raises(ValueError, match="one offset per tap"):
+        _cpu.conv2d_taps(x, 108, 36, w, toff[:4], None, out, 6)
+    with pytest.raises(ValueError, match="one bias per output channel"):
+        _cpu.conv2d_taps(x, 108, 36, w, toff, np.zeros(3, np.float32), out, 6)
+    with pytest.raises(ValueError, match="C-contiguous"):
+        _cpu.conv2d_taps(x, 108, 36, w, toff, None, np.empty((2, 4, 4, 8), np.float32)[..., ::2], 6)
+    with pytest.raises(ValueError, match="grad_weight"):
+        _cpu.conv2d_taps_weight_grad(x, 108, 36, out, toff, 6, np.empty((5, 3, 9), np.float32), None)
