@@ -13,6 +13,13 @@ from tinytorch._ops import conv as conv_ops
 pytestmark = pytest.mark.skipif(not _cpu.conv2d_supported(), reason="the tap kernels need an x86-64 CPU with AVX-512")
 
 
+@pytest.fixture(autouse=True)
+def _every_plane_size(monkeypatch):
+    """The cases here are small; let the kernels take planes of any size (by default small ones go to GEMM)."""
+    monkeypatch.setattr(conv_ops, "TAPS_MIN_PLANE", 0)
+    monkeypatch.setattr(conv_ops, "TAPS_MIN_PLANE_WEIGHT_GRAD", 0)
+
+
 def _pair(shape, seed):
     a = np.random.default_rng(seed).standard_normal(shape)
     return (tinytorch.tensor(a.astype(np.float32), requires_grad=True),
@@ -45,7 +52,7 @@ def test_conv2d_taps_match_float64(N, C, O, H, W, k, s, p, d, bias):
     x32, x64 = _pair((N, C, H, W), 0)
     w32, w64 = _pair((O, C) + k, 1)
     b32, b64 = _pair((O,), 2) if bias else (None, None)
-    assert conv_ops._taps_ok(1, x32._data, w32._data)
+    assert conv_ops._taps_ok(1, 1, x32._data, w32._data, weight_grad=True)
     y32, y64 = F.conv2d(x32, w32, b32, s, p, d), F.conv2d(x64, w64, b64, s, p, d)
     _close(y32, y64)
     g = np.random.default_rng(3).standard_normal(y64.shape)
@@ -83,6 +90,15 @@ def test_conv1d_taps_match_float64():
     _close(w32.grad, w64.grad)
 
 
+def test_small_planes_go_to_the_gemm_route(monkeypatch):
+    monkeypatch.setattr(conv_ops, "TAPS_MIN_PLANE", 100)
+    monkeypatch.setattr(conv_ops, "TAPS_MIN_PLANE_WEIGHT_GRAD", 400)
+    a = np.zeros((1, 1, 1, 1), np.float32)
+    assert conv_ops._taps_ok(1, 14 * 14, a, a) and not conv_ops._taps_ok(1, 14 * 14, a, a, weight_grad=True)
+    assert not conv_ops._taps_ok(1, 7 * 7, a, a) and not conv_ops._taps_ok(2, 56 * 56, a, a)
+    assert not conv_ops._taps_ok(1, 56 * 56, a, a.astype(np.float64))
+
+
 def test_threads_split_the_same_sums():
     """One thread and several give the same result to rounding (threads split images and channels)."""
     x = np.random.default_rng(10).standard_normal((4, 16, 20, 20)).astype(np.float32)
@@ -116,3 +132,24 @@ def test_kernel_argument_checks():
         _cpu.conv2d_taps(x, 108, 36, w, toff, None, np.empty((2, 4, 4, 8), np.float32)[..., ::2], 6)
     with pytest.raises(ValueError, match="grad_weight"):
         _cpu.conv2d_taps_weight_grad(x, 108, 36, out, toff, 6, np.empty((5, 3, 9), np.float32), None)
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+@pytest.mark.parametrize("s,pads", [((2, 2), (1, 1, 1, 1)), ((3, 2), (0, 2, 2, 0)), ((2, 3), (2, 0, 0, 1))])
+def test_stride_phases_split_and_merge(dtype, s, pads):
+    """conv2d_phases against slicing the zero-padded image: the split, and the merge back (with the crop)."""
+    x = np.random.default_rng(12).standard_normal((2, 3, 7, 8)).astype(dtype)
+    xp = np.pad(x, ((0, 0), (0, 0), pads[:2], pads[2:]))
+    Hq, Wq = -(-xp.shape[2] // s[0]), -(-xp.shape[3] // s[1])
+    P = np.full((s[0], s[1], 2, 3, Hq, Wq), np.nan, dtype)
+    _cpu.conv2d_phases(x, P, pads[0], pads[2], False)
+    for a in range(s[0]):
+        for b in range(s[1]):
+            ph = xp[:, :, a::s[0], b::s[1]]
+            np.testing.assert_array_equal(P[a, b, :, :, :ph.shape[2], :ph.shape[3]], ph)
+            assert not P[a, b, :, :, ph.shape[2]:].any() and not P[a, b, :, :, :, ph.shape[3]:].any()
+    back = np.empty_like(x)
+    _cpu.conv2d_phases(back, P, pads[0], pads[2], True)
+    np.testing.assert_array_equal(back, x)
+    with pytest.raises(ValueError, match="do not cover the padded image"):
+        _cpu.conv2d_phases(x, np.empty(P.shape[:4] + (2, Wq), dtype), pads[0], pads[2], False)

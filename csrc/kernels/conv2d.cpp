@@ -10,6 +10,11 @@
 // stays in registers for the whole contraction.
 #include <immintrin.h>
 
+// GCC 12's AVX-512 headers build some shuffle results from a deliberately uninitialized vector and then
+// warn about it where those intrinsics inline (a false positive; -Werror in CI would fail on it).
+#pragma GCC diagnostic ignored "-Wuninitialized"
+#pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
+
 #include <cmath>
 #include <optional>
 
@@ -46,10 +51,17 @@ constexpr int kNR = 16 * kNV;  // positions per forward tile
 // sm the lanes to keep (x < ow), which are compress-stored at dst[v] (their place in the (oh, ow) plane).
 // (Blocking the channels so that a block's rows stay in L1 across tiles measured slower: the partial sums'
 // round trips cost more than the L2 reads they save.)
-template <bool kMasked>
+template <bool kMasked, int kT>
 TT_AVX512 void forward_tile(const float* x, int64_t sc, int64_t C, const int64_t* toff, int T, const float* wp,
                             const float* bias, int rows, const __mmask16* lm, const __mmask16* sm,
                             const int64_t* dst, float* out, int64_t plane) {
+  // With the tap count known at compile time (3x3 and 1x1 kernels) the offsets live in registers and the
+  // tap loop unrolls: the contraction's integer work then no longer competes with the FMAs for ports.
+  int64_t off[kT > 0 ? kT : 1];
+  if constexpr (kT > 0) {
+    T = kT;
+    for (int t = 0; t < kT; ++t) off[t] = toff[t];
+  }
   __m512 acc[kMR][kNV];
 #pragma GCC unroll 8
   for (int m = 0; m < kMR; ++m) {
@@ -60,8 +72,9 @@ TT_AVX512 void forward_tile(const float* x, int64_t sc, int64_t C, const int64_t
   for (int64_t c = 0; c < C; ++c) {
     const float* xc = x + c * sc;
     const float* a = wp + c * T * kMR;
+#pragma GCC unroll 9
     for (int t = 0; t < T; ++t, a += kMR) {
-      const float* b = xc + toff[t];
+      const float* b = xc + (kT > 0 ? off[t] : toff[t]);
       __m512 bv[kNV];
       // Only the plane's last tile needs masked loads; elsewhere the mask registers stay out of the loop.
 #pragma GCC unroll 8
@@ -88,6 +101,26 @@ TT_AVX512 void forward_tile(const float* x, int64_t sc, int64_t C, const int64_t
 constexpr int kMO = 4;  // output channels per weight-gradient tile
 constexpr int kMK = 6;  // (channel, tap) rows per weight-gradient tile
 
+constexpr int64_t kChunk = 1024;  // positions per pass: a tile's rows of g (16 KB) stay in L1 across tiles
+
+// The 16 lane-sums of v[0..16) as one vector, in order: a transpose-and-add tree (unpack within 128-bit
+// lanes, then across them), 15 shuffle pairs instead of 16 horizontal reductions.
+TT_AVX512 __m512 sum16(const __m512* v) {
+  __m512 s[8], t[4], u[2];
+#pragma GCC unroll 8
+  for (int i = 0; i < 8; ++i)  // lane-wise [a0+a2, b0+b2, a1+a3, b1+b3]
+    s[i] = _mm512_add_ps(_mm512_unpacklo_ps(v[2 * i], v[2 * i + 1]), _mm512_unpackhi_ps(v[2 * i], v[2 * i + 1]));
+#pragma GCC unroll 4
+  for (int i = 0; i < 4; ++i) {  // lane-wise [v4i, v4i+1, v4i+2, v4i+3] partial sums
+    const __m512d c = _mm512_castps_pd(s[2 * i]), d = _mm512_castps_pd(s[2 * i + 1]);
+    t[i] = _mm512_add_ps(_mm512_castpd_ps(_mm512_unpacklo_pd(c, d)), _mm512_castpd_ps(_mm512_unpackhi_pd(c, d)));
+  }
+#pragma GCC unroll 2
+  for (int i = 0; i < 2; ++i)
+    u[i] = _mm512_add_ps(_mm512_shuffle_f32x4(t[2 * i], t[2 * i + 1], 0x88), _mm512_shuffle_f32x4(t[2 * i], t[2 * i + 1], 0xDD));
+  return _mm512_add_ps(_mm512_shuffle_f32x4(u[0], u[1], 0x88), _mm512_shuffle_f32x4(u[0], u[1], 0xDD));
+}
+
 // One weight-gradient tile: gw[o, k] += sum_p g[o, p] * s_k[p] for kMO rows of g and kMK source rows,
 // over lv positions (a multiple of 16; the source rows are read only below l, the rest is masked).
 TT_AVX512 void weight_grad_tile(const float* const* g, const float* const* s, int64_t l, int64_t lv,
@@ -110,19 +143,15 @@ TT_AVX512 void weight_grad_tile(const float* const* g, const float* const* s, in
       for (int j = 0; j < kMK; ++j) acc[i][j] = _mm512_fmadd_ps(gv, sv[j], acc[i][j]);
     }
   }
-  // (_mm512_reduce_add_ps trips GCC 12's -Wmaybe-uninitialized inside its own header.)
-  alignas(64) float lanes[16];
-#pragma GCC unroll 4
-  for (int i = 0; i < kMO; ++i) {
-#pragma GCC unroll 6
-    for (int j = 0; j < kMK; ++j) {
-      if (i >= orows || j >= krows) continue;
-      _mm512_store_ps(lanes, acc[i][j]);
-      float s = 0.f;
-      for (float v : lanes) s += v;
-      out[i * ldo + j] += s;
-    }
-  }
+  static_assert(kMO * kMK <= 32, "sum16 takes the tile in two groups of 16");
+  __m512 flat[32];
+#pragma GCC unroll 32
+  for (int f = 0; f < 32; ++f) flat[f] = f < kMO * kMK ? acc[f / kMK][f % kMK] : _mm512_setzero_ps();
+  alignas(64) float lanes[32];
+  _mm512_store_ps(lanes, sum16(flat));
+  _mm512_store_ps(lanes + 16, sum16(flat + 16));
+  for (int i = 0; i < orows; ++i)
+    for (int j = 0; j < krows; ++j) out[i * ldo + j] += lanes[i * kMK + j];
 }
 
 #endif
@@ -213,7 +242,10 @@ void forward(const py::array& src, int64_t sn, int64_t sc, const py::array& w, c
         sm[v] = __mmask16(s);
       }
       const float* xn = x + n * g.sn + p0;
-      auto tile = p0 + kNR > flat ? forward_tile<true> : forward_tile<false>;
+      const bool masked = p0 + kNR > flat;
+      auto tile = g.T == 9 ? (masked ? forward_tile<true, 9> : forward_tile<false, 9>)
+                : g.T == 1 ? (masked ? forward_tile<true, 1> : forward_tile<false, 1>)
+                           : (masked ? forward_tile<true, 0> : forward_tile<false, 0>);
       for (int64_t t = 0; t < tiles; ++t) {
         const int rows = int(std::min<int64_t>(kMR, g.O - t * kMR));
         tile(xn, g.sc, g.C, offs.data(), int(g.T), wp.data() + t * CT * kMR, bp ? bp + t * kMR : nullptr, rows, lm,
@@ -276,18 +308,23 @@ void weight_grad(const py::array& src, int64_t sn, int64_t sc, const py::array& 
         }
         bsum[o - o0] += s;
       }
-      const float* xn = x + n * g.sn;
-      for (int64_t ot = o0; ot < o1; ot += kMO) {
-        const int orows = int(std::min<int64_t>(kMO, o1 - ot));
-        const float* gptr[kMO];
+      // Positions in chunks, so that a tile's rows of g are read from L1 by every source tile; the full
+      // plane per tile would stream them from L2 once per source tile, and L2 bandwidth would be the limit.
+      for (int64_t p0 = 0; p0 < lv; p0 += kChunk) {
+        const int64_t len = std::min(kChunk, lv - p0);
+        const float* xn = x + n * g.sn + p0;
+        for (int64_t ot = o0; ot < o1; ot += kMO) {
+          const int orows = int(std::min<int64_t>(kMO, o1 - ot));
+          const float* gptr[kMO];
 #pragma GCC unroll 8
-        for (int i = 0; i < kMO; ++i) gptr[i] = gp + (ot - o0 + std::min(i, orows - 1)) * lv;
-        for (int64_t k0 = 0; k0 < CT; k0 += kMK) {
-          const int krows = int(std::min<int64_t>(kMK, CT - k0));
-          const float* sptr[kMK];
+          for (int i = 0; i < kMO; ++i) gptr[i] = gp + (ot - o0 + std::min(i, orows - 1)) * lv + p0;
+          for (int64_t k0 = 0; k0 < CT; k0 += kMK) {
+            const int krows = int(std::min<int64_t>(kMK, CT - k0));
+            const float* sptr[kMK];
 #pragma GCC unroll 8
-          for (int j = 0; j < kMK; ++j) sptr[j] = xn + koff[k0 + std::min(j, krows - 1)];
-          weight_grad_tile(gptr, sptr, flat, lv, out + ot * CT + k0, CT, orows, krows);
+            for (int j = 0; j < kMK; ++j) sptr[j] = xn + koff[k0 + std::min(j, krows - 1)];
+            weight_grad_tile(gptr, sptr, flat - p0, len, out + ot * CT + k0, CT, orows, krows);
+          }
         }
       }
     }
@@ -297,9 +334,81 @@ void weight_grad(const py::array& src, int64_t sn, int64_t sc, const py::array& 
 #endif
 }
 
+// The stride phases of a zero-padded image and back. Split: P[a, b, n, c, u, v] = x[n, c, a + s0*u - top,
+// b + s1*v - left], zero outside x. Merge: x[n, c, y, v] = P[a, b, n, c, u, v] for the padded position
+// (y + top, v + left) = (a + s0*u, b + s1*v). One pass over the image either way; NumPy's strided copies
+// for the same move one element per iteration of a generic loop, several times slower.
+template <class T>
+void phases(const T* x, T* xout, const T* P, T* Pout, int64_t N, int64_t C, int64_t H, int64_t W, int64_t s0, int64_t s1, int64_t Hq,
+            int64_t Wq, int64_t top, int64_t left, bool merge, int threads) {
+  const int64_t planes = N * C, phase = planes * Hq * Wq;
+  parallel_for(planes, threads, 16, [=](int64_t begin, int64_t end) {
+    for (int64_t pl = begin; pl < end; ++pl) {
+      const int64_t xo = pl * H * W, po = pl * Hq * Wq;
+      for (int64_t a = 0; a < s0; ++a) {
+        for (int64_t u = 0; u < Hq; ++u) {
+          const int64_t y = a + s0 * u - top;
+          const bool row_in = y >= 0 && y < H;
+          for (int64_t b = 0; b < s1; ++b) {
+            const int64_t at = (a * s1 + b) * phase + po + u * Wq;
+            const int64_t x0 = b - left;  // input column of v = 0
+            if (merge) {
+              if (!row_in) continue;
+              const T* prow = P + at;
+              T* xrow = xout + xo + y * W;
+              for (int64_t v = 0; v < Wq; ++v) {
+                const int64_t xx = x0 + s1 * v;
+                if (xx >= 0 && xx < W) xrow[xx] = prow[v];
+              }
+            } else if (!row_in) {
+              std::fill(Pout + at, Pout + at + Wq, T(0));
+            } else {
+              T* prow = Pout + at;
+              const T* xrow = x + xo + y * W;
+              for (int64_t v = 0; v < Wq; ++v) {
+                const int64_t xx = x0 + s1 * v;
+                prow[v] = xx >= 0 && xx < W ? xrow[xx] : T(0);
+              }
+            }
+          }
+        }
+      }
+    }
+  });
+}
+
+void stride_phases(py::array x, py::array P, int64_t top, int64_t left, bool merge, int threads) {
+  constexpr const char* what = "conv2d_phases";
+  const Kind kind = kind_of(x, what);
+  check({{&x, merge}, {&P, !merge}}, kind, what, -1);
+  if (x.ndim() != 4 || P.ndim() != 6 || P.shape(2) != x.shape(0) || P.shape(3) != x.shape(1)) {
+    throw py::value_error("conv2d_phases: expected x (N, C, H, W) and phases (s0, s1, N, C, Hq, Wq)");
+  }
+  const int64_t N = x.shape(0), C = x.shape(1), H = x.shape(2), W = x.shape(3), s0 = P.shape(0), s1 = P.shape(1),
+                Hq = P.shape(4), Wq = P.shape(5);
+  if (top < 0 || left < 0 || s0 * Hq < H + top || s1 * Wq < W + left) {
+    throw py::value_error("conv2d_phases: the phases do not cover the padded image");
+  }
+  // Only the written array is asked for a mutable pointer (a read-only input may be split).
+  auto run = [&](auto zero) {
+    using T = decltype(zero);
+    const py::array &xin = x, &pin = P;
+    T* xout = merge ? data_of<T>(x) : nullptr;
+    T* pout = merge ? nullptr : data_of<T>(P);
+    const T *xr = data_of<T>(xin), *pr = data_of<T>(pin);
+    py::gil_scoped_release nogil;
+    phases(xr, xout, pr, pout, N, C, H, W, s0, s1, Hq, Wq, top, left, merge, threads);
+  };
+  kind == Kind::f32 ? run(0.f) : run(0.0);
+}
+
 }  // namespace
 
 void init_conv2d(py::module_& m) {
+  m.def("conv2d_phases", &stride_phases, py::arg("x"), py::arg("phases"), py::arg("top"), py::arg("left"),
+        py::arg("merge"), py::arg("threads") = 0,
+        "Split x, zero-padded at the top and left, into its stride phases (merge=False), or write the phases "
+        "back into x (merge=True).");
   m.def("conv2d_supported", [] { return kBuilt && avx512_supported(); },
         "Whether conv2d_taps runs here (x86-64 with AVX-512).");
   m.def("conv2d_taps", &forward, py::arg("src"), py::arg("sn"), py::arg("sc"), py::arg("weight"), py::arg("toff"),

@@ -153,18 +153,32 @@ def _phase_shape(Hp: int, Wp: int, s) -> tuple:
     return -(-Hp // s[0]), -(-Wp // s[1])
 
 
-def _phases(xp_, s):
-    """Split the padded input into its s0*s1 stride phases (s0, s1, N, C, Hq, Wq): phase (a, b) holds rows
-    a, a+s0, ... and columns b, b+s1, ..., so a strided window becomes a shifted window of one phase."""
+def _phases(xp_, s, pads=(0, 0, 0, 0)):
+    """Split the input, zero-padded by pads = (top, bottom, left, right), into its s0*s1 stride phases
+    (s0, s1, N, C, Hq, Wq): phase (a, b) holds padded rows a, a+s0, ... and columns b, b+s1, ..., so a strided
+    window becomes a shifted window of one phase. Only the padding is zeroed; the rest is copied once."""
     xp = _xp(xp_)
-    N, C, Hp, Wp = xp_.shape
+    N, C, H, W = xp_.shape
+    t, _, l, _ = pads
+    Hp, Wp = H + pads[0] + pads[1], W + pads[2] + pads[3]
     Hq, Wq = _phase_shape(Hp, Wp, s)
-    P = xp.zeros((s[0], s[1], N, C, Hq, Wq), xp_.dtype)
+    P = xp.empty((s[0], s[1], N, C, Hq, Wq), xp_.dtype)
+    if xp is np and xp_.dtype in (np.float32, np.float64):  # one pass in C++ (csrc/kernels/conv2d.cpp)
+        _C._cpu.conv2d_phases(np.ascontiguousarray(xp_), P, t, l, False, _threads.count)
+        return P
     pairs = []
     for a in range(s[0]):
         for b in range(s[1]):
-            ph = xp_[:, :, a::s[0], b::s[1]]
-            pairs.append((P[a, b, :, :, :ph.shape[2], :ph.shape[3]], ph))
+            # Phase rows u hold padded row a + s0*u, input row a + s0*u - t: inside the input for u0 <= u < u1.
+            u0, v0 = -(-(t - a) // s[0]), -(-(l - b) // s[1])
+            u1, v1 = -(-(H + t - a) // s[0]), -(-(W + l - b) // s[1])
+            ph = P[a, b]
+            ph[:, :, :u0] = 0
+            ph[:, :, u1:] = 0
+            ph[:, :, u0:u1, :v0] = 0
+            ph[:, :, u0:u1, v1:] = 0
+            if u0 < u1 and v0 < v1:
+                pairs.append((ph[:, :, u0:u1, v0:v1], xp_[:, :, a + s[0] * u0 - t::s[0], b + s[1] * v0 - l::s[1]]))
     _copy_all(pairs)
     return P
 
@@ -234,12 +248,20 @@ def _rows_view(a, lead: tuple, oh: int, ow: int, Wp: int):
 _taps_enabled = None  # resolved on first use; tests set it False to run the NumPy route beside the kernels
 
 
-def _taps_ok(groups: int, *arrays) -> bool:
-    """Whether the C++ tap kernels take this conv: float32 NumPy arrays, groups=1, a CPU with AVX-512."""
+# The smallest output planes (positions per image) the tap kernels take. Below them the per-tile work is
+# too short to pay for a tile's setup and final sums, and one GEMM over the whole batch's columns is faster
+# (measured at ResNet-18's 14x14 and 7x7 layers: the weight gradient at 14x14 and everything at 7x7).
+TAPS_MIN_PLANE = 100
+TAPS_MIN_PLANE_WEIGHT_GRAD = 400
+
+
+def _taps_ok(groups: int, plane: int, *arrays, weight_grad: bool = False) -> bool:
+    """Whether the C++ tap kernels take this conv: float32 NumPy arrays, groups=1, an output plane of at
+    least TAPS_MIN_PLANE (TAPS_MIN_PLANE_WEIGHT_GRAD) positions, a CPU with AVX-512."""
     global _taps_enabled
     if _taps_enabled is None:
         _taps_enabled = bool(_C._cpu.conv2d_supported())
-    return (_taps_enabled and groups == 1
+    return (_taps_enabled and groups == 1 and plane >= (TAPS_MIN_PLANE_WEIGHT_GRAD if weight_grad else TAPS_MIN_PLANE)
             and all(type(a) is np.ndarray and a.dtype == np.float32 for a in arrays))
 
 
@@ -275,7 +297,7 @@ def _taps_input_grad(g, w, Hp: int, Wp: int, s, d, crop):
     """A strided (or 1x1) conv's input gradient: stride phase (a, b) of the padded input, rows a, a+s0, ...
     and columns b, b+s1, ..., receives only the taps (i, j) with d0*i = a and d1*j = b (mod s), each from
     the output gradient shifted by (d0*i // s0, d1*j // s1): one stride-1 correlation per phase, written
-    into the phase images, which are then interleaved into the (cropped) gradient in one pass."""
+    into the phase images, which are then merged into the (cropped) gradient in one pass."""
     N, O, oh, ow = g.shape
     _, C, kh, kw = w.shape
     Hq, Wq = _phase_shape(Hp, Wp, s)
@@ -283,24 +305,20 @@ def _taps_input_grad(g, w, Hp: int, Wp: int, s, d, crop):
     gpad = np.ascontiguousarray(_pad_array(g, (qh, max(0, Hq - oh), qw, max(0, Wq - ow))))
     R, Wg = gpad.shape[2], gpad.shape[3]
     P = np.empty((s[0], s[1], N, C, Hq, Wq), np.float32)
-    H, W = Hp - crop[0] - crop[1], Wp - crop[2] - crop[3]
-    gx = P[0, 0] if s == (1, 1) and not any(crop) else np.empty((N, C, H, W), np.float32)
-    pairs = []
+    direct = s == (1, 1) and not any(crop)  # the one phase is the gradient itself
     for a in range(s[0]):
         for b in range(s[1]):
-            # The first phase row/column inside the crop, and where it lands in gx.
-            u0, v0 = -(-(crop[0] - a) // s[0]), -(-(crop[2] - b) // s[1])
-            dst = gx[:, :, a + s[0] * u0 - crop[0]::s[0], b + s[1] * v0 - crop[2]::s[1]]
             taps = [(i, j) for i in range(kh) for j in range(kw) if d[0] * i % s[0] == a and d[1] * j % s[1] == b]
             if not taps:  # no tap lands on this phase: its gradient is zero
-                dst[...] = 0
+                P[a, b] = 0
                 continue
             wt = np.ascontiguousarray(w[:, :, [i for i, _ in taps], [j for _, j in taps]].transpose(1, 0, 2))
             toff = np.asarray([(qh - d[0] * i // s[0]) * Wg + qw - d[1] * j // s[1] for i, j in taps], np.int64)
             _C._cpu.conv2d_taps(gpad, O * R * Wg, R * Wg, wt, toff, None, P[a, b], Wg, _threads.count)
-            if dst.base is not P:
-                pairs.append((dst, P[a, b, :, :, u0:u0 + dst.shape[2], v0:v0 + dst.shape[3]]))
-    _copy_all(pairs)
+    if direct:
+        return P[0, 0]
+    gx = np.empty((N, C, Hp - crop[0] - crop[1], Wp - crop[2] - crop[3]), np.float32)
+    _C._cpu.conv2d_phases(gx, P, crop[0], crop[2], True, _threads.count)
     return gx
 
 
@@ -320,13 +338,13 @@ def _taps_weight_grad(xp_, g, kh: int, kw: int, s, d, phases=None, bias_grad: bo
 def conv_forward_array(xp_, w, s, d, groups: int, phases=None, bias=None):
     """Correlate padded input xp_ (N, C, Hp, Wp) with w (O, C/groups, kh, kw), plus bias (O,) if given: one
     GEMM per group over the whole batch's column matrix, or the tap kernel."""
-    if _taps_ok(groups, xp_, w) and (bias is None or bias.dtype == np.float32):
-        return _taps_forward(xp_, w, s, d, bias, phases)
     xp = _xp(xp_)
     N, C, Hp, Wp = xp_.shape
     O, Cg, kh, kw = w.shape
     G = groups
     oh, ow = _out_size(Hp, kh, s[0], d[0]), _out_size(Wp, kw, s[1], d[1])
+    if _taps_ok(groups, oh * ow, xp_, w) and (bias is None or bias.dtype == np.float32):
+        return _taps_forward(xp_, w, s, d, bias, phases)
     w2 = xp.ascontiguousarray(_flat_weight(w, G))
     if kh == kw == 1:
         y = _gemm(w2, _subsampled(xp_, s, oh, ow, G))
@@ -363,7 +381,7 @@ def conv_input_grad_array(g, w, Hp: int, Wp: int, s, d, groups: int, crop=(0, 0,
         gpad = _pad_array(g, (ph - crop[0], Hp - oh - crop[1], pw - crop[2], Wp - ow - crop[3]))
         wf = w.reshape(G, Og, Cg, kh, kw)[..., ::-1, ::-1].transpose(0, 2, 1, 3, 4).reshape(C, Og, kh, kw)
         return conv_forward_array(gpad, wf, s, d, groups)
-    if _taps_ok(groups, g, w):
+    if _taps_ok(groups, (Hp // s[0]) * (Wp // s[1]), g, w):
         return _taps_input_grad(g, w, Hp, Wp, s, d, crop)
     if kh == kw == 1:  # a 1x1 kernel touches each sampled input position once: one GEMM, one strided write
         r = _gemm(xp.ascontiguousarray(_flat_weight(w, G).transpose(0, 2, 1)), _grad_rows(g, G))
@@ -397,7 +415,7 @@ def conv_weight_grad_array(xp_, g, kh: int, kw: int, s, d, groups: int, phases=N
     """The gradient of w (O, C/groups, kh, kw) given the padded input and the output's gradient: the output
     gradient times the (recomputed) column matrix, the whole batch in one GEMM per group, or the tap kernel.
     With bias_grad, returns (grad_weight, grad_bias), the bias's summed in the same pass where it can be."""
-    if _taps_ok(groups, xp_, g):
+    if _taps_ok(groups, g.shape[2] * g.shape[3], xp_, g, weight_grad=True):
         gw, gb = _taps_weight_grad(xp_, g, kh, kw, s, d, phases, bias_grad)
         return (gw, gb) if bias_grad else gw
     xp = _xp(g)
@@ -519,9 +537,14 @@ def _convnd(name: str, nd: int, input: Tensor, weight: Tensor, bias, stride, pad
         raise RuntimeError(f"Calculated padded input size per channel: ({' x '.join(str(v) for v in shp[1:])}). "
                            f"Kernel size: ({' x '.join(str(v) for v in ks)}). Kernel size can't be greater than "
                            f"actual input size")
-    xpad = _pad_array(x4, p4)
-    # A strided conv's stride phases serve the forward and the weight gradient alike: split them once.
-    phases = _phases(xpad, s) if s != (1, 1) and (k[0] > 1 or k[1] > 1) else None
+    phases = None
+    if s != (1, 1) and (k[0] > 1 or k[1] > 1):
+        # A strided conv's stride phases serve the forward and the weight gradient alike: split them once,
+        # straight from the unpadded input. The routines then read only the padded input's shape.
+        phases = _phases(x4, s, p4)
+        xpad = _xp(x4).broadcast_to(_xp(x4).zeros((), x4.dtype), (x4.shape[0], x4.shape[1], Hp, Wp))
+    else:
+        xpad = _pad_array(x4, p4)
     y = conv_forward_array(xpad, w4, s, d, groups, phases, None if bias is None else _compute(bias._data))
     out = _wrap(_from4d(y.astype(xd.dtype, copy=False), nd, batched))
     if needs_grad(x, w, bias):
@@ -532,7 +555,8 @@ def _convnd(name: str, nd: int, input: Tensor, weight: Tensor, bias, stride, pad
             if _grad_enabled():  # create_graph: the same formulas in differentiable ops, for double backward
                 return _conv_backward_graph(g, x, w, bias is not None, nd, batched, p4, Hp, Wp, s, d, k, groups,
                                             rx, rw, rb)
-            g4 = _compute(_as4d(g._data, nd, batched))
+            # One contiguous copy of a broadcast or strided gradient serves all three gradients.
+            g4 = xp_contig(_compute(_as4d(g._data, nd, batched)))
             gx = gw = gb = None
             if rx:
                 gx4 = conv_input_grad_array(g4, w4, Hp, Wp, s, d, groups, p4).astype(xd.dtype, copy=False)
