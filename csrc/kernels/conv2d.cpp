@@ -101,7 +101,7 @@ TT_AVX512 void forward_tile(const float* x, int64_t sc, int64_t C, const int64_t
 constexpr int kMO = 4;  // output channels per weight-gradient tile
 constexpr int kMK = 6;  // (channel, tap) rows per weight-gradient tile
 
-constexpr int64_t kChunk = 1024;  // positions per pass: a tile's rows of g (16 KB) stay in L1 across tiles
+constexpr int64_t kChunk = 2048;  // positions per pass: a tile's rows of g (32 KB) stay in L1 across tiles
 
 // The 16 lane-sums of v[0..16) as one vector, in order: a transpose-and-add tree (unpack within 128-bit
 // lanes, then across them), 15 shuffle pairs instead of 16 horizontal reductions.
@@ -365,6 +365,13 @@ void phases(const T* x, T* xout, const T* P, T* Pout, int64_t N, int64_t C, int6
             } else {
               T* prow = Pout + at;
               const T* xrow = x + xo + y * W;
+              if (s1 == 1) {  // plain padding: zeros, a copy of the row, zeros
+                const int64_t lo = std::min(Wq, std::max<int64_t>(0, -x0)), hi = std::max(lo, std::min(Wq, W - x0));
+                std::fill(prow, prow + lo, T(0));
+                std::copy(xrow + x0 + lo, xrow + x0 + hi, prow + lo);
+                std::fill(prow + hi, prow + Wq, T(0));
+                continue;
+              }
               for (int64_t v = 0; v < Wq; ++v) {
                 const int64_t xx = x0 + s1 * v;
                 prow[v] = xx >= 0 && xx < W ? xrow[xx] : T(0);
