@@ -1,7 +1,7 @@
-"""The C++ tap kernels behind float32 conv2d/conv1d/conv_transpose2d on AVX-512 CPUs
-(csrc/kernels/conv2d.cpp): outputs and all three gradients against the float64 NumPy route (itself
-gradchecked in test_conv_layers.py) over strides, dilations, paddings, kernel sizes and channel counts that
-leave partial register tiles; and the kernels' own argument checks."""
+"""The C++ kernels behind float32 conv2d/conv1d/conv_transpose2d on AVX-512 CPUs (csrc/kernels/conv2d.cpp:
+tap kernels; conv2d_winograd.cpp: 3x3 stride 1): outputs and all three gradients against the float64 NumPy
+route (itself gradchecked in test_conv_layers.py) over strides, dilations, paddings, kernel sizes and channel
+counts that leave partial register tiles; and the kernels' own argument checks."""
 import numpy as np
 import pytest
 
@@ -153,3 +153,29 @@ def test_stride_phases_split_and_merge(dtype, s, pads):
     np.testing.assert_array_equal(back, x)
     with pytest.raises(ValueError, match="do not cover the padded image"):
         _cpu.conv2d_phases(x, np.empty(P.shape[:4] + (2, Wq), dtype), pads[0], pads[2], False)
+
+
+@pytest.mark.parametrize("N,C,O,Hp,Wp", [(1, 1, 1, 3, 3), (2, 3, 5, 9, 11), (2, 17, 13, 12, 37), (3, 5, 9, 36, 35)])
+def test_winograd_matches_the_direct_taps(N, C, O, Hp, Wp):
+    """Odd and even planes, partial tiles, tile rows longer than a vector, channel counts off the tile."""
+    rng = np.random.default_rng(13)
+    x = rng.standard_normal((N, C, Hp, Wp)).astype(np.float32)
+    w = rng.standard_normal((O, C, 3, 3)).astype(np.float32)
+    b = rng.standard_normal(O).astype(np.float32)
+    win, ref = np.empty((N, O, Hp - 2, Wp - 2), np.float32), np.empty((N, O, Hp - 2, Wp - 2), np.float32)
+    _cpu.conv2d_winograd(x, w, b, win)
+    toff = np.array([i * Wp + j for i in range(3) for j in range(3)], np.int64)
+    _cpu.conv2d_taps(x, C * Hp * Wp, Hp * Wp, w.reshape(O, C, 9), toff, b, ref, Wp)
+    np.testing.assert_allclose(win, ref, rtol=0, atol=1e-5 * max(1.0, np.abs(ref).max()))
+
+
+def test_winograd_argument_checks():
+    x = np.zeros((2, 3, 6, 6), np.float32)
+    with pytest.raises(ValueError, match=r"weight \(O, C, 3, 3\)"):
+        _cpu.conv2d_winograd(x, np.zeros((4, 3, 5, 5), np.float32), None, np.empty((2, 4, 4, 4), np.float32))
+    with pytest.raises(ValueError, match="one bias per output channel"):
+        _cpu.conv2d_winograd(x, np.zeros((4, 3, 3, 3), np.float32), np.zeros(5, np.float32),
+                             np.empty((2, 4, 4, 4), np.float32))
+    with pytest.raises(TypeError, match="float32"):
+        _cpu.conv2d_winograd(x.astype(np.float64), np.zeros((4, 3, 3, 3), np.float32), None,
+                             np.empty((2, 4, 4, 4), np.float32))

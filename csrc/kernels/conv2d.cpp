@@ -8,37 +8,14 @@
 // route (im2col + OpenBLAS) writes the nine-times-larger column matrix and runs a GEMM with only 64 rows at
 // ResNet's widths, about half of this core's FMA peak; here the tile of 8 output channels x 48 positions
 // stays in registers for the whole contraction.
-#include <immintrin.h>
-
-// GCC 12's AVX-512 headers build some shuffle results from a deliberately uninitialized vector and then
-// warn about it where those intrinsics inline (a false positive; -Werror in CI would fail on it).
-#pragma GCC diagnostic ignored "-Wuninitialized"
-#pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
-
 #include <cmath>
 #include <optional>
 
-#include "kernels/cpu_kernels.h"
+#include "kernels/conv2d.h"
 
 namespace tinytorch::cpu {
 
 namespace {
-
-#if defined(__x86_64__) && defined(__GNUC__)
-#define TT_AVX512 __attribute__((target("avx512f")))
-constexpr bool kBuilt = true;
-#else
-#define TT_AVX512
-constexpr bool kBuilt = false;
-#endif
-
-bool avx512_supported() {
-#if defined(__x86_64__) && defined(__GNUC__)
-  return __builtin_cpu_supports("avx512f");
-#else
-  return false;
-#endif
-}
 
 #if defined(__x86_64__) && defined(__GNUC__)
 
@@ -160,15 +137,6 @@ struct Geometry {
   int64_t N, C, O, T, oh, ow, wrow, sn, sc;
   int64_t flat() const { return (oh - 1) * wrow + ow; }  // positions on the padded grid, x >= ow included
 };
-
-void check_f32(const py::array& a, const char* what, const char* name, bool writes) {
-  if (!py::isinstance<py::array_t<float>>(a)) {
-    throw py::type_error(std::string(what) + ": expected " + name + " to be a float32 array, got " +
-                         py::str(a.dtype()).cast<std::string>());
-  }
-  if (!(a.flags() & py::array::c_style)) throw py::value_error(std::string(what) + ": " + name + " must be C-contiguous");
-  if (writes && !a.writeable()) throw py::value_error(std::string(what) + ": " + name + " is read-only");
-}
 
 // Every read src[n*sn + c*sc + toff[t] + p] (p < flat) must fall inside src.
 void check_bounds(const Geometry& g, const std::vector<int64_t>& toff, int64_t src_size, const char* what) {
@@ -416,7 +384,7 @@ void init_conv2d(py::module_& m) {
         py::arg("merge"), py::arg("threads") = 0,
         "Split x, zero-padded at the top and left, into its stride phases (merge=False), or write the phases "
         "back into x (merge=True).");
-  m.def("conv2d_supported", [] { return kBuilt && avx512_supported(); },
+  m.def("conv2d_supported", [] { return kConvBuilt && avx512_supported(); },
         "Whether conv2d_taps runs here (x86-64 with AVX-512).");
   m.def("conv2d_taps", &forward, py::arg("src"), py::arg("sn"), py::arg("sc"), py::arg("weight"), py::arg("toff"),
         py::arg("bias"), py::arg("out"), py::arg("wrow"), py::arg("threads") = 0,

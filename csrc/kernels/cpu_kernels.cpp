@@ -6,13 +6,14 @@
 namespace tinytorch {
 
 void init_cpu_kernels(pybind11::module_& m) {
-  pybind11::module_ k = m.def_submodule("_cpu", "Fused CPU kernels (GELU, erf, softmax, LayerNorm, index_add, AdamW, conv2d taps)");
+  pybind11::module_ k = m.def_submodule("_cpu", "Fused CPU kernels (GELU, erf, softmax, LayerNorm, index_add, AdamW, conv2d taps and Winograd)");
   cpu::init_gelu(k);
   cpu::init_softmax(k);
   cpu::init_layer_norm(k);
   cpu::init_index_add(k);
   cpu::init_adamw(k);
   cpu::init_conv2d(k);
+  cpu::init_conv2d_winograd(k);
 }
 
 }  // namespace tinytorch

@@ -138,5 +138,6 @@ void init_softmax(py::module_& m);
 void init_layer_norm(py::module_& m);
 void init_index_add(py::module_& m);
 void init_conv2d(py::module_& m);
+void init_conv2d_winograd(py::module_& m);
 
 }  // namespace tinytorch::cpu

@@ -60,4 +60,4 @@ if ddp:
     dist.destroy_process_group()
 print(f"rank {rank} losses {' '.join(f'{v:.4f}' for v in losses)}")
 assert losses[-1] < losses[0], losses
-print("COMPAT_OK", rank)
+print(f"COMPAT_OK {rank}")  # one write: the two workers share the pipe, unbuffered (-u)

@@ -9,8 +9,9 @@ reused buffer. A 1x1 kernel is one GEMM on the (subsampled) input. conv_transpos
 the two share the three array routines below; 1d convs run as 2d convs of height 1.
 
 On a CPU with AVX-512, float32 convs with groups=1 skip the column matrix: the C++ tap kernels
-(csrc/kernels/conv2d.cpp) read the same shifted rows in place and keep the output tile in registers, and a
-strided conv's input gradient runs as one stride-1 correlation per stride phase of the input.
+(csrc/kernels/conv2d.cpp) read the same shifted rows in place and keep the output tile in registers, a
+strided conv's input gradient runs as one stride-1 correlation per stride phase of the input, and 3x3
+stride-1 correlations (forward and input gradient) run as Winograd F(2x2, 3x3) (conv2d_winograd.cpp).
 """
 from __future__ import annotations
 
@@ -291,8 +292,11 @@ def _taps_forward(xp_, w, s, d, bias, phases=None):
     N, C, Hp, Wp = xp_.shape
     O, _, kh, kw = w.shape
     oh, ow = _out_size(Hp, kh, s[0], d[0]), _out_size(Wp, kw, s[1], d[1])
-    src, sn, sc, toff, wrow = _taps_source(xp_, kh, kw, s, d, oh, ow, phases)
     out = np.empty((N, O, oh, ow), np.float32)
+    if (kh, kw) == (3, 3) and s == (1, 1) and d == (1, 1):  # Winograd F(2x2, 3x3): 16 products, not 36
+        _C._cpu.conv2d_winograd(np.ascontiguousarray(xp_), np.ascontiguousarray(w), bias, out, _threads.count)
+        return out
+    src, sn, sc, toff, wrow = _taps_source(xp_, kh, kw, s, d, oh, ow, phases)
     _C._cpu.conv2d_taps(src, sn, sc, np.ascontiguousarray(w).reshape(O, C, kh * kw), toff, bias, out, wrow,
                         _threads.count)
     return out

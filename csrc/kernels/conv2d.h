@@ -1,0 +1,44 @@
+// What the two float32 convolution kernel files share (conv2d.cpp: direct, over kernel taps;
+// conv2d_winograd.cpp: F(2x2, 3x3)): the AVX-512 target attribute, the run-time CPU check, argument checks.
+#pragma once
+
+#include <immintrin.h>
+
+// GCC 12's AVX-512 headers build some shuffle results from a deliberately uninitialized vector and then
+// warn about it where those intrinsics inline (a false positive; -Werror in CI would fail on it).
+#pragma GCC diagnostic ignored "-Wuninitialized"
+#pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
+
+#include <string>
+
+#include "kernels/cpu_kernels.h"
+
+namespace tinytorch::cpu {
+
+#if defined(__x86_64__) && defined(__GNUC__)
+#define TT_AVX512 __attribute__((target("avx512f")))
+constexpr bool kConvBuilt = true;
+#else
+#define TT_AVX512
+constexpr bool kConvBuilt = false;
+#endif
+
+// Whether this CPU runs the AVX-512 convolution kernels (checked at run time: the build is portable).
+inline bool avx512_supported() {
+#if defined(__x86_64__) && defined(__GNUC__)
+  return __builtin_cpu_supports("avx512f");
+#else
+  return false;
+#endif
+}
+
+inline void check_f32(const py::array& a, const char* what, const char* name, bool writes) {
+  if (!py::isinstance<py::array_t<float>>(a)) {
+    throw py::type_error(std::string(what) + ": expected " + name + " to be a float32 array, got " +
+                         py::str(a.dtype()).cast<std::string>());
+  }
+  if (!(a.flags() & py::array::c_style)) throw py::value_error(std::string(what) + ": " + name + " must be C-contiguous");
+  if (writes && !a.writeable()) throw py::value_error(std::string(what) + ": " + name + " is read-only");
+}
+
+}  // namespace tinytorch::cpu
