@@ -169,6 +169,21 @@ def test_winograd_matches_the_direct_taps(N, C, O, Hp, Wp):
     np.testing.assert_allclose(win, ref, rtol=0, atol=1e-5 * max(1.0, np.abs(ref).max()))
 
 
+@pytest.mark.parametrize("N,C,O,Hp,Wp", [(1, 1, 1, 3, 3), (2, 3, 5, 9, 11), (2, 17, 70, 12, 37), (3, 5, 9, 36, 35)])
+def test_winograd_weight_grad_matches_the_direct_taps(N, C, O, Hp, Wp):
+    rng = np.random.default_rng(14)
+    x = rng.standard_normal((N, C, Hp, Wp)).astype(np.float32)
+    g = rng.standard_normal((N, O, Hp - 2, Wp - 2)).astype(np.float32)
+    gw, gb = np.empty((O, C, 3, 3), np.float32), np.empty(O, np.float32)
+    _cpu.conv2d_winograd_weight_grad(x, g, gw, gb, 3)
+    ref, rb = np.empty((O, C, 9), np.float32), np.empty(O, np.float32)
+    toff = np.array([i * Wp + j for i in range(3) for j in range(3)], np.int64)
+    _cpu.conv2d_taps_weight_grad(x, C * Hp * Wp, Hp * Wp, g, toff, Wp, ref, rb)
+    scale = max(1.0, np.abs(ref).max())
+    np.testing.assert_allclose(gw.reshape(O, C, 9), ref, rtol=0, atol=2e-5 * scale)
+    np.testing.assert_allclose(gb, rb, rtol=0, atol=2e-5 * max(1.0, np.abs(rb).max()))
+
+
 def test_winograd_argument_checks():
     x = np.zeros((2, 3, 6, 6), np.float32)
     with pytest.raises(ValueError, match=r"weight \(O, C, 3, 3\)"):
@@ -176,6 +191,9 @@ def test_winograd_argument_checks():
     with pytest.raises(ValueError, match="one bias per output channel"):
         _cpu.conv2d_winograd(x, np.zeros((4, 3, 3, 3), np.float32), np.zeros(5, np.float32),
                              np.empty((2, 4, 4, 4), np.float32))
+    with pytest.raises(ValueError, match=r"grad \(N, O, Hp-2, Wp-2\)"):
+        _cpu.conv2d_winograd_weight_grad(x, np.zeros((2, 4, 5, 4), np.float32), np.empty((4, 3, 3, 3), np.float32),
+                                         None)
     with pytest.raises(TypeError, match="float32"):
         _cpu.conv2d_winograd(x.astype(np.float64), np.zeros((4, 3, 3, 3), np.float32), None,
                              np.empty((2, 4, 4, 4), np.float32))

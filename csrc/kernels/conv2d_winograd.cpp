@@ -141,6 +141,103 @@ TT_AVX512 void output_transform(const float* m, int64_t stride, float bias, floa
   }
 }
 
+// In-place transpose of a 16x16 block held as 16 rows: r[i] lane j <- r[j] lane i.
+TT_AVX512 void transpose16(__m512* r) {
+  __m512 t[16];
+  for (int i = 0; i < 8; ++i) {
+    t[2 * i] = _mm512_unpacklo_ps(r[2 * i], r[2 * i + 1]);
+    t[2 * i + 1] = _mm512_unpackhi_ps(r[2 * i], r[2 * i + 1]);
+  }
+  for (int i = 0; i < 4; ++i) {
+    const __m512d a = _mm512_castps_pd(t[4 * i]), b = _mm512_castps_pd(t[4 * i + 1]);
+    const __m512d c = _mm512_castps_pd(t[4 * i + 2]), d = _mm512_castps_pd(t[4 * i + 3]);
+    r[4 * i + 0] = _mm512_castpd_ps(_mm512_unpacklo_pd(a, c));
+    r[4 * i + 1] = _mm512_castpd_ps(_mm512_unpackhi_pd(a, c));
+    r[4 * i + 2] = _mm512_castpd_ps(_mm512_unpacklo_pd(b, d));
+    r[4 * i + 3] = _mm512_castpd_ps(_mm512_unpackhi_pd(b, d));
+  }
+  for (int i = 0; i < 4; ++i) {  // 128-bit blocks: rows i, 4+i, 8+i, 12+i
+    t[i] = _mm512_shuffle_f32x4(r[i], r[4 + i], 0x88);
+    t[4 + i] = _mm512_shuffle_f32x4(r[i], r[4 + i], 0xDD);
+    t[8 + i] = _mm512_shuffle_f32x4(r[8 + i], r[12 + i], 0x88);
+    t[12 + i] = _mm512_shuffle_f32x4(r[8 + i], r[12 + i], 0xDD);
+  }
+  for (int i = 0; i < 4; ++i) {
+    r[i] = _mm512_shuffle_f32x4(t[i], t[8 + i], 0x88);
+    r[8 + i] = _mm512_shuffle_f32x4(t[i], t[8 + i], 0xDD);
+    r[4 + i] = _mm512_shuffle_f32x4(t[4 + i], t[12 + i], 0x88);
+    r[12 + i] = _mm512_shuffle_f32x4(t[4 + i], t[12 + i], 0xDD);
+  }
+}
+
+// Z = A dY A^T for 16 adjacent tiles and 16 output channels o0 .. o0+15 (channels past O read as zero),
+// written with the channels along the lanes: z[xi * ldxi + tile * ldt + 0..16). Also adds the gradient's
+// sum per channel to bsum (the bias gradient).
+TT_AVX512 void grad_transform(const float* grad, int64_t O, int64_t oh, int64_t ow, int64_t o0, int64_t y0,
+                              int64_t col0, float* z, int64_t ldxi, int64_t ldt, __m512* bsum) {
+  const __m512i even = _mm512_setr_epi32(0, 2, 4, 6, 8, 10, 12, 14, 16, 18, 20, 22, 24, 26, 28, 30);
+  const __m512i odd = _mm512_setr_epi32(1, 3, 5, 7, 9, 11, 13, 15, 17, 19, 21, 23, 25, 27, 29, 31);
+  const __mmask16 m0 = cols_below(col0, ow), m1 = cols_below(col0 + 16, ow);
+  __m512 d[4][16];  // dY[a][b] of the 16 tiles, one row per channel, then transposed: one row per tile
+  for (int k = 0; k < 16; ++k) {
+    const int64_t o = o0 + k;
+    for (int a = 0; a < 2; ++a) {
+      if (o >= O || y0 + a >= oh) {
+        d[2 * a][k] = d[2 * a + 1][k] = _mm512_setzero_ps();
+        continue;
+      }
+      const float* row = grad + (o * oh + y0 + a) * ow + col0;
+      const __m512 lo = _mm512_maskz_loadu_ps(m0, row), hi = _mm512_maskz_loadu_ps(m1, row + 16);
+      d[2 * a][k] = _mm512_permutex2var_ps(lo, even, hi);
+      d[2 * a + 1][k] = _mm512_permutex2var_ps(lo, odd, hi);
+    }
+  }
+  for (int q = 0; q < 4; ++q) transpose16(d[q]);
+  for (int t = 0; t < 16; ++t) {
+    const __m512 y00 = d[0][t], y01 = d[1][t], y10 = d[2][t], y11 = d[3][t];
+    *bsum = _mm512_add_ps(*bsum, _mm512_add_ps(_mm512_add_ps(y00, y01), _mm512_add_ps(y10, y11)));
+    // R = A dY (4 x 2), then Z = R A^T (4 x 4).
+    const __m512 r[4][2] = {{y00, y01},
+                            {_mm512_add_ps(y00, y10), _mm512_add_ps(y01, y11)},
+                            {_mm512_sub_ps(y00, y10), _mm512_sub_ps(y01, y11)},
+                            {_mm512_sub_ps(_mm512_setzero_ps(), y10), _mm512_sub_ps(_mm512_setzero_ps(), y11)}};
+    float* zt = z + t * ldt;
+    for (int i = 0; i < 4; ++i) {
+      _mm512_store_ps(zt + (4 * i + 0) * ldxi, r[i][0]);
+      _mm512_store_ps(zt + (4 * i + 1) * ldxi, _mm512_add_ps(r[i][0], r[i][1]));
+      _mm512_store_ps(zt + (4 * i + 2) * ldxi, _mm512_sub_ps(r[i][0], r[i][1]));
+      _mm512_store_ps(zt + (4 * i + 3) * ldxi, _mm512_sub_ps(_mm512_setzero_ps(), r[i][1]));
+    }
+  }
+}
+
+constexpr int kSRows = 6;  // input channels per S tile
+constexpr int kSVecs = 4;  // 16-channel vectors of output channels per S tile
+
+// s[c][o] += sum over tiles t of v[c][t] * z[t][o] for kSRows channels c and kSVecs*16 output channels o.
+TT_AVX512 void s_tile(const float* v, int64_t ldv, const float* z, int64_t ldz, int tiles, float* s, int64_t lds) {
+  __m512 acc[kSRows][kSVecs];
+#pragma GCC unroll 8
+  for (int r = 0; r < kSRows; ++r)
+#pragma GCC unroll 8
+    for (int k = 0; k < kSVecs; ++k) acc[r][k] = _mm512_load_ps(s + r * lds + 16 * k);
+  for (int t = 0; t < tiles; ++t, z += ldz) {
+    __m512 zv[kSVecs];
+#pragma GCC unroll 8
+    for (int k = 0; k < kSVecs; ++k) zv[k] = _mm512_load_ps(z + 16 * k);
+#pragma GCC unroll 8
+    for (int r = 0; r < kSRows; ++r) {
+      const __m512 a = _mm512_set1_ps(v[r * ldv + t]);
+#pragma GCC unroll 8
+      for (int k = 0; k < kSVecs; ++k) acc[r][k] = _mm512_fmadd_ps(a, zv[k], acc[r][k]);
+    }
+  }
+#pragma GCC unroll 8
+  for (int r = 0; r < kSRows; ++r)
+#pragma GCC unroll 8
+    for (int k = 0; k < kSVecs; ++k) _mm512_store_ps(s + r * lds + 16 * k, acc[r][k]);
+}
+
 #endif
 
 // out (N, O, Hp-2, Wp-2) = bias + the 3x3 correlation of the padded input x (N, C, Hp, Wp) with w (O, C, 3, 3).
@@ -219,12 +316,113 @@ void winograd(const py::array& x, const py::array& w, const std::optional<py::ar
 #endif
 }
 
+
+// gw (O, C, 3, 3) = the weight gradient of the 3x3 stride-1 correlation of the padded input x (N, C, Hp, Wp)
+// given grad (N, O, Hp-2, Wp-2), as G^T S G with S_xi = sum over tiles of V_xi (x) Z_xi, Z = A dY A^T;
+// gb (O,) = the sum of grad over n, y, x.
+void winograd_weight_grad(const py::array& x, const py::array& grad, py::array& gw, std::optional<py::array> gb,
+                          int threads) {
+  constexpr const char* what = "conv2d_winograd_weight_grad";
+  check_f32(x, what, "input", false);
+  check_f32(grad, what, "grad", false);
+  check_f32(gw, what, "grad_weight", true);
+  if (x.ndim() != 4 || grad.ndim() != 4 || gw.ndim() != 4 || gw.shape(2) != 3 || gw.shape(3) != 3 ||
+      gw.shape(1) != x.shape(1) || grad.shape(0) != x.shape(0) || grad.shape(1) != gw.shape(0) ||
+      grad.shape(2) != x.shape(2) - 2 || grad.shape(3) != x.shape(3) - 2 || x.shape(2) < 3 || x.shape(3) < 3) {
+    throw py::value_error("conv2d_winograd_weight_grad: expected input (N, C, Hp, Wp), grad (N, O, Hp-2, Wp-2) "
+                          "and grad_weight (O, C, 3, 3)");
+  }
+  const int64_t N = x.shape(0), C = x.shape(1), Hp = x.shape(2), Wp = x.shape(3), O = gw.shape(0);
+  float* bout = nullptr;
+  if (gb) {
+    check_f32(*gb, what, "grad_bias", true);
+    if (gb->size() != O) throw py::value_error("conv2d_winograd_weight_grad: expected one grad_bias per output channel");
+    bout = data_of<float>(*gb);
+  }
+  if (!avx512_supported()) throw std::runtime_error("conv2d_winograd_weight_grad: this CPU has no AVX-512");
+#if defined(__x86_64__) && defined(__GNUC__)
+  const float* xd = data_of<float>(x);
+  const float* gd = data_of<float>(grad);
+  float* out = data_of<float>(gw);
+  py::gil_scoped_release nogil;
+  const int64_t oh = Hp - 2, ow = Wp - 2, th = (oh + 1) / 2, tw = (ow + 1) / 2, per_row = (tw + kLanes - 1) / kLanes;
+  const int64_t groups = N * th * per_row, items = (groups + kSlots - 1) / kSlots;
+  const int64_t Cpad = (C + kSRows - 1) / kSRows * kSRows, Opad = (O + 16 * kSVecs - 1) / (16 * kSVecs) * (16 * kSVecs);
+  const int64_t nthreads = chunk_count(items, threads, 1);
+  std::vector<std::vector<Line>> sums(nthreads);  // per thread: S [xi][Cpad][Opad], then the bias sums
+  parallel_chunks(items, threads, 1, [&](int64_t chunk, int64_t begin, int64_t end) {
+    std::vector<Line>& S = sums[chunk];
+    S.assign(16 * Cpad * Opad / 16 + Opad / 16, Line{});
+    float* s = S.data()->f;
+    __m512* bsum = reinterpret_cast<__m512*>(S.data() + 16 * Cpad * Opad / 16);
+    std::vector<Line> vbuf(16 * Cpad * kSlots, Line{}), zbuf(16 * kItem * Opad / 16);
+    float* v = vbuf.data()->f;  // [xi][c][kItem], rows past C stay zero
+    float* z = zbuf.data()->f;  // [xi][tile][Opad]
+    for (int64_t item = begin; item < end; ++item) {
+      int64_t gn[kSlots], gy[kSlots], gx[kSlots];
+      int slots = 0;
+      for (int sl = 0; sl < kSlots; ++sl) {
+        const int64_t gid = item * kSlots + sl;
+        if (gid >= groups) break;
+        gn[sl] = gid / (th * per_row);
+        gy[sl] = (gid / per_row) % th;
+        gx[sl] = (gid % per_row) * kLanes;
+        ++slots;
+      }
+      for (int sl = 0; sl < slots; ++sl) {
+        for (int64_t c = 0; c < C; ++c)
+          input_transform(xd + (gn[sl] * C + c) * Hp * Wp, Hp, Wp, 2 * gy[sl], 2 * gx[sl], v + c * kItem + sl * kLanes,
+                          Cpad * kItem);
+        for (int64_t o0 = 0; o0 < Opad; o0 += 16)
+          grad_transform(gd + gn[sl] * O * oh * ow, O, oh, ow, o0, 2 * gy[sl], 2 * gx[sl], z + sl * kLanes * Opad + o0,
+                         kItem * Opad, Opad, bsum + o0 / 16);
+      }
+      const int tiles = slots * kLanes;
+      for (int xi = 0; xi < 16; ++xi)
+        for (int64_t c0 = 0; c0 < Cpad; c0 += kSRows)
+          for (int64_t o0 = 0; o0 < Opad; o0 += 16 * kSVecs)
+            s_tile(v + (xi * Cpad + c0) * kItem, kItem, z + xi * kItem * Opad + o0, Opad, tiles,
+                   s + (xi * Cpad + c0) * Opad + o0, Opad);
+    }
+  });
+  // Sum the threads' S, then gw[o, c] = G^T S[:, c, o] G.
+  std::vector<float> total(16 * Cpad * Opad + Opad, 0.f);
+  for (auto& part : sums) {
+    if (part.empty()) continue;  // a thread that got no work
+    const float* p = part.data()->f;
+    for (size_t i = 0; i < total.size(); ++i) total[i] += p[i];
+  }
+  for (int64_t o = 0; o < O; ++o) {
+    for (int64_t c = 0; c < C; ++c) {
+      float sv[4][4], t[3][4];
+      for (int xi = 0; xi < 16; ++xi) sv[xi / 4][xi % 4] = total[(xi * Cpad + c) * Opad + o];
+      for (int j = 0; j < 4; ++j) {  // G^T S: G^T rows [1, .5, .5, 0], [0, .5, -.5, 0], [0, .5, .5, 1]
+        t[0][j] = sv[0][j] + 0.5f * (sv[1][j] + sv[2][j]);
+        t[1][j] = 0.5f * (sv[1][j] - sv[2][j]);
+        t[2][j] = 0.5f * (sv[1][j] + sv[2][j]) + sv[3][j];
+      }
+      float* g = out + (o * C + c) * 9;
+      for (int i = 0; i < 3; ++i) {
+        g[3 * i + 0] = t[i][0] + 0.5f * (t[i][1] + t[i][2]);
+        g[3 * i + 1] = 0.5f * (t[i][1] - t[i][2]);
+        g[3 * i + 2] = 0.5f * (t[i][1] + t[i][2]) + t[i][3];
+      }
+    }
+  }
+  if (bout != nullptr)
+    for (int64_t o = 0; o < O; ++o) bout[o] = total[16 * Cpad * Opad + o];
+#endif
+}
+
 }  // namespace
 
 void init_conv2d_winograd(py::module_& m) {
   m.def("conv2d_winograd", &winograd, py::arg("input"), py::arg("weight"), py::arg("bias"), py::arg("out"),
         py::arg("threads") = 0,
         "out = bias + the 3x3 stride-1 correlation of the padded input with weight, by Winograd F(2x2, 3x3).");
+  m.def("conv2d_winograd_weight_grad", &winograd_weight_grad, py::arg("input"), py::arg("grad"),
+        py::arg("grad_weight"), py::arg("grad_bias"), py::arg("threads") = 0,
+        "The weight (and bias) gradient of conv2d_winograd's correlation, by Winograd F(2x2, 3x3).");
 }
 
 }  // namespace tinytorch::cpu

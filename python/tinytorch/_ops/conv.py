@@ -11,7 +11,7 @@ the two share the three array routines below; 1d convs run as 2d convs of height
 On a CPU with AVX-512, float32 convs with groups=1 skip the column matrix: the C++ tap kernels
 (csrc/kernels/conv2d.cpp) read the same shifted rows in place and keep the output tile in registers, a
 strided conv's input gradient runs as one stride-1 correlation per stride phase of the input, and 3x3
-stride-1 correlations (forward and input gradient) run as Winograd F(2x2, 3x3) (conv2d_winograd.cpp).
+stride-1 convs (forward, input and weight gradients) run as Winograd F(2x2, 3x3) (conv2d_winograd.cpp).
 """
 from __future__ import annotations
 
@@ -331,9 +331,19 @@ def _taps_input_grad(g, w, Hp: int, Wp: int, s, d, crop):
     return gx
 
 
+# Winograd's weight gradient keeps a 16 x C x O sum per thread: beyond this it no longer fits the core's L2.
+WINOGRAD_MAX_WEIGHT = 128 * 128
+
+
 def _taps_weight_grad(xp_, g, kh: int, kw: int, s, d, phases=None, bias_grad: bool = False):
     N, C = xp_.shape[:2]
     O, oh, ow = g.shape[1:]
+    if (kh, kw) == (3, 3) and s == (1, 1) and d == (1, 1) and C * O <= WINOGRAD_MAX_WEIGHT:
+        gw = np.empty((O, C, 3, 3), np.float32)
+        gb = np.empty(O, np.float32) if bias_grad else None
+        _C._cpu.conv2d_winograd_weight_grad(np.ascontiguousarray(xp_), np.ascontiguousarray(g), gw, gb,
+                                            _threads.count)
+        return gw, gb
     src, sn, sc, toff, wrow = _taps_source(xp_, kh, kw, s, d, oh, ow, phases)
     gw = np.empty((O, C, kh * kw), np.float32)
     gb = np.empty(O, np.float32) if bias_grad else None
