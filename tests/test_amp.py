@@ -130,7 +130,7 @@ def test_region_restored_after_exception():
     with pytest.raises(ValueError):
         with tinytorch.autocast("cpu"):
             raise ValueError("boom")
-    assert not tinytorch.is_autocast_enabled("cpu") and not _autocast.active and _autocast._nesting == 0
+    assert not tinytorch.is_autocast_enabled("cpu") and not _autocast.active and _autocast._tls.nesting == 0
 
 
 def test_cast_cache_holds_leaf_casts_until_outermost_exit():
@@ -140,13 +140,13 @@ def test_cast_cache_holds_leaf_casts_until_outermost_exit():
         F.linear(x, w)
         with tinytorch.autocast("cpu"):
             F.linear(x, w)
-        assert len(_autocast._cache) == 1  # w cast once; x (no grad) is not cached
-        cast = _autocast._cache[id(w)][1]
+        assert len(_autocast._tls.cache) == 1  # w cast once; x (no grad) is not cached
+        cast = _autocast._tls.cache[id(w)][1]
         assert cast.dtype is tinytorch.bfloat16 and cast.grad_fn is not None
-    assert len(_autocast._cache) == 0
+    assert len(_autocast._tls.cache) == 0
     with tinytorch.autocast("cpu", cache_enabled=False):
         F.linear(x, w)
-        assert len(_autocast._cache) == 0
+        assert len(_autocast._tls.cache) == 0
     with tinytorch.autocast("cpu"):  # a no_grad pass first must not leave a graph-less cast behind
         with tinytorch.no_grad():
             F.linear(x, w)
@@ -410,3 +410,28 @@ def test_conv_layers_run_in_bfloat16_under_cpu_autocast():
     assert (y.dtype, z.dtype, p.dtype) == (tinytorch.bfloat16,) * 3
     z.float().sum().backward()
     assert x.grad.dtype == tinytorch.float32 and c.weight.grad.dtype == tinytorch.float32
+
+
+def test_autocast_state_is_per_thread():
+    """As in PyTorch: a region entered in one thread leaves other threads' ops (and state) alone."""
+    import threading
+    x = tinytorch.tensor(X)
+    entered, done = threading.Event(), threading.Event()
+    seen = {}
+
+    def other():
+        entered.wait(5)
+        seen["enabled"] = tinytorch.is_autocast_enabled("cpu")
+        seen["dtype"] = (x @ x.T).dtype
+        with tinytorch.autocast("cpu", dtype=tinytorch.float16):  # its own dtype, not the main thread's
+            seen["inner"] = (x @ x.T).dtype
+        done.set()
+
+    t = threading.Thread(target=other)
+    t.start()
+    with tinytorch.autocast("cpu"):
+        entered.set()
+        assert done.wait(5)
+        assert (x @ x.T).dtype is tinytorch.bfloat16 and tinytorch.get_autocast_dtype("cpu") is tinytorch.bfloat16
+    t.join(5)
+    assert seen == {"enabled": False, "dtype": tinytorch.float32, "inner": tinytorch.float16}

@@ -40,14 +40,15 @@ def test_kernel_functions_are_extern_c():
     wanted = {"softmax.cu": ["softmax_forward", "softmax_backward"],
               "layer_norm.cu": ["layer_norm_forward", "layer_norm_backward_input", "layer_norm_backward_params"],
               "cross_entropy.cu": ["cross_entropy_forward", "cross_entropy_backward"],
-              "gelu.cu": ["gelu_forward", "gelu_backward"], "adamw.cu": ["adamw_step"]}
+              "gelu.cu": ["gelu_forward", "gelu_backward"], "adamw.cu": ["adamw_step"],
+              "amp_unscale.cu": ["amp_unscale_f32", "amp_unscale_f64", "amp_unscale_f16"]}
     loader = inspect.getsource(_kernels)
     for file, names in wanted.items():
         with open(os.path.join(SRC, file)) as f:
             text = f.read()
         for name in names:
             assert f'extern "C" __global__ void {name}(' in text, (file, name)
-            assert f'"{file}", "{name}"' in loader, (file, name)
+            assert f'"{file}", "{name}"' in loader or f'"{name}"' in loader, (file, name)
 
 
 # ------------------------------------------------------------------ on a GPU: CUDA against the CPU path
@@ -159,3 +160,23 @@ def test_adamw_kernel_matches_reference(device):
     np.testing.assert_allclose(dp.get(), p, rtol=1e-5, atol=1e-6)
     np.testing.assert_allclose(dm.get(), m, rtol=1e-6)
     np.testing.assert_allclose(dv.get(), v, rtol=1e-6)
+
+
+@pytest.mark.parametrize("inject", [None, "inf", "nan"])
+def test_amp_unscale_kernel(device, inject):
+    """One launch per dtype unscales every gradient (several chunks, several tensors) and flags inf/NaN."""
+    _gpu(device)
+    from tinytorch import _kernels
+    import cupy as cp
+    rng = np.random.default_rng(5)
+    hosts = [rng.standard_normal(n).astype(dt) for n, dt in
+             [(70_000, np.float32), (3, np.float32), (140_001, np.float16), (5, np.float64)]]
+    if inject is not None:
+        hosts[2][100_000] = np.inf if inject == "inf" else np.nan
+    grads = [cp.asarray(h) for h in hosts]
+    found = cp.zeros((), cp.float32)
+    assert _kernels.amp_unscale_(grads, 0.125, found) == []
+    assert float(found) == (0.0 if inject is None else 1.0)
+    for h, g in zip(hosts, grads):
+        want = (h.astype(np.float32) * np.float32(0.125)).astype(h.dtype) if h.dtype != np.float64 else h * 0.125
+        np.testing.assert_array_equal(cp.asnumpy(g)[np.isfinite(h)], want[np.isfinite(h)])

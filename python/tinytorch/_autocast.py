@@ -9,8 +9,8 @@ Every op PyTorch autocasts starts with one flag test, and only when it is set go
         ...
 
 `dispatch` looks up the op's policy for the device of its first tensor argument, casts the tensor
-arguments (inside lists too), and calls the op again with `active` cleared, so the op's inner calls are
-not autocast (PyTorch's autocast wrappers exclude the autocast key the same way). Policies, from PyTorch's
+arguments (inside lists too), and calls the op again with `active` cleared for this thread, so the op's inner
+calls are not autocast (PyTorch's autocast wrappers exclude the autocast key the same way). Policies, from PyTorch's
 "Autocast Op Reference" and its autocast kernels:
   lower  - floating inputs (not float64) become the region's dtype (bfloat16 on CPU, float16 on CUDA),
   fp32   - floating inputs become float32,
@@ -19,22 +19,46 @@ not autocast (PyTorch's autocast wrappers exclude the autocast key the same way)
 Ops called with an explicit `dtype=` are left alone. Casts of float32 leaves that require grad to the
 region's dtype are cached until the outermost region exits, so a weight used by several ops is cast once.
 
-The state is process-wide, not per thread as in PyTorch: tinytorch's forward runs on the caller's thread.
+The state is per thread, as PyTorch's: a thread starts with autocast off, its own dtypes and an empty cache,
+whatever other threads do (the backward's worker threads included). `active` reads this thread's flag.
 """
 from __future__ import annotations
+
+import sys
+import threading
+import types
 
 import numpy as np
 
 from ._C import _grad_enabled
 from ._dtype import bfloat16, float16, float32, float64
 
-active = False  # the one test every autocast op makes: autocast is on for some device
+DEVICES = ("cpu", "cuda")
 
-_enabled = {"cpu": False, "cuda": False}
-_dtype = {"cpu": bfloat16, "cuda": float16}
-_cache_enabled = True
-_nesting = 0
-_cache: dict = {}  # id(leaf) -> (leaf, cast): cleared when the outermost region exits
+
+class _State(threading.local):
+    """One thread's autocast state (threading.local runs __init__ afresh in every thread)."""
+
+    def __init__(self) -> None:
+        self.enabled = {"cpu": False, "cuda": False}
+        self.dtype = {"cpu": bfloat16, "cuda": float16}
+        self.cache_enabled = True
+        self.nesting = 0
+        self.cache: dict = {}  # id(leaf) -> (leaf, cast): cleared when the outermost region exits
+        self.active = False  # autocast on for some device, and not inside an op that dispatch already cast for
+
+
+_tls = _State()
+
+
+class _AutocastModule(types.ModuleType):
+    @property
+    def active(self) -> bool:
+        """The one test every autocast op makes: autocast is on in this thread for some device."""
+        return _tls.active
+
+
+sys.modules[__name__].__class__ = _AutocastModule
 
 # ------------------------------------------------------------------ op lists (PyTorch's names)
 
@@ -121,21 +145,20 @@ def policy(op: str, device_type: str) -> str | None:
 # ------------------------------------------------------------------ state (what tinytorch.autocast sets)
 
 def _refresh() -> None:
-    global active
-    active = _enabled["cpu"] or _enabled["cuda"]
+    _tls.active = _tls.enabled["cpu"] or _tls.enabled["cuda"]
 
 
 def _check_device(device_type: str) -> None:
-    if device_type not in _enabled:
+    if device_type not in DEVICES:
         raise RuntimeError(f"User specified an unsupported autocast device_type '{device_type}'")
 
 
 def is_autocast_enabled(device_type: str | None = None) -> bool:
     """Whether autocast is on for device_type (no argument: CUDA, PyTorch's legacy default)."""
     if device_type is None:
-        return _enabled["cuda"]
+        return _tls.enabled["cuda"]
     _check_device(device_type)
-    return _enabled[device_type]
+    return _tls.enabled[device_type]
 
 
 def set_autocast_enabled(device_type, enabled: bool | None = None) -> None:
@@ -143,50 +166,47 @@ def set_autocast_enabled(device_type, enabled: bool | None = None) -> None:
     if enabled is None:
         device_type, enabled = "cuda", device_type
     _check_device(device_type)
-    _enabled[device_type] = bool(enabled)
+    _tls.enabled[device_type] = bool(enabled)
     _refresh()
 
 
 def get_autocast_dtype(device_type: str):
     """The dtype autocast's 'lower' ops run in on device_type."""
     _check_device(device_type)
-    return _dtype[device_type]
+    return _tls.dtype[device_type]
 
 
 def set_autocast_dtype(device_type: str, dtype) -> None:
     """Set the dtype autocast's 'lower' ops run in on device_type."""
     _check_device(device_type)
-    _dtype[device_type] = dtype
+    _tls.dtype[device_type] = dtype
 
 
 def is_autocast_cache_enabled() -> bool:
     """Whether casts of leaves that require grad are cached inside autocast regions."""
-    return _cache_enabled
+    return _tls.cache_enabled
 
 
 def set_autocast_cache_enabled(enabled: bool) -> None:
     """Turn the autocast cast cache on/off."""
-    global _cache_enabled
-    _cache_enabled = bool(enabled)
+    _tls.cache_enabled = bool(enabled)
 
 
 def clear_autocast_cache() -> None:
     """Drop every cached cast (done when the outermost autocast region exits)."""
-    _cache.clear()
+    _tls.cache.clear()
 
 
 def autocast_increment_nesting() -> int:
     """Enter an autocast region; returns the new depth."""
-    global _nesting
-    _nesting += 1
-    return _nesting
+    _tls.nesting += 1
+    return _tls.nesting
 
 
 def autocast_decrement_nesting() -> int:
     """Leave an autocast region; returns the new depth."""
-    global _nesting
-    _nesting -= 1
-    return _nesting
+    _tls.nesting -= 1
+    return _tls.nesting
 
 
 # ------------------------------------------------------------------ casting
@@ -216,15 +236,15 @@ def _cast(t, to, device_type: str):
             return t
         # Only casts that carry a graph edge are cached: a cast made under no_grad reused later in grad
         # mode would silently cut the weight off from its gradient.
-        cacheable = (_cache_enabled and to is _dtype[device_type] and t.dtype is float32 and t._requires_grad
-                     and t._grad_fn is None and t._base is None and _grad_enabled())
+        cacheable = (_tls.cache_enabled and to is _tls.dtype[device_type] and t.dtype is float32
+                     and t._requires_grad and t._grad_fn is None and t._base is None and _grad_enabled())
         if cacheable:
-            hit = _cache.get(id(t))
+            hit = _tls.cache.get(id(t))
             if hit is not None and hit[0] is t:
                 return hit[1]
         out = t.to(to)
         if cacheable:
-            _cache[id(t)] = (t, out)
+            _tls.cache[id(t)] = (t, out)
         return out
     if isinstance(t, (list, tuple)) and t and any(isinstance(v, Tensor) for v in t):
         return type(t)(_cast(v, to, device_type) for v in t)
@@ -234,7 +254,7 @@ def _cast(t, to, device_type: str):
 def _promote_type(args, device_type: str):
     """PyTorch's promote policy: float32 if any eligible argument is float32, else the region's dtype."""
     from ._tensor import Tensor
-    to = _dtype[device_type]
+    to = _tls.dtype[device_type]
     for a in args:
         if isinstance(a, (list, tuple)):
             if _promote_type(a, device_type) is float32:
@@ -249,21 +269,20 @@ def _promote_type(args, device_type: str):
 def cast_args(op: str, *args, device_type: str | None = None) -> tuple:
     """args cast as autocast's policy for op wants them (unchanged when autocast is off for their device)."""
     dev = device_type or _device_type(args)
-    if dev is None or not _enabled.get(dev, False):
+    if dev is None or not _tls.enabled.get(dev, False):
         return args
     p = policy(op, dev)
     if p is None:
         return args
     if p == "banned":
         raise RuntimeError(BANNED[dev][op])
-    to = _dtype[dev] if p == "lower" else float32 if p == "fp32" else _promote_type(args, dev)
+    to = _tls.dtype[dev] if p == "lower" else float32 if p == "fp32" else _promote_type(args, dev)
     return tuple(_cast(a, to, dev) for a in args)
 
 
 def dispatch(op: str, fn, *args, **kwargs):
     """Call fn (the op itself) with its tensor arguments cast per op's policy, with autocast off inside
     so that the op's own inner calls keep the types it chose."""
-    global active
     if kwargs.get("dtype") is None:  # an explicit dtype= makes the op ineligible, as in PyTorch
         if kwargs:
             keys = [k for k, v in kwargs.items() if _is_tensorish(v)]
@@ -273,12 +292,12 @@ def dispatch(op: str, fn, *args, **kwargs):
                 kwargs = {**kwargs, **dict(zip(keys, cast[len(args):]))}
         else:
             args = cast_args(op, *args)
-    prev = active
-    active = False
+    prev = _tls.active
+    _tls.active = False
     try:
         return fn(*args, **kwargs)
     finally:
-        active = prev
+        _tls.active = prev
 
 
 def _is_tensorish(v) -> bool:
@@ -296,31 +315,31 @@ def _deprecated(old: str, new: str) -> None:
 def get_autocast_gpu_dtype():
     """Deprecated: get_autocast_dtype('cuda')."""
     _deprecated("get_autocast_gpu_dtype()", "get_autocast_dtype('cuda')")
-    return _dtype["cuda"]
+    return _tls.dtype["cuda"]
 
 
 def get_autocast_cpu_dtype():
     """Deprecated: get_autocast_dtype('cpu')."""
     _deprecated("get_autocast_cpu_dtype()", "get_autocast_dtype('cpu')")
-    return _dtype["cpu"]
+    return _tls.dtype["cpu"]
 
 
 def set_autocast_gpu_dtype(dtype) -> None:
     """Deprecated: set_autocast_dtype('cuda', dtype)."""
     _deprecated("set_autocast_gpu_dtype(dtype)", "set_autocast_dtype('cuda', dtype)")
-    _dtype["cuda"] = dtype
+    _tls.dtype["cuda"] = dtype
 
 
 def set_autocast_cpu_dtype(dtype) -> None:
     """Deprecated: set_autocast_dtype('cpu', dtype)."""
     _deprecated("set_autocast_cpu_dtype(dtype)", "set_autocast_dtype('cpu', dtype)")
-    _dtype["cpu"] = dtype
+    _tls.dtype["cpu"] = dtype
 
 
 def is_autocast_cpu_enabled() -> bool:
     """Deprecated: is_autocast_enabled('cpu')."""
     _deprecated("is_autocast_cpu_enabled()", "is_autocast_enabled('cpu')")
-    return _enabled["cpu"]
+    return _tls.enabled["cpu"]
 
 
 def set_autocast_cpu_enabled(enabled: bool) -> None:

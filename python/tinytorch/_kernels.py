@@ -185,3 +185,37 @@ def adamw_step(param, grad, exp_avg, exp_avg_sq, lr: float, beta1: float, beta2:
         (_grid_1d(n),), (256,), (param, g, exp_avg, exp_avg_sq, np.int64(n), np.float32(lr), np.float32(beta1),
                                  np.float32(beta2), np.float32(eps), np.float32(weight_decay), np.float32(bc1),
                                  np.float32(bc2_sqrt)))
+
+
+_UNSCALE = {np.dtype(np.float32): "amp_unscale_f32", np.dtype(np.float64): "amp_unscale_f64",
+            np.dtype(np.float16): "amp_unscale_f16"}
+_UNSCALE_CHUNK = 65536  # elements per block: CHUNK in src/amp_unscale.cu
+
+
+def amp_unscale_(grads: list, inv_scale: float, found_inf) -> list:
+    """GradScaler's unscale: multiply the contiguous float32/float64/float16 CuPy arrays in grads by inv_scale
+    in place, one launch per dtype, setting found_inf (a float32 CuPy scalar) to 1 if any held inf/NaN.
+    Returns the arrays it did not take (other dtypes, strided), for the caller's per-array path."""
+    cp = cupy()
+    rest: list = []
+    by_dtype: dict = {}
+    for g in grads:
+        if g.size == 0:
+            continue
+        if g.dtype in _UNSCALE and g.flags.c_contiguous:
+            by_dtype.setdefault(g.dtype, []).append(g)
+        else:
+            rest.append(g)
+    for dt, arrs in by_dtype.items():
+        # The chunk table (which tensor, where in it) is built on the host from the sizes: nothing is read
+        # back from the device.
+        sizes = np.array([a.size for a in arrs], np.int64)
+        chunks = -(-sizes // _UNSCALE_CHUNK)
+        first = np.cumsum(chunks) - chunks
+        chunk_tensor = np.repeat(np.arange(len(arrs), dtype=np.int32), chunks)
+        chunk_start = (np.arange(int(chunks.sum()), dtype=np.int64) - np.repeat(first, chunks)) * _UNSCALE_CHUNK
+        ptrs = np.array([a.data.ptr for a in arrs], np.uint64)
+        _function("amp_unscale.cu", _UNSCALE[dt])(
+            (int(chunks.sum()),), (256,), (cp.asarray(ptrs), cp.asarray(sizes), cp.asarray(chunk_tensor),
+                                          cp.asarray(chunk_start), np.float32(inv_scale), found_inf))
+    return rest

@@ -11,7 +11,7 @@ from .._dtype import bfloat16, float16, float64
 
 def is_autocast_available(device_type: str) -> bool:
     """Whether autocast supports device_type ('cpu' and 'cuda' here)."""
-    return device_type in _autocast._enabled
+    return device_type in _autocast.DEVICES
 
 
 class autocast:

@@ -23,11 +23,17 @@ def _refresh_per_optimizer_state() -> dict:
 
 def _unscale_arrays(grads: list, inv_scale: float, found_inf):
     """Multiply each gradient array by inv_scale in place and return found_inf (0-d float32 array on the
-    grads' device) set to 1 if any element was inf/NaN. On CUDA the checks are device reductions summed on
-    the device: no host synchronisation per parameter."""
+    grads' device) set to 1 if any element was inf/NaN. On CUDA one fused kernel per gradient dtype does both
+    (src/amp_unscale.cu), with no host synchronisation; what it cannot take goes through device reductions."""
     if not grads:
         return found_inf
     xp = np if type(grads[0]) is np.ndarray else _cupy()
+    if xp is not np:
+        from .. import _kernels
+        found_inf = found_inf.astype(np.float32).reshape(())  # the kernel's own flag, on the device
+        grads = _kernels.amp_unscale_(grads, inv_scale, found_inf)
+        if not grads:
+            return found_inf
     bad = None
     for g in grads:
         if g.dtype.itemsize == 2:  # float16/bfloat16: check and scale in float32, round once
