@@ -164,3 +164,43 @@ def test_index_add_rows_accumulates_repeated_rows(dtype):
         _cpu.index_add_rows(out, np.array([1, 10]), src[:2])
     with pytest.raises(ValueError, match="expected 24 elements, got 12"):
         _cpu.index_add_rows(out, np.array([1, 2]), src[:1])
+
+
+def test_max_pool_kernel_nan_ties_and_bad_indices():
+    x = np.array([[[1.0, 3.0, 3.0], [np.nan, 0.0, 2.0], [5.0, np.nan, 1.0]]], np.float32)
+    out, idx = np.empty((1, 2, 2), np.float32), np.empty((1, 2, 2), np.int32)
+    _cpu.max_pool2d(x, out, idx, [2, 2], [1, 1], [0, 0], [1, 1])
+    # a NaN wins its windows (PyTorch's rule); equal maxima keep the first position
+    assert np.isnan(out[0, 0, 0]) and idx[0, 0, 0] == 3 and out[0, 0, 1] == 3.0 and idx[0, 0, 1] == 1
+    assert np.isnan(out[0, 1, 0]) and idx[0, 1, 0] == 7  # the last NaN in the window, as PyTorch's scan
+    gx = np.empty_like(x)
+    _cpu.max_pool2d_backward(np.ones((1, 2, 2), np.float32), idx, gx)
+    assert gx.sum() == 4 and gx[0, 0, 1] == 1
+    with pytest.raises(ValueError, match="outside the plane"):
+        _cpu.max_pool2d_backward(np.ones((1, 2, 2), np.float32), np.full((1, 2, 2), 9, np.int32), gx)
+    with pytest.raises(ValueError, match="int32 index"):
+        _cpu.max_pool2d(x, out, idx.astype(np.int64), [2, 2], [1, 1], [0, 0], [1, 1])
+
+
+def test_batch_norm_kernels_match_numpy():
+    rng = np.random.default_rng(3)
+    x = rng.standard_normal((4, 3, 10)) * 3 + 1
+    mean, var = np.empty(3), np.empty(3)
+    _cpu.batch_norm_stats(x, mean, var)
+    assert np.allclose(mean, x.mean((0, 2))) and np.allclose(var, x.var((0, 2)))
+    rstd = 1 / np.sqrt(var + 1e-5)
+    w, b, g = rng.standard_normal(3), rng.standard_normal(3), rng.standard_normal(x.shape)
+    y = np.empty_like(x)
+    _cpu.batch_norm_apply(x, mean, rstd, w, b, y)
+    xhat = (x - mean[:, None]) * rstd[:, None]
+    assert np.allclose(y, xhat * w[:, None] + b[:, None])
+    dx, dw, db = np.empty_like(x), np.empty(3), np.empty(3)
+    _cpu.batch_norm_backward(g, x, mean, rstd, w, True, dx, dw, db)
+    n = x.shape[0] * x.shape[2]
+    want = (g - g.mean((0, 2))[:, None] - xhat * (g * xhat).mean((0, 2))[:, None]) * (rstd * w)[:, None]
+    assert np.allclose(dx, want) and np.allclose(dw, (g * xhat).sum((0, 2))) and np.allclose(db, g.sum((0, 2)))
+    assert n == 40
+    with pytest.raises(ValueError, match="expected 3 elements"):
+        _cpu.batch_norm_apply(x, mean, rstd, np.ones(4), None, y)
+    with pytest.raises(ValueError, match=r"\(N, C, L\)"):
+        _cpu.batch_norm_stats(x[0], mean, var)

@@ -6,7 +6,7 @@
 namespace tinytorch {
 
 void init_cpu_kernels(pybind11::module_& m) {
-  pybind11::module_ k = m.def_submodule("_cpu", "Fused CPU kernels (GELU, erf, softmax, LayerNorm, index_add, AdamW, conv2d taps and Winograd)");
+  pybind11::module_ k = m.def_submodule("_cpu", "Fused CPU kernels (GELU, erf, softmax, LayerNorm, index_add, AdamW, conv2d, BatchNorm, max pooling)");
   cpu::init_gelu(k);
   cpu::init_softmax(k);
   cpu::init_layer_norm(k);
@@ -14,6 +14,8 @@ void init_cpu_kernels(pybind11::module_& m) {
   cpu::init_adamw(k);
   cpu::init_conv2d(k);
   cpu::init_conv2d_winograd(k);
+  cpu::init_batch_norm(k);
+  cpu::init_max_pool(k);
 }
 
 }  // namespace tinytorch

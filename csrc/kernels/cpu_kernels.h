@@ -75,6 +75,18 @@ inline bool is_finite_bits(double v) {
   return (b & 0x7fffffffffffffffull) < 0x7ff0000000000000ull;
 }
 
+inline bool is_nan_bits(float v) {
+  uint32_t b;
+  std::memcpy(&b, &v, sizeof b);
+  return (b & 0x7fffffffu) > 0x7f800000u;
+}
+
+inline bool is_nan_bits(double v) {
+  uint64_t b;
+  std::memcpy(&b, &v, sizeof b);
+  return (b & 0x7fffffffffffffffull) > 0x7ff0000000000000ull;
+}
+
 // Whether any of x[0..n) is NaN.
 template <class T>
 bool any_nan(const T* x, int64_t n) {
@@ -139,5 +151,7 @@ void init_layer_norm(py::module_& m);
 void init_index_add(py::module_& m);
 void init_conv2d(py::module_& m);
 void init_conv2d_winograd(py::module_& m);
+void init_batch_norm(py::module_& m);
+void init_max_pool(py::module_& m);
 
 }  // namespace tinytorch::cpu

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from .. import _C, _threads
 from .._tensor import Tensor, _wrap
 from ._common import _grad_enabled, needs_grad, record
 from .conv import _xp
@@ -70,6 +71,8 @@ def _batch_norm(input, running_mean, running_var, weight, bias, training, moment
         return input.clone()
     xp = _xp(xd)
     cd = _cdtype(xd)
+    if xp is np and sync is None:
+        return _batch_norm_cpu(input, running_mean, running_var, weight, bias, training, momentum, eps)
     x3 = _as3d(xd).astype(cd, copy=False)
     M = x3.shape[0] * x3.shape[2]
     if training:
@@ -133,6 +136,55 @@ def _batch_norm(input, running_mean, running_var, weight, bias, training, moment
         inputs = (x,) + tuple(t for t in (weight, bias) if t is not None)
         record("NativeBatchNormBackward0" if sync is None else "SyncBatchNormBackward", batch_norm_backward, out,
                inputs, inputs)
+    return out
+
+
+def _batch_norm_cpu(x, running_mean, running_var, weight, bias, training: bool, momentum, eps: float) -> Tensor:
+    """batch_norm of a NumPy input by the C++ kernels (csrc/kernels/batch_norm.cpp): statistics, normalisation
+    and backward each one pass per channel; only mean and 1/std are saved (xhat is recomputed)."""
+    xd = x._data
+    cd = _cdtype(xd)
+    x3 = np.ascontiguousarray(_as3d(xd), dtype=cd)
+    C = x3.shape[1]
+    M = x3.shape[0] * x3.shape[2]
+    if training:
+        mean, var = np.empty(C, cd), np.empty(C, cd)
+        _C._cpu.batch_norm_stats(x3, mean, var, _threads.count)
+        if running_mean is not None or running_var is not None:
+            _update_running(running_mean, mean, momentum)
+            _update_running(running_var, var * (M / max(M - 1, 1)), momentum)
+    else:
+        if running_mean is None or running_var is None:
+            raise RuntimeError("running_mean and running_var must be defined in evaluation mode")
+        mean = np.ascontiguousarray(running_mean._data, dtype=cd)
+        var = np.ascontiguousarray(running_var._data, dtype=cd)
+    rstd = (1.0 / np.sqrt(var + eps)).astype(cd, copy=False)
+    wv = None if weight is None else np.ascontiguousarray(weight._data, dtype=cd)
+    bv = None if bias is None else np.ascontiguousarray(bias._data, dtype=cd)
+    y = np.empty_like(x3)
+    _C._cpu.batch_norm_apply(x3, mean, rstd, wv, bv, y, _threads.count)
+    out = _wrap(y.astype(xd.dtype, copy=False).reshape(xd.shape))
+    if needs_grad(x, weight, bias):
+        rx = x._requires_grad
+        rw = weight is not None and weight._requires_grad
+        rb = bias is not None and bias._requires_grad
+
+        def batch_norm_backward(g):
+            if _grad_enabled():  # create_graph: differentiable formulas
+                return _bn_backward_graph(g, x, weight, bias is not None, training, rstd, mean, eps, rx, rw, rb)
+            g3 = np.ascontiguousarray(_as3d(g._data), dtype=cd)
+            dx = np.empty_like(x3) if rx else None
+            dw = np.empty(C, cd) if rw else None
+            db = np.empty(C, cd) if rb else None
+            _C._cpu.batch_norm_backward(g3, x3, mean, rstd, wv, training, dx, dw, db, _threads.count)
+            res = [None if dx is None else _wrap(dx.astype(xd.dtype, copy=False).reshape(xd.shape))]
+            if weight is not None:
+                res.append(_wrap(dw.astype(weight._data.dtype, copy=False)) if rw else None)
+            if bias is not None:
+                res.append(_wrap(db.astype(bias._data.dtype, copy=False)) if rb else None)
+            return tuple(res) if len(res) > 1 else res[0]
+        inputs = (x,) + tuple(t for t in (weight, bias) if t is not None)
+        record("NativeBatchNormBackward0", batch_norm_backward, out, inputs, inputs)
     return out
 
 

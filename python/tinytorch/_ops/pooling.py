@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from .. import _C, _threads
 from .._tensor import Tensor, _wrap
 from ._common import _grad_enabled, needs_grad, record
 from .conv import _pair, _xp, parallel_over_batch
@@ -100,6 +101,8 @@ def _max_pool(name: str, nd: int, input: Tensor, kernel_size, stride, padding, d
     if oh <= 0 or ow <= 0:
         raise RuntimeError(f"Given input size: ({C}x{H}x{W}). Calculated output size: ({C}x{oh}x{ow}). "
                            f"Output size is too small")
+    if xp is np and x4.dtype in (np.float32, np.float64) and H * W < 2 ** 31:
+        return _max_pool_cpu(nd, input, x4, batched, k, s, p, d, oh, ow, return_indices)
     fill = -np.inf if x4.dtype.kind == "f" or x4.dtype.kind == "V" else np.iinfo(x4.dtype).min
     xpad = _padded(x4, p, oh, ow, k, s, d, fill)
     # NaN propagates (PyTorch picks a NaN as the max); checked once so NaN-free input skips it per window.
@@ -164,6 +167,30 @@ def _max_pool(name: str, nd: int, input: Tensor, kernel_size, stride, padding, d
         record(f"MaxPool{nd}DWithIndicesBackward0", max_pool_backward, out, (input,))
     if return_indices:
         return out, _wrap(_from4d(flat_indices(), nd, batched))
+    return out
+
+
+def _max_pool_cpu(nd: int, input: Tensor, x4, batched: bool, k, s, p, d, oh: int, ow: int, return_indices: bool):
+    """max pooling of float32/float64 NumPy input by the C++ kernel (csrc/kernels/max_pool.cpp): one pass per
+    plane, the winning flat position kept as int32 for the backward's scatter."""
+    N, C, H, W = x4.shape
+    best = np.empty((N, C, oh, ow), x4.dtype)
+    idx = np.empty((N, C, oh, ow), np.int32)
+    _C._cpu.max_pool2d(np.ascontiguousarray(x4).reshape(N * C, H, W), best.reshape(N * C, oh, ow),
+                       idx.reshape(N * C, oh, ow), list(k), list(s), list(p), list(d), _threads.count)
+    out = _wrap(_from4d(best, nd, batched))
+    if needs_grad(input):
+        def max_pool_backward(g):
+            if _grad_enabled():  # create_graph: a differentiable scatter of g
+                return _scatter_graph(g, idx.astype(np.int64), x4.shape, input)
+            g4 = np.ascontiguousarray(_as4d(g._data, nd)[0]).astype(x4.dtype, copy=False)
+            gx = np.empty((N, C, H, W), x4.dtype)
+            _C._cpu.max_pool2d_backward(g4.reshape(N * C, oh, ow), idx.reshape(N * C, oh, ow),
+                                        gx.reshape(N * C, H, W), _threads.count)
+            return _wrap(_from4d(gx, nd, batched))
+        record(f"MaxPool{nd}DWithIndicesBackward0", max_pool_backward, out, (input,))
+    if return_indices:
+        return out, _wrap(_from4d(idx.astype(np.int64), nd, batched))
     return out
 
 
