@@ -31,6 +31,26 @@ struct alignas(64) Line {
   float f[16];
 };
 
+// The 2x2 output tiles of N planes of oh x ow, in groups of up to 16 adjacent tiles of one tile row (one
+// vector lane each), and work items of kSlots groups.
+struct TileGrid {
+  int64_t th, tw, per_row, groups, items;
+  TileGrid(int64_t N, int64_t oh, int64_t ow)
+      : th((oh + 1) / 2), tw((ow + 1) / 2), per_row((tw + kLanes - 1) / kLanes), groups(N * th * per_row),
+        items((groups + kSlots - 1) / kSlots) {}
+  // Image, tile row and first tile column of each group of `item`; returns how many groups it has.
+  int decode(int64_t item, int64_t* n, int64_t* ty, int64_t* tx) const {
+    int slots = 0;
+    for (int s = 0; s < kSlots && item * kSlots + s < groups; ++s, ++slots) {
+      const int64_t gid = item * kSlots + s;
+      n[s] = gid / (th * per_row);
+      ty[s] = (gid / per_row) % th;
+      tx[s] = (gid % per_row) * kLanes;
+    }
+    return slots;
+  }
+};
+
 // U = G g G^T of one 3x3 kernel g (row-major), as the 16 values u[4*i + j].
 void weight_transform(const float* g, float* u) {
   float t[4][3];  // G g
@@ -266,8 +286,8 @@ void winograd(const py::array& x, const py::array& w, const std::optional<py::ar
   const float* wd = data_of<float>(w);
   float* y = data_of<float>(out);
   py::gil_scoped_release nogil;
-  const int64_t oh = Hp - 2, ow = Wp - 2, th = (oh + 1) / 2, tw = (ow + 1) / 2, per_row = (tw + kLanes - 1) / kLanes;
-  const int64_t groups = N * th * per_row, items = (groups + kSlots - 1) / kSlots;
+  const int64_t oh = Hp - 2, ow = Wp - 2;
+  const TileGrid grid(N, oh, ow);
   const int64_t otiles = (O + kOut - 1) / kOut, Opad = otiles * kOut;
   // U packed [xi][o tile][c][kOut], zero past O.
   std::vector<float> up(16 * Opad * C, 0.f);
@@ -278,21 +298,13 @@ void winograd(const py::array& x, const py::array& w, const std::optional<py::ar
       for (int xi = 0; xi < 16; ++xi) up[((xi * otiles + o / kOut) * C + c) * kOut + o % kOut] = u[xi];
     }
   }
-  parallel_for(items, threads, 1, [&](int64_t begin, int64_t end) {
+  parallel_for(grid.items, threads, 1, [&](int64_t begin, int64_t end) {
     std::vector<Line> vbuf(16 * C * kSlots), mbuf(Opad * 16 * kSlots);
     float* v = vbuf.data()->f;  // [xi][c][kItem]
     float* m = mbuf.data()->f;  // [o][xi][kItem]
     for (int64_t item = begin; item < end; ++item) {
       int64_t gn[kSlots], gy[kSlots], gx[kSlots];
-      int slots = 0;
-      for (int s = 0; s < kSlots; ++s) {
-        const int64_t gid = item * kSlots + s;
-        if (gid >= groups) break;
-        gn[s] = gid / (th * per_row);
-        gy[s] = (gid / per_row) % th;
-        gx[s] = (gid % per_row) * kLanes;
-        ++slots;
-      }
+      const int slots = grid.decode(item, gn, gy, gx);
       for (int64_t c = 0; c < C; ++c) {
         for (int s = 0; s < kSlots; ++s) {
           float* dst = v + c * kItem + s * kLanes;
@@ -345,12 +357,12 @@ void winograd_weight_grad(const py::array& x, const py::array& grad, py::array& 
   const float* gd = data_of<float>(grad);
   float* out = data_of<float>(gw);
   py::gil_scoped_release nogil;
-  const int64_t oh = Hp - 2, ow = Wp - 2, th = (oh + 1) / 2, tw = (ow + 1) / 2, per_row = (tw + kLanes - 1) / kLanes;
-  const int64_t groups = N * th * per_row, items = (groups + kSlots - 1) / kSlots;
+  const int64_t oh = Hp - 2, ow = Wp - 2;
+  const TileGrid grid(N, oh, ow);
   const int64_t Cpad = (C + kSRows - 1) / kSRows * kSRows, Opad = (O + 16 * kSVecs - 1) / (16 * kSVecs) * (16 * kSVecs);
-  const int64_t nthreads = chunk_count(items, threads, 1);
+  const int64_t nthreads = chunk_count(grid.items, threads, 1);
   std::vector<std::vector<Line>> sums(nthreads);  // per thread: S [xi][Cpad][Opad], then the bias sums
-  parallel_chunks(items, threads, 1, [&](int64_t chunk, int64_t begin, int64_t end) {
+  parallel_chunks(grid.items, threads, 1, [&](int64_t chunk, int64_t begin, int64_t end) {
     std::vector<Line>& S = sums[chunk];
     S.assign(16 * Cpad * Opad / 16 + Opad / 16, Line{});
     float* s = S.data()->f;
@@ -360,15 +372,7 @@ void winograd_weight_grad(const py::array& x, const py::array& grad, py::array& 
     float* z = zbuf.data()->f;  // [xi][tile][Opad]
     for (int64_t item = begin; item < end; ++item) {
       int64_t gn[kSlots], gy[kSlots], gx[kSlots];
-      int slots = 0;
-      for (int sl = 0; sl < kSlots; ++sl) {
-        const int64_t gid = item * kSlots + sl;
-        if (gid >= groups) break;
-        gn[sl] = gid / (th * per_row);
-        gy[sl] = (gid / per_row) % th;
-        gx[sl] = (gid % per_row) * kLanes;
-        ++slots;
-      }
+      const int slots = grid.decode(item, gn, gy, gx);
       for (int sl = 0; sl < slots; ++sl) {
         for (int64_t c = 0; c < C; ++c)
           input_transform(xd + (gn[sl] * C + c) * Hp * Wp, Hp, Wp, 2 * gy[sl], 2 * gx[sl], v + c * kItem + sl * kLanes,
