@@ -204,3 +204,28 @@ def test_batch_norm_kernels_match_numpy():
         _cpu.batch_norm_apply(x, mean, rstd, np.ones(4), None, y)
     with pytest.raises(ValueError, match=r"\(N, C, L\)"):
         _cpu.batch_norm_stats(x[0], mean, var)
+
+
+def test_lstm_cell_kernels_match_the_formulas():
+    rng = np.random.default_rng(4)
+    B, H = 3, 5
+    pre = rng.standard_normal((B, 4 * H))
+    c = rng.standard_normal((B, H))
+    a = pre.copy()
+    cn, tc, hn = np.empty((B, H)), np.empty((B, H)), np.empty((B, H))
+    _cpu.lstm_cell(a, c, cn, tc, hn)
+    sig = 1 / (1 + np.exp(-pre))
+    i, f, g, o = sig[:, :H], sig[:, H:2 * H], np.tanh(pre[:, 2 * H:3 * H]), sig[:, 3 * H:]
+    assert np.allclose(a, np.concatenate([i, f, g, o], 1))
+    assert np.allclose(cn, f * c + i * g) and np.allclose(tc, np.tanh(cn)) and np.allclose(hn, o * tc)
+    dh, gy, dc = rng.standard_normal((B, H)), rng.standard_normal((B, H)), rng.standard_normal((B, H))
+    dc0 = dc.copy()
+    d = np.empty((B, 4 * H))
+    _cpu.lstm_cell_backward(a, c, tc, dh, gy, dc, d)
+    dht = dh + gy
+    dct = dht * o * (1 - tc ** 2) + dc0
+    want = np.concatenate([dct * g * i * (1 - i), dct * c * f * (1 - f), dct * i * (1 - g ** 2),
+                           dht * tc * o * (1 - o)], 1)
+    assert np.allclose(d, want) and np.allclose(dc, dct * f)
+    with pytest.raises(ValueError, match=r"gates \(B, 4H\)"):
+        _cpu.lstm_cell(a[:, :-1].copy(), c, cn, tc, hn)

@@ -6,7 +6,7 @@
 namespace tinytorch {
 
 void init_cpu_kernels(pybind11::module_& m) {
-  pybind11::module_ k = m.def_submodule("_cpu", "Fused CPU kernels (GELU, erf, softmax, LayerNorm, index_add, AdamW, conv2d, BatchNorm, max pooling)");
+  pybind11::module_ k = m.def_submodule("_cpu", "Fused CPU kernels (GELU, erf, softmax, LayerNorm, index_add, AdamW, conv2d, BatchNorm, max pooling, LSTM cell)");
   cpu::init_gelu(k);
   cpu::init_softmax(k);
   cpu::init_layer_norm(k);
@@ -16,6 +16,7 @@ void init_cpu_kernels(pybind11::module_& m) {
   cpu::init_conv2d_winograd(k);
   cpu::init_batch_norm(k);
   cpu::init_max_pool(k);
+  cpu::init_lstm_cell(k);
 }
 
 }  // namespace tinytorch

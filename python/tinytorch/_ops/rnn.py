@@ -150,12 +150,19 @@ def rnn_layer(mode: str, x: Tensor, h0: Tensor, c0: Tensor | None, w_ih: Tensor,
         scale[2 * H:3 * H] = 1.0
         shift = xp.full(GH, 0.5, dt)
         shift[2 * H:3 * H] = 0.0
+        # Without a projection or a mask, one C++ call does the step's pointwise math (csrc/kernels/lstm_cell.cpp).
+        fused = xp is np and Whr is None and m is None and dt in (np.float32, np.float64)
         with _blas_threads_for_steps(B, xp):
             for t in order:
                 hprev[t] = h
                 cprev[t] = c
                 a = acts[t]
                 a += h @ WhhT
+                if fused:
+                    cn = np.empty((B, H), dt)
+                    _C._cpu.lstm_cell(a, c, cn, tcs[t], y[t], _threads.count)
+                    h, c = y[t], cn
+                    continue
                 a *= scale
                 xp.tanh(a, out=a)
                 a *= scale
@@ -281,8 +288,17 @@ def _backward(mode, saved, hprev, X, Wih, Whh, Whr, has_bias, H, Hout, reverse, 
         cprev, tcs, ms = saved["cprev"], saved["tcs"], saved["ms"]
         dc = xp.zeros((B, H), dt) if gcn is None else gcn.astype(dt, copy=True)
         dH = xp.empty((T, B, Hout), dt) if Whr is not None else None
+        fused = xp is np and Whr is None and m is None and dt in (np.float32, np.float64)
+        gyc = None if gy is None or not fused else np.ascontiguousarray(gy, dtype=dt)
+        if fused:
+            dc = np.ascontiguousarray(dc)
         with _blas_threads_for_steps(B, xp):
             for t in order:
+                if fused:  # one C++ call for the step's pointwise backward; dc is updated in place
+                    _C._cpu.lstm_cell_backward(acts[t], cprev[t], tcs[t], np.ascontiguousarray(dh),
+                                               None if gyc is None else gyc[t], dc, dgates[t], _threads.count)
+                    dh = dgates[t] @ Whh
+                    continue
                 dht = dh if gy is None else (dh + (gy[t] if m is None else gy[t] * m[t]))
                 a = acts[t]
                 i, f, g, o = a[:, :H], a[:, H:2 * H], a[:, 2 * H:3 * H], a[:, 3 * H:]
