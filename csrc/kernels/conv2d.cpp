@@ -160,19 +160,44 @@ std::vector<int64_t> offsets_of(const py::array& toff, int64_t T, const char* wh
   return std::vector<int64_t>(t.data(), t.data() + T);
 }
 
-// out (N, O, oh, ow) = bias + sum over c, t of w[o, c, t] * src rows.
-void forward(const py::array& src, int64_t sn, int64_t sc, const py::array& w, const py::array& toff,
-             const std::optional<py::array>& bias, py::array& out, int64_t wrow, int threads) {
+// One correlation the forward computes: its weights (O, C, T), tap offsets and output (N, O, oh, ow).
+struct Job {
+  const float* w;
+  std::vector<int64_t> offs;
+  float* out;
+  int64_t T;
+  std::vector<float> packed;  // [o tile][c*T + t][kMR]
+};
+
+// For each job: out (N, O, oh, ow) = bias + sum over c, t of w[o, c, t] * src rows. Several jobs over the same
+// source (the stride phases of a strided conv's input gradient) share each block of positions while its rows
+// are in cache.
+void forward_jobs(const py::array& src, int64_t sn, int64_t sc, const std::vector<py::array>& ws,
+                  const std::vector<py::array>& toffs, const std::optional<py::array>& bias,
+                  std::vector<py::array>& outs, int64_t wrow, int threads) {
   constexpr const char* what = "conv2d_taps";
   check_f32(src, what, "src", false);
-  check_f32(w, what, "weight", false);
-  check_f32(out, what, "out", true);
-  if (w.ndim() != 3 || out.ndim() != 4 || out.shape(1) != w.shape(0)) {
-    throw py::value_error("conv2d_taps: expected weight (O, C, T) and out (N, O, oh, ow) with the same O");
+  if (ws.empty() || ws.size() != toffs.size() || ws.size() != outs.size()) {
+    throw py::value_error("conv2d_taps: expected as many weights, offset arrays and outputs, at least one");
   }
-  Geometry g{out.shape(0), w.shape(1), w.shape(0), w.shape(2), out.shape(2), out.shape(3), wrow, sn, sc};
-  const std::vector<int64_t> offs = offsets_of(toff, g.T, what);
-  check_bounds(g, offs, src.size(), what);
+  Geometry g{};
+  std::vector<Job> jobs;
+  for (size_t j = 0; j < ws.size(); ++j) {
+    const py::array &w = ws[j], &out = outs[j];
+    check_f32(w, what, "weight", false);
+    check_f32(out, what, "out", true);
+    if (w.ndim() != 3 || out.ndim() != 4 || out.shape(1) != w.shape(0)) {
+      throw py::value_error("conv2d_taps: expected weight (O, C, T) and out (N, O, oh, ow) with the same O");
+    }
+    const Geometry gj{out.shape(0), w.shape(1), w.shape(0), w.shape(2), out.shape(2), out.shape(3), wrow, sn, sc};
+    if (j > 0 && (gj.N != g.N || gj.C != g.C || gj.O != g.O || gj.oh != g.oh || gj.ow != g.ow)) {
+      throw py::value_error("conv2d_taps: every output must have the same shape and every weight the same C");
+    }
+    g = gj;
+    std::vector<int64_t> offs = offsets_of(toffs[j], gj.T, what);
+    check_bounds(gj, offs, src.size(), what);
+    jobs.push_back(Job{data_of<float>(w), std::move(offs), data_of<float>(outs[j]), gj.T, {}});
+  }
   const float* bp = nullptr;
   if (bias) {
     check_f32(*bias, what, "bias", false);
@@ -182,13 +207,14 @@ void forward(const py::array& src, int64_t sn, int64_t sc, const py::array& w, c
   if (!avx512_supported()) throw std::runtime_error("conv2d_taps: this CPU has no AVX-512");
 #if defined(__x86_64__) && defined(__GNUC__)
   const float* x = data_of<float>(src);
-  const float* wt = data_of<float>(w);
-  float* y = data_of<float>(out);
   py::gil_scoped_release nogil;
-  const int64_t CT = g.C * g.T, tiles = (g.O + kMR - 1) / kMR;
-  std::vector<float> wp(tiles * CT * kMR, 0.f);  // [tile][c*T + t][m]
-  for (int64_t o = 0; o < g.O; ++o)
-    for (int64_t k = 0; k < CT; ++k) wp[((o / kMR) * CT + k) * kMR + o % kMR] = wt[o * CT + k];
+  const int64_t tiles = (g.O + kMR - 1) / kMR;
+  for (Job& job : jobs) {
+    const int64_t CT = g.C * job.T;
+    job.packed.assign(tiles * CT * kMR, 0.f);
+    for (int64_t o = 0; o < g.O; ++o)
+      for (int64_t k = 0; k < CT; ++k) job.packed[((o / kMR) * CT + k) * kMR + o % kMR] = job.w[o * CT + k];
+  }
   const int64_t flat = g.flat(), blocks = (flat + kNR - 1) / kNR, plane = g.oh * g.ow;
   parallel_for(g.N * blocks, threads, 1, [&](int64_t begin, int64_t end) {
     for (int64_t item = begin; item < end; ++item) {
@@ -211,17 +237,26 @@ void forward(const py::array& src, int64_t sn, int64_t sc, const py::array& w, c
       }
       const float* xn = x + n * g.sn + p0;
       const bool masked = p0 + kNR > flat;
-      auto tile = g.T == 9 ? (masked ? forward_tile<true, 9> : forward_tile<false, 9>)
-                : g.T == 1 ? (masked ? forward_tile<true, 1> : forward_tile<false, 1>)
-                           : (masked ? forward_tile<true, 0> : forward_tile<false, 0>);
-      for (int64_t t = 0; t < tiles; ++t) {
-        const int rows = int(std::min<int64_t>(kMR, g.O - t * kMR));
-        tile(xn, g.sc, g.C, offs.data(), int(g.T), wp.data() + t * CT * kMR, bp ? bp + t * kMR : nullptr, rows, lm,
-             sm, dst, y + (n * g.O + t * kMR) * plane, plane);
+      for (const Job& job : jobs) {
+        auto tile = job.T == 9 ? (masked ? forward_tile<true, 9> : forward_tile<false, 9>)
+                  : job.T == 1 ? (masked ? forward_tile<true, 1> : forward_tile<false, 1>)
+                               : (masked ? forward_tile<true, 0> : forward_tile<false, 0>);
+        const int64_t CT = g.C * job.T;
+        for (int64_t t = 0; t < tiles; ++t) {
+          const int rows = int(std::min<int64_t>(kMR, g.O - t * kMR));
+          tile(xn, g.sc, g.C, job.offs.data(), int(job.T), job.packed.data() + t * CT * kMR,
+               bp ? bp + t * kMR : nullptr, rows, lm, sm, dst, job.out + (n * g.O + t * kMR) * plane, plane);
+        }
       }
     }
   });
 #endif
+}
+
+void forward(const py::array& src, int64_t sn, int64_t sc, const py::array& w, const py::array& toff,
+             const std::optional<py::array>& bias, py::array& out, int64_t wrow, int threads) {
+  std::vector<py::array> outs{out};
+  forward_jobs(src, sn, sc, {w}, {toff}, bias, outs, wrow, threads);
 }
 
 // gw (O, C, T) = sum over n, p of grad[n, o, p] * src rows; gb (O,) = sum of grad over n, y, x.
@@ -389,6 +424,13 @@ void init_conv2d(py::module_& m) {
   m.def("conv2d_taps", &forward, py::arg("src"), py::arg("sn"), py::arg("sc"), py::arg("weight"), py::arg("toff"),
         py::arg("bias"), py::arg("out"), py::arg("wrow"), py::arg("threads") = 0,
         "out[n, o, y, x] = bias[o] + sum_{c,t} weight[o, c, t] * src[n*sn + c*sc + toff[t] + y*wrow + x].");
+  m.def("conv2d_taps_many", [](const py::array& src, int64_t sn, int64_t sc, const std::vector<py::array>& weights,
+                               const std::vector<py::array>& toffs, std::vector<py::array> outs, int64_t wrow,
+                               int threads) {
+    forward_jobs(src, sn, sc, weights, toffs, std::nullopt, outs, wrow, threads);
+  }, py::arg("src"), py::arg("sn"), py::arg("sc"), py::arg("weights"), py::arg("toffs"), py::arg("outs"),
+     py::arg("wrow"), py::arg("threads") = 0,
+     "conv2d_taps for several weights over one source, sharing each block of positions (no bias).");
   m.def("conv2d_taps_weight_grad", &weight_grad, py::arg("src"), py::arg("sn"), py::arg("sc"), py::arg("grad"),
         py::arg("toff"), py::arg("wrow"), py::arg("grad_weight"), py::arg("grad_bias"), py::arg("threads") = 0,
         "grad_weight[o, c, t] = sum_{n,y,x} grad[n, o, y, x] * src[n*sn + c*sc + toff[t] + y*wrow + x].");

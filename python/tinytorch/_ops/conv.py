@@ -315,15 +315,18 @@ def _taps_input_grad(g, w, Hp: int, Wp: int, s, d, crop):
     R, Wg = gpad.shape[2], gpad.shape[3]
     P = np.empty((s[0], s[1], N, C, Hq, Wq), np.float32)
     direct = s == (1, 1) and not any(crop)  # the one phase is the gradient itself
+    weights, toffs, outs = [], [], []
     for a in range(s[0]):
         for b in range(s[1]):
             taps = [(i, j) for i in range(kh) for j in range(kw) if d[0] * i % s[0] == a and d[1] * j % s[1] == b]
             if not taps:  # no tap lands on this phase: its gradient is zero
                 P[a, b] = 0
                 continue
-            wt = np.ascontiguousarray(w[:, :, [i for i, _ in taps], [j for _, j in taps]].transpose(1, 0, 2))
-            toff = np.asarray([(qh - d[0] * i // s[0]) * Wg + qw - d[1] * j // s[1] for i, j in taps], np.int64)
-            _C._cpu.conv2d_taps(gpad, O * R * Wg, R * Wg, wt, toff, None, P[a, b], Wg, _threads.count)
+            weights.append(np.ascontiguousarray(w[:, :, [i for i, _ in taps], [j for _, j in taps]].transpose(1, 0, 2)))
+            toffs.append(np.asarray([(qh - d[0] * i // s[0]) * Wg + qw - d[1] * j // s[1] for i, j in taps], np.int64))
+            outs.append(P[a, b])
+    # All phases in one call: each block of the gradient's rows is read once for every phase.
+    _C._cpu.conv2d_taps_many(gpad, O * R * Wg, R * Wg, weights, toffs, outs, Wg, _threads.count)
     if direct:
         return P[0, 0]
     gx = np.empty((N, C, Hp - crop[0] - crop[1], Wp - crop[2] - crop[3]), np.float32)
