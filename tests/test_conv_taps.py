@@ -197,3 +197,33 @@ def test_winograd_argument_checks():
     with pytest.raises(TypeError, match="float32"):
         _cpu.conv2d_winograd(x.astype(np.float64), np.zeros((4, 3, 3, 3), np.float32), None,
                              np.empty((2, 4, 4, 4), np.float32))
+
+
+@pytest.mark.parametrize("C,O,groups,k,s,p,d", [(6, 6, 6, (3, 3), (1, 1), (1, 1), (1, 1)),   # depthwise
+                                                 (4, 8, 4, (3, 3), (2, 2), (1, 1), (1, 1)),   # multiplier 2, strided
+                                                 (6, 9, 3, (3, 2), (1, 2), (2, 0), (2, 1)),   # 2 channels a group
+                                                 (8, 4, 4, (1, 1), (2, 2), (0, 0), (1, 1))])  # grouped 1x1 strided
+def test_grouped_kernel_matches_float64(C, O, groups, k, s, p, d):
+    """conv2d_grouped (csrc/kernels/conv2d_grouped.cpp) in float32 against the float64 result, all gradients."""
+    x32, x64 = _pair((2, C, 11, 13), 20)
+    w32, w64 = _pair((O, C // groups) + k, 21)
+    b32, b64 = _pair((O,), 22)
+    assert conv_ops._grouped_ok(groups, C // groups, x32._data, w32._data)
+    y32, y64 = F.conv2d(x32, w32, b32, s, p, d, groups), F.conv2d(x64, w64, b64, s, p, d, groups)
+    _close(y32, y64)
+    g = np.random.default_rng(23).standard_normal(y64.shape)
+    y32.backward(tinytorch.tensor(g.astype(np.float32)))
+    y64.backward(tinytorch.tensor(g))
+    for a, b in [(x32, x64), (w32, w64), (b32, b64)]:
+        _close(a.grad, b.grad)
+
+
+def test_grouped_kernel_argument_checks():
+    x = np.zeros((1, 4, 6, 6), np.float32)
+    toff = np.zeros(9, np.int64)
+    with pytest.raises(ValueError, match="divisible by groups"):
+        _cpu.conv2d_grouped(x, 144, 36, np.zeros((3, 2, 9), np.float32), toff, None, np.empty((1, 3, 4, 4), np.float32),
+                            6, 2)
+    with pytest.raises(ValueError, match="outside the source array"):
+        _cpu.conv2d_grouped(x, 144, 36, np.zeros((4, 2, 9), np.float32), toff + 20, None,
+                            np.empty((1, 4, 4, 4), np.float32), 6, 2)

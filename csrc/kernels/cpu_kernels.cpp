@@ -17,6 +17,7 @@ void init_cpu_kernels(pybind11::module_& m) {
   cpu::init_batch_norm(k);
   cpu::init_max_pool(k);
   cpu::init_lstm_cell(k);
+  cpu::init_conv2d_grouped(k);
 }
 
 }  // namespace tinytorch

@@ -154,5 +154,6 @@ void init_conv2d_winograd(py::module_& m);
 void init_batch_norm(py::module_& m);
 void init_max_pool(py::module_& m);
 void init_lstm_cell(py::module_& m);
+void init_conv2d_grouped(py::module_& m);
 
 }  // namespace tinytorch::cpu

@@ -271,6 +271,17 @@ def _taps_ok(groups: int, plane: int, *arrays, weight_grad: bool = False) -> boo
             and all(type(a) is np.ndarray and a.dtype == np.float32 for a in arrays))
 
 
+# Grouped convs with at most this many input channels per group (depthwise: 1) take the row kernel of
+# csrc/kernels/conv2d_grouped.cpp (any CPU, float32/float64); wider groups keep one GEMM per group.
+GROUPED_MAX_CHANNELS = 16
+
+
+def _grouped_ok(groups: int, cg: int, *arrays) -> bool:
+    """Whether conv2d_grouped takes this conv: groups > 1 with few channels per group, NumPy float arrays."""
+    return (groups > 1 and cg <= GROUPED_MAX_CHANNELS and arrays[0].dtype in (np.float32, np.float64)
+            and all(type(a) is np.ndarray and a.dtype == arrays[0].dtype for a in arrays))
+
+
 def _taps_source(xp_, kh: int, kw: int, s, d, oh: int, ow: int, phases=None):
     """The padded input as the tap kernels read it: (src, sn, sc, toff, wrow), so that output position
     (y, x) of image n reads tap t of channel c at src[n*sn + c*sc + toff[t] + y*wrow + x]."""
@@ -302,18 +313,20 @@ def _taps_forward(xp_, w, s, d, bias, phases=None):
     return out
 
 
-def _taps_input_grad(g, w, Hp: int, Wp: int, s, d, crop):
+def _taps_input_grad(g, w, Hp: int, Wp: int, s, d, crop, groups: int = 1):
     """A strided (or 1x1) conv's input gradient: stride phase (a, b) of the padded input, rows a, a+s0, ...
     and columns b, b+s1, ..., receives only the taps (i, j) with d0*i = a and d1*j = b (mod s), each from
     the output gradient shifted by (d0*i // s0, d1*j // s1): one stride-1 correlation per phase, written
     into the phase images, which are then merged into the (cropped) gradient in one pass."""
     N, O, oh, ow = g.shape
-    _, C, kh, kw = w.shape
+    _, Cg, kh, kw = w.shape
+    C, Og = Cg * groups, O // groups
     Hq, Wq = _phase_shape(Hp, Wp, s)
     qh, qw = d[0] * (kh - 1) // s[0], d[1] * (kw - 1) // s[1]
     gpad = np.ascontiguousarray(_pad_array(g, (qh, max(0, Hq - oh), qw, max(0, Wq - ow))))
     R, Wg = gpad.shape[2], gpad.shape[3]
-    P = np.empty((s[0], s[1], N, C, Hq, Wq), np.float32)
+    P = np.empty((s[0], s[1], N, C, Hq, Wq), g.dtype)
+    wg = w.reshape(groups, Og, Cg, kh, kw)
     direct = s == (1, 1) and not any(crop)  # the one phase is the gradient itself
     weights, toffs, outs = [], [], []
     for a in range(s[0]):
@@ -322,14 +335,19 @@ def _taps_input_grad(g, w, Hp: int, Wp: int, s, d, crop):
             if not taps:  # no tap lands on this phase: its gradient is zero
                 P[a, b] = 0
                 continue
-            weights.append(np.ascontiguousarray(w[:, :, [i for i, _ in taps], [j for _, j in taps]].transpose(1, 0, 2)))
+            # (C, Og, taps): input channel c of group c // Cg gathers that group's Og output channels.
+            wt = wg[:, :, :, [i for i, _ in taps], [j for _, j in taps]].transpose(0, 2, 1, 3).reshape(C, Og, -1)
+            weights.append(np.ascontiguousarray(wt))
             toffs.append(np.asarray([(qh - d[0] * i // s[0]) * Wg + qw - d[1] * j // s[1] for i, j in taps], np.int64))
             outs.append(P[a, b])
-    # All phases in one call: each block of the gradient's rows is read once for every phase.
-    _C._cpu.conv2d_taps_many(gpad, O * R * Wg, R * Wg, weights, toffs, outs, Wg, _threads.count)
+    if groups == 1:  # all phases in one call: each block of the gradient's rows is read once for every phase
+        _C._cpu.conv2d_taps_many(gpad, O * R * Wg, R * Wg, weights, toffs, outs, Wg, _threads.count)
+    else:
+        for wt, toff, out in zip(weights, toffs, outs):
+            _C._cpu.conv2d_grouped(gpad, O * R * Wg, R * Wg, wt, toff, None, out, Wg, groups, _threads.count)
     if direct:
         return P[0, 0]
-    gx = np.empty((N, C, Hp - crop[0] - crop[1], Wp - crop[2] - crop[3]), np.float32)
+    gx = np.empty((N, C, Hp - crop[0] - crop[1], Wp - crop[2] - crop[3]), g.dtype)
     _C._cpu.conv2d_phases(gx, P, crop[0], crop[2], True, _threads.count)
     return gx
 
@@ -367,6 +385,12 @@ def conv_forward_array(xp_, w, s, d, groups: int, phases=None, bias=None):
     oh, ow = _out_size(Hp, kh, s[0], d[0]), _out_size(Wp, kw, s[1], d[1])
     if _taps_ok(groups, oh * ow, xp_, w) and (bias is None or bias.dtype == np.float32):
         return _taps_forward(xp_, w, s, d, bias, phases)
+    if _grouped_ok(groups, Cg, xp_, w) and (bias is None or bias.dtype == xp_.dtype):
+        src, sn, sc, toff, wrow = _taps_source(xp_, kh, kw, s, d, oh, ow, phases)
+        out = np.empty((N, O, oh, ow), xp_.dtype)
+        _C._cpu.conv2d_grouped(src, sn, sc, np.ascontiguousarray(w).reshape(O, Cg, kh * kw), toff, bias, out, wrow,
+                               groups, _threads.count)
+        return out
     w2 = xp.ascontiguousarray(_flat_weight(w, G))
     if kh == kw == 1:
         y = _gemm(w2, _subsampled(xp_, s, oh, ow, G))
@@ -403,8 +427,8 @@ def conv_input_grad_array(g, w, Hp: int, Wp: int, s, d, groups: int, crop=(0, 0,
         gpad = _pad_array(g, (ph - crop[0], Hp - oh - crop[1], pw - crop[2], Wp - ow - crop[3]))
         wf = w.reshape(G, Og, Cg, kh, kw)[..., ::-1, ::-1].transpose(0, 2, 1, 3, 4).reshape(C, Og, kh, kw)
         return conv_forward_array(gpad, wf, s, d, groups)
-    if _taps_ok(groups, (Hp // s[0]) * (Wp // s[1]), g, w):
-        return _taps_input_grad(g, w, Hp, Wp, s, d, crop)
+    if _taps_ok(groups, (Hp // s[0]) * (Wp // s[1]), g, w) or _grouped_ok(groups, Cg, g, w):
+        return _taps_input_grad(g, w, Hp, Wp, s, d, crop, groups)
     if kh == kw == 1:  # a 1x1 kernel touches each sampled input position once: one GEMM, one strided write
         r = _gemm(xp.ascontiguousarray(_flat_weight(w, G).transpose(0, 2, 1)), _grad_rows(g, G))
         r = r.reshape(C, N, oh, ow).transpose(1, 0, 2, 3)
@@ -439,6 +463,16 @@ def conv_weight_grad_array(xp_, g, kh: int, kw: int, s, d, groups: int, phases=N
     With bias_grad, returns (grad_weight, grad_bias), the bias's summed in the same pass where it can be."""
     if _taps_ok(groups, g.shape[2] * g.shape[3], xp_, g, weight_grad=True):
         gw, gb = _taps_weight_grad(xp_, g, kh, kw, s, d, phases, bias_grad)
+        return (gw, gb) if bias_grad else gw
+    if _grouped_ok(groups, xp_.shape[1] // groups, xp_, g):
+        N, C = xp_.shape[:2]
+        O, oh, ow = g.shape[1:]
+        src, sn, sc, toff, wrow = _taps_source(xp_, kh, kw, s, d, oh, ow, phases)
+        gw = np.empty((O, C // groups, kh * kw), g.dtype)
+        gb = np.empty(O, g.dtype) if bias_grad else None
+        _C._cpu.conv2d_grouped_weight_grad(src, sn, sc, np.ascontiguousarray(g), toff, wrow, groups, gw, gb,
+                                           _threads.count)
+        gw = gw.reshape(O, C // groups, kh, kw)
         return (gw, gb) if bias_grad else gw
     xp = _xp(g)
     N, C, Hp, Wp = xp_.shape
