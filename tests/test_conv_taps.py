@@ -32,6 +32,16 @@ def _close(a32, a64):
     np.testing.assert_allclose(a32, a64, rtol=0, atol=2e-5 * max(1.0, np.abs(a64).max()))
 
 
+def _same_backward(y32, y64, leaves, seed):
+    """Backpropagate one random gradient through both results; every float32 leaf's gradient matches."""
+    _close(y32, y64)
+    g = np.random.default_rng(seed).standard_normal(y64.shape)
+    y32.backward(tinytorch.tensor(g.astype(np.float32)))
+    y64.backward(tinytorch.tensor(g))
+    for a, b in leaves:
+        _close(a.grad, b.grad)
+
+
 CASES = [  # N, C, O, H, W, kernel, stride, padding, dilation, bias
     (2, 3, 5, 9, 7, (3, 3), (1, 1), (1, 1), (1, 1), True),
     (3, 17, 13, 10, 11, (3, 3), (1, 1), (0, 0), (1, 1), False),
@@ -54,12 +64,7 @@ def test_conv2d_taps_match_float64(N, C, O, H, W, k, s, p, d, bias):
     b32, b64 = _pair((O,), 2) if bias else (None, None)
     assert conv_ops._taps_ok(1, 1, x32._data, w32._data, weight_grad=True)
     y32, y64 = F.conv2d(x32, w32, b32, s, p, d), F.conv2d(x64, w64, b64, s, p, d)
-    _close(y32, y64)
-    g = np.random.default_rng(3).standard_normal(y64.shape)
-    y32.backward(tinytorch.tensor(g.astype(np.float32)))
-    y64.backward(tinytorch.tensor(g))
-    for a, b in [(x32, x64), (w32, w64)] + ([(b32, b64)] if bias else []):
-        _close(a.grad, b.grad)
+    _same_backward(y32, y64, [(x32, x64), (w32, w64)] + ([(b32, b64)] if bias else []), 3)
 
 
 @pytest.mark.parametrize("s,p,op,d,k", [((1, 1), (1, 1), (0, 0), (1, 1), (3, 3)),
@@ -71,12 +76,7 @@ def test_conv_transpose2d_taps_match_float64(s, p, op, d, k):
     w32, w64 = _pair((6, 9) + k, 5)
     b32, b64 = _pair((9,), 6)
     y32, y64 = F.conv_transpose2d(x32, w32, b32, s, p, op, 1, d), F.conv_transpose2d(x64, w64, b64, s, p, op, 1, d)
-    _close(y32, y64)
-    g = np.random.default_rng(7).standard_normal(y64.shape)
-    y32.backward(tinytorch.tensor(g.astype(np.float32)))
-    y64.backward(tinytorch.tensor(g))
-    for a, b in [(x32, x64), (w32, w64), (b32, b64)]:
-        _close(a.grad, b.grad)
+    _same_backward(y32, y64, [(x32, x64), (w32, w64), (b32, b64)], 7)
 
 
 def test_conv1d_taps_match_float64():
@@ -210,12 +210,7 @@ def test_grouped_kernel_matches_float64(C, O, groups, k, s, p, d):
     b32, b64 = _pair((O,), 22)
     assert conv_ops._grouped_ok(groups, C // groups, x32._data, w32._data)
     y32, y64 = F.conv2d(x32, w32, b32, s, p, d, groups), F.conv2d(x64, w64, b64, s, p, d, groups)
-    _close(y32, y64)
-    g = np.random.default_rng(23).standard_normal(y64.shape)
-    y32.backward(tinytorch.tensor(g.astype(np.float32)))
-    y64.backward(tinytorch.tensor(g))
-    for a, b in [(x32, x64), (w32, w64), (b32, b64)]:
-        _close(a.grad, b.grad)
+    _same_backward(y32, y64, [(x32, x64), (w32, w64), (b32, b64)], 23)
 
 
 def test_grouped_kernel_argument_checks():
