@@ -1,6 +1,6 @@
 """Conv2d forward + backward on ResNet-18's layer1/layer2 convolutions (batch 32, 56x56), beside PyTorch's CPU
 time with the same thread count when torch is importable; then the stem max-pool, a BatchNorm2d, the global
-average pool and two MobileNet-style depthwise convs.
+average pool, two MobileNet-style depthwise convs and two grouped (ResNeXt-style) convs.
 
 Runs are interleaved (ours, PyTorch, ours, ...) so that load from other processes hits both alike; the table
 quotes per-layer medians and the median of the per-round ratios.
@@ -35,6 +35,8 @@ EXTRAS = [
     ("AdaptiveAvgPool2d(1)", "AdaptiveAvgPool2d(1)", (32, 512, 7, 7)),
     ("depthwise 3x3 96ch 56x56", "Conv2d(96, 96, 3, 1, 1, groups=96)", (32, 96, 56, 56)),
     ("depthwise 3x3 s2 144ch", "Conv2d(144, 144, 3, 2, 1, groups=144)", (32, 144, 56, 56)),
+    ("grouped 3x3 2x32ch 56x56", "Conv2d(64, 64, 3, 1, 1, groups=2)", (32, 64, 56, 56)),
+    ("grouped 3x3 32x8ch 14x14", "Conv2d(256, 256, 3, 1, 1, groups=32)", (32, 256, 14, 14)),
 ]
 
 

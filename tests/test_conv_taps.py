@@ -107,9 +107,9 @@ def test_threads_split_the_same_sums():
     outs = []
     for threads in (1, 3):
         out = np.empty((4, 24, 18, 18), np.float32)
-        _cpu.conv2d_taps(x, 16 * 400, 400, w, toff, None, out, 20, threads)
+        _cpu.conv2d_taps(x, 16 * 400, 400, w, toff, None, out, 20, threads=threads)
         gw = np.empty((24, 16, 9), np.float32)
-        _cpu.conv2d_taps_weight_grad(x, 16 * 400, 400, out, toff, 20, gw, None, threads)
+        _cpu.conv2d_taps_weight_grad(x, 16 * 400, 400, out, toff, 20, gw, None, threads=threads)
         outs.append((out, gw))
     np.testing.assert_allclose(outs[0][0], outs[1][0], rtol=1e-6)
     np.testing.assert_allclose(outs[0][1], outs[1][1], rtol=1e-5)
@@ -132,6 +132,8 @@ def test_kernel_argument_checks():
         _cpu.conv2d_taps(x, 108, 36, w, toff, None, np.empty((2, 4, 4, 8), np.float32)[..., ::2], 6)
     with pytest.raises(ValueError, match="grad_weight"):
         _cpu.conv2d_taps_weight_grad(x, 108, 36, out, toff, 6, np.empty((5, 3, 9), np.float32), None)
+    with pytest.raises(ValueError, match="multiples of 8"):  # 4 outputs in 2 groups: tiles would span groups
+        _cpu.conv2d_taps(x, 108, 36, w, toff, None, out, 6, 2)
 
 
 @pytest.mark.parametrize("dtype", [np.float32, np.float64])
@@ -211,6 +213,20 @@ def test_grouped_kernel_matches_float64(C, O, groups, k, s, p, d):
     assert conv_ops._grouped_ok(groups, C // groups, x32._data, w32._data)
     y32, y64 = F.conv2d(x32, w32, b32, s, p, d, groups), F.conv2d(x64, w64, b64, s, p, d, groups)
     _same_backward(y32, y64, [(x32, x64), (w32, w64), (b32, b64)], 23)
+
+
+@pytest.mark.parametrize("C,O,groups,k,s,p", [(16, 16, 2, (3, 3), (1, 1), (1, 1)),
+                                             (16, 32, 2, (3, 3), (2, 2), (1, 1)),
+                                             (24, 24, 3, (1, 1), (2, 2), (0, 0)),
+                                             (32, 16, 2, (5, 3), (1, 2), (2, 1))])
+def test_grouped_tap_kernels_match_float64(C, O, groups, k, s, p):
+    """Groups of >= 8 channels in whole 8-channel tiles run through conv2d.cpp's tap kernels."""
+    x32, x64 = _pair((2, C, 12, 14), 24)
+    w32, w64 = _pair((O, C // groups) + k, 25)
+    b32, b64 = _pair((O,), 26)
+    assert conv_ops._taps_ok(groups, 1, x32._data, w32._data, group_io=(C // groups, O // groups))
+    y32, y64 = F.conv2d(x32, w32, b32, s, p, 1, groups), F.conv2d(x64, w64, b64, s, p, 1, groups)
+    _same_backward(y32, y64, [(x32, x64), (w32, w64), (b32, b64)], 27)
 
 
 def test_grouped_kernel_argument_checks():

@@ -133,10 +133,22 @@ TT_AVX512 void weight_grad_tile(const float* const* g, const float* const* s, in
 
 #endif
 
+// C is the input channels a weight row sees (C/groups of the source's); output channel o reads the source's
+// channels (o / (O/groups)) * C onwards.
 struct Geometry {
-  int64_t N, C, O, T, oh, ow, wrow, sn, sc;
+  int64_t N, C, O, T, oh, ow, wrow, sn, sc, groups = 1;
   int64_t flat() const { return (oh - 1) * wrow + ow; }  // positions on the padded grid, x >= ow included
+  int64_t group_offset(int64_t o) const { return (o / (O / groups)) * C * sc; }
 };
+
+// Groups must split the output channels into whole register tiles (rows), so that no tile spans two groups
+// (one group may end in a partial tile).
+void check_groups(const Geometry& g, int64_t rows, const char* what) {
+  if (g.groups <= 0 || g.O % g.groups || (g.groups > 1 && (g.O / g.groups) % rows)) {
+    throw py::value_error(std::string(what) + ": groups must divide the output channels into multiples of " +
+                          std::to_string(rows));
+  }
+}
 
 // Every read src[n*sn + c*sc + toff[t] + p] (p < flat) must fall inside src.
 void check_bounds(const Geometry& g, const std::vector<int64_t>& toff, int64_t src_size, const char* what) {
@@ -145,7 +157,7 @@ void check_bounds(const Geometry& g, const std::vector<int64_t>& toff, int64_t s
     lo = std::min(lo, t);
     hi = std::max(hi, t);
   }
-  const int64_t last = (g.N - 1) * g.sn + (g.C - 1) * g.sc + hi + g.flat() - 1;
+  const int64_t last = (g.N - 1) * g.sn + (g.groups * g.C - 1) * g.sc + hi + g.flat() - 1;
   if (lo < 0 || g.sn < 0 || g.sc < 0 || last >= src_size || g.ow > g.wrow || g.oh <= 0 || g.ow <= 0) {
     throw py::value_error(std::string(what) + ": the taps read outside the source array (" + std::to_string(src_size) +
                           " elements, last read at " + std::to_string(last) + ")");
@@ -174,7 +186,7 @@ struct Job {
 // are in cache.
 void forward_jobs(const py::array& src, int64_t sn, int64_t sc, const std::vector<py::array>& ws,
                   const std::vector<py::array>& toffs, const std::optional<py::array>& bias,
-                  std::vector<py::array>& outs, int64_t wrow, int threads) {
+                  std::vector<py::array>& outs, int64_t wrow, int64_t groups, int threads) {
   constexpr const char* what = "conv2d_taps";
   check_f32(src, what, "src", false);
   if (ws.empty() || ws.size() != toffs.size() || ws.size() != outs.size()) {
@@ -189,7 +201,9 @@ void forward_jobs(const py::array& src, int64_t sn, int64_t sc, const std::vecto
     if (w.ndim() != 3 || out.ndim() != 4 || out.shape(1) != w.shape(0)) {
       throw py::value_error("conv2d_taps: expected weight (O, C, T) and out (N, O, oh, ow) with the same O");
     }
-    const Geometry gj{out.shape(0), w.shape(1), w.shape(0), w.shape(2), out.shape(2), out.shape(3), wrow, sn, sc};
+    const Geometry gj{out.shape(0), w.shape(1), w.shape(0), w.shape(2), out.shape(2), out.shape(3), wrow, sn, sc,
+                      groups};
+    check_groups(gj, kMR, what);
     if (j > 0 && (gj.N != g.N || gj.C != g.C || gj.O != g.O || gj.oh != g.oh || gj.ow != g.ow)) {
       throw py::value_error("conv2d_taps: every output must have the same shape and every weight the same C");
     }
@@ -244,7 +258,7 @@ void forward_jobs(const py::array& src, int64_t sn, int64_t sc, const std::vecto
         const int64_t CT = g.C * job.T;
         for (int64_t t = 0; t < tiles; ++t) {
           const int rows = int(std::min<int64_t>(kMR, g.O - t * kMR));
-          tile(xn, g.sc, g.C, job.offs.data(), int(job.T), job.packed.data() + t * CT * kMR,
+          tile(xn + g.group_offset(t * kMR), g.sc, g.C, job.offs.data(), int(job.T), job.packed.data() + t * CT * kMR,
                bp ? bp + t * kMR : nullptr, rows, lm, sm, dst, job.out + (n * g.O + t * kMR) * plane, plane);
         }
       }
@@ -254,14 +268,14 @@ void forward_jobs(const py::array& src, int64_t sn, int64_t sc, const std::vecto
 }
 
 void forward(const py::array& src, int64_t sn, int64_t sc, const py::array& w, const py::array& toff,
-             const std::optional<py::array>& bias, py::array& out, int64_t wrow, int threads) {
+             const std::optional<py::array>& bias, py::array& out, int64_t wrow, int64_t groups, int threads) {
   std::vector<py::array> outs{out};
-  forward_jobs(src, sn, sc, {w}, {toff}, bias, outs, wrow, threads);
+  forward_jobs(src, sn, sc, {w}, {toff}, bias, outs, wrow, groups, threads);
 }
 
 // gw (O, C, T) = sum over n, p of grad[n, o, p] * src rows; gb (O,) = sum of grad over n, y, x.
 void weight_grad(const py::array& src, int64_t sn, int64_t sc, const py::array& grad, const py::array& toff,
-                 int64_t wrow, py::array& gw, std::optional<py::array> gb, int threads) {
+                 int64_t wrow, py::array& gw, std::optional<py::array> gb, int64_t groups, int threads) {
   constexpr const char* what = "conv2d_taps_weight_grad";
   check_f32(src, what, "src", false);
   check_f32(grad, what, "grad", false);
@@ -269,7 +283,8 @@ void weight_grad(const py::array& src, int64_t sn, int64_t sc, const py::array& 
   if (gw.ndim() != 3 || grad.ndim() != 4 || grad.shape(1) != gw.shape(0)) {
     throw py::value_error("conv2d_taps_weight_grad: expected grad (N, O, oh, ow) and grad_weight (O, C, T)");
   }
-  Geometry g{grad.shape(0), gw.shape(1), gw.shape(0), gw.shape(2), grad.shape(2), grad.shape(3), wrow, sn, sc};
+  Geometry g{grad.shape(0), gw.shape(1), gw.shape(0), gw.shape(2), grad.shape(2), grad.shape(3), wrow, sn, sc, groups};
+  check_groups(g, kMO, what);
   const std::vector<int64_t> offs = offsets_of(toff, g.T, what);
   check_bounds(g, offs, src.size(), what);
   float* bout = nullptr;
@@ -325,7 +340,7 @@ void weight_grad(const py::array& src, int64_t sn, int64_t sc, const py::array& 
             const int krows = int(std::min<int64_t>(kMK, CT - k0));
             const float* sptr[kMK];
 #pragma GCC unroll 8
-            for (int j = 0; j < kMK; ++j) sptr[j] = xn + koff[k0 + std::min(j, krows - 1)];
+            for (int j = 0; j < kMK; ++j) sptr[j] = xn + g.group_offset(ot) + koff[k0 + std::min(j, krows - 1)];
             weight_grad_tile(gptr, sptr, flat - p0, len, out + ot * CT + k0, CT, orows, krows);
           }
         }
@@ -422,17 +437,18 @@ void init_conv2d(py::module_& m) {
   m.def("conv2d_supported", [] { return kConvBuilt && avx512_supported(); },
         "Whether conv2d_taps runs here (x86-64 with AVX-512).");
   m.def("conv2d_taps", &forward, py::arg("src"), py::arg("sn"), py::arg("sc"), py::arg("weight"), py::arg("toff"),
-        py::arg("bias"), py::arg("out"), py::arg("wrow"), py::arg("threads") = 0,
+        py::arg("bias"), py::arg("out"), py::arg("wrow"), py::arg("groups") = 1, py::arg("threads") = 0,
         "out[n, o, y, x] = bias[o] + sum_{c,t} weight[o, c, t] * src[n*sn + c*sc + toff[t] + y*wrow + x].");
   m.def("conv2d_taps_many", [](const py::array& src, int64_t sn, int64_t sc, const std::vector<py::array>& weights,
                                const std::vector<py::array>& toffs, std::vector<py::array> outs, int64_t wrow,
-                               int threads) {
-    forward_jobs(src, sn, sc, weights, toffs, std::nullopt, outs, wrow, threads);
+                               int64_t groups, int threads) {
+    forward_jobs(src, sn, sc, weights, toffs, std::nullopt, outs, wrow, groups, threads);
   }, py::arg("src"), py::arg("sn"), py::arg("sc"), py::arg("weights"), py::arg("toffs"), py::arg("outs"),
-     py::arg("wrow"), py::arg("threads") = 0,
+     py::arg("wrow"), py::arg("groups") = 1, py::arg("threads") = 0,
      "conv2d_taps for several weights over one source, sharing each block of positions (no bias).");
   m.def("conv2d_taps_weight_grad", &weight_grad, py::arg("src"), py::arg("sn"), py::arg("sc"), py::arg("grad"),
-        py::arg("toff"), py::arg("wrow"), py::arg("grad_weight"), py::arg("grad_bias"), py::arg("threads") = 0,
+        py::arg("toff"), py::arg("wrow"), py::arg("grad_weight"), py::arg("grad_bias"), py::arg("groups") = 1,
+        py::arg("threads") = 0,
         "grad_weight[o, c, t] = sum_{n,y,x} grad[n, o, y, x] * src[n*sn + c*sc + toff[t] + y*wrow + x].");
 }
 

@@ -261,13 +261,21 @@ TAPS_MIN_PLANE = 100
 TAPS_MIN_PLANE_WEIGHT_GRAD = 400
 
 
-def _taps_ok(groups: int, plane: int, *arrays, weight_grad: bool = False) -> bool:
-    """Whether the C++ tap kernels take this conv: float32 NumPy arrays, groups=1, an output plane of at
-    least TAPS_MIN_PLANE (TAPS_MIN_PLANE_WEIGHT_GRAD) positions, a CPU with AVX-512."""
+# Groups take the tap kernels when each has at least this many input channels (fewer: the row kernel of
+# conv2d_grouped.cpp is faster) and a whole number of 8-channel register tiles of outputs.
+TAPS_MIN_GROUP_CHANNELS = 8
+
+
+def _taps_ok(groups: int, plane: int, *arrays, weight_grad: bool = False, group_io=(0, 0)) -> bool:
+    """Whether the C++ tap kernels take this conv: float32 NumPy arrays, an output plane of at least
+    TAPS_MIN_PLANE (TAPS_MIN_PLANE_WEIGHT_GRAD) positions, a CPU with AVX-512; with groups, group_io = (input,
+    output) channels per group must give at least TAPS_MIN_GROUP_CHANNELS inputs and outputs in whole tiles."""
     global _taps_enabled
     if _taps_enabled is None:
         _taps_enabled = bool(_C._cpu.conv2d_supported())
-    return (_taps_enabled and groups == 1 and plane >= (TAPS_MIN_PLANE_WEIGHT_GRAD if weight_grad else TAPS_MIN_PLANE)
+    if groups > 1 and (group_io[0] < TAPS_MIN_GROUP_CHANNELS or group_io[1] % 8):
+        return False
+    return (_taps_enabled and plane >= (TAPS_MIN_PLANE_WEIGHT_GRAD if weight_grad else TAPS_MIN_PLANE)
             and all(type(a) is np.ndarray and a.dtype == np.float32 for a in arrays))
 
 
@@ -299,25 +307,26 @@ def _taps_source(xp_, kh: int, kw: int, s, d, oh: int, ow: int, phases=None):
     return src, C * Hs * wrow, Hs * wrow, np.asarray(toff, np.int64), wrow
 
 
-def _taps_forward(xp_, w, s, d, bias, phases=None):
+def _taps_forward(xp_, w, s, d, bias, phases=None, groups: int = 1):
     N, C, Hp, Wp = xp_.shape
-    O, _, kh, kw = w.shape
+    O, Cg, kh, kw = w.shape
     oh, ow = _out_size(Hp, kh, s[0], d[0]), _out_size(Wp, kw, s[1], d[1])
     out = np.empty((N, O, oh, ow), np.float32)
-    if (kh, kw) == (3, 3) and s == (1, 1) and d == (1, 1):  # Winograd F(2x2, 3x3): 16 products, not 36
+    if (kh, kw) == (3, 3) and s == (1, 1) and d == (1, 1) and groups == 1:  # Winograd F(2x2, 3x3): 16 products
         _C._cpu.conv2d_winograd(np.ascontiguousarray(xp_), np.ascontiguousarray(w), bias, out, _threads.count)
         return out
     src, sn, sc, toff, wrow = _taps_source(xp_, kh, kw, s, d, oh, ow, phases)
-    _C._cpu.conv2d_taps(src, sn, sc, np.ascontiguousarray(w).reshape(O, C, kh * kw), toff, bias, out, wrow,
-                        _threads.count)
+    _C._cpu.conv2d_taps(src, sn, sc, np.ascontiguousarray(w).reshape(O, Cg, kh * kw), toff, bias, out, wrow,
+                        groups, _threads.count)
     return out
 
 
-def _taps_input_grad(g, w, Hp: int, Wp: int, s, d, crop, groups: int = 1):
+def _taps_input_grad(g, w, Hp: int, Wp: int, s, d, crop, groups: int = 1, taps: bool = True):
     """A strided (or 1x1) conv's input gradient: stride phase (a, b) of the padded input, rows a, a+s0, ...
     and columns b, b+s1, ..., receives only the taps (i, j) with d0*i = a and d1*j = b (mod s), each from
     the output gradient shifted by (d0*i // s0, d1*j // s1): one stride-1 correlation per phase, written
-    into the phase images, which are then merged into the (cropped) gradient in one pass."""
+    into the phase images, which are then merged into the (cropped) gradient in one pass. taps: by the tap
+    kernels (float32, AVX-512), else by conv2d_grouped's row kernel."""
     N, O, oh, ow = g.shape
     _, Cg, kh, kw = w.shape
     C, Og = Cg * groups, O // groups
@@ -331,17 +340,17 @@ def _taps_input_grad(g, w, Hp: int, Wp: int, s, d, crop, groups: int = 1):
     weights, toffs, outs = [], [], []
     for a in range(s[0]):
         for b in range(s[1]):
-            taps = [(i, j) for i in range(kh) for j in range(kw) if d[0] * i % s[0] == a and d[1] * j % s[1] == b]
-            if not taps:  # no tap lands on this phase: its gradient is zero
+            here = [(i, j) for i in range(kh) for j in range(kw) if d[0] * i % s[0] == a and d[1] * j % s[1] == b]
+            if not here:  # no tap lands on this phase: its gradient is zero
                 P[a, b] = 0
                 continue
             # (C, Og, taps): input channel c of group c // Cg gathers that group's Og output channels.
-            wt = wg[:, :, :, [i for i, _ in taps], [j for _, j in taps]].transpose(0, 2, 1, 3).reshape(C, Og, -1)
+            wt = wg[:, :, :, [i for i, _ in here], [j for _, j in here]].transpose(0, 2, 1, 3).reshape(C, Og, -1)
             weights.append(np.ascontiguousarray(wt))
-            toffs.append(np.asarray([(qh - d[0] * i // s[0]) * Wg + qw - d[1] * j // s[1] for i, j in taps], np.int64))
+            toffs.append(np.asarray([(qh - d[0] * i // s[0]) * Wg + qw - d[1] * j // s[1] for i, j in here], np.int64))
             outs.append(P[a, b])
-    if groups == 1:  # all phases in one call: each block of the gradient's rows is read once for every phase
-        _C._cpu.conv2d_taps_many(gpad, O * R * Wg, R * Wg, weights, toffs, outs, Wg, _threads.count)
+    if taps:  # all phases in one call: each block of the gradient's rows is read once for every phase
+        _C._cpu.conv2d_taps_many(gpad, O * R * Wg, R * Wg, weights, toffs, outs, Wg, groups, _threads.count)
     else:
         for wt, toff, out in zip(weights, toffs, outs):
             _C._cpu.conv2d_grouped(gpad, O * R * Wg, R * Wg, wt, toff, None, out, Wg, groups, _threads.count)
@@ -356,20 +365,21 @@ def _taps_input_grad(g, w, Hp: int, Wp: int, s, d, crop, groups: int = 1):
 WINOGRAD_MAX_WEIGHT = 128 * 128
 
 
-def _taps_weight_grad(xp_, g, kh: int, kw: int, s, d, phases=None, bias_grad: bool = False):
+def _taps_weight_grad(xp_, g, kh: int, kw: int, s, d, phases=None, bias_grad: bool = False, groups: int = 1):
     N, C = xp_.shape[:2]
     O, oh, ow = g.shape[1:]
-    if (kh, kw) == (3, 3) and s == (1, 1) and d == (1, 1) and C * O <= WINOGRAD_MAX_WEIGHT:
+    if (kh, kw) == (3, 3) and s == (1, 1) and d == (1, 1) and C * O <= WINOGRAD_MAX_WEIGHT and groups == 1:
         gw = np.empty((O, C, 3, 3), np.float32)
         gb = np.empty(O, np.float32) if bias_grad else None
         _C._cpu.conv2d_winograd_weight_grad(np.ascontiguousarray(xp_), np.ascontiguousarray(g), gw, gb,
                                             _threads.count)
         return gw, gb
     src, sn, sc, toff, wrow = _taps_source(xp_, kh, kw, s, d, oh, ow, phases)
-    gw = np.empty((O, C, kh * kw), np.float32)
+    gw = np.empty((O, C // groups, kh * kw), np.float32)
     gb = np.empty(O, np.float32) if bias_grad else None
-    _C._cpu.conv2d_taps_weight_grad(src, sn, sc, np.ascontiguousarray(g), toff, wrow, gw, gb, _threads.count)
-    return gw.reshape(O, C, kh, kw), gb
+    _C._cpu.conv2d_taps_weight_grad(src, sn, sc, np.ascontiguousarray(g), toff, wrow, gw, gb, groups,
+                                    _threads.count)
+    return gw.reshape(O, C // groups, kh, kw), gb
 
 
 # ------------------------------------------------------------------ the three array routines
@@ -383,8 +393,8 @@ def conv_forward_array(xp_, w, s, d, groups: int, phases=None, bias=None):
     O, Cg, kh, kw = w.shape
     G = groups
     oh, ow = _out_size(Hp, kh, s[0], d[0]), _out_size(Wp, kw, s[1], d[1])
-    if _taps_ok(groups, oh * ow, xp_, w) and (bias is None or bias.dtype == np.float32):
-        return _taps_forward(xp_, w, s, d, bias, phases)
+    if _taps_ok(groups, oh * ow, xp_, w, group_io=(Cg, O // G)) and (bias is None or bias.dtype == np.float32):
+        return _taps_forward(xp_, w, s, d, bias, phases, groups)
     if _grouped_ok(groups, Cg, xp_, w) and (bias is None or bias.dtype == xp_.dtype):
         src, sn, sc, toff, wrow = _taps_source(xp_, kh, kw, s, d, oh, ow, phases)
         out = np.empty((N, O, oh, ow), xp_.dtype)
@@ -427,8 +437,10 @@ def conv_input_grad_array(g, w, Hp: int, Wp: int, s, d, groups: int, crop=(0, 0,
         gpad = _pad_array(g, (ph - crop[0], Hp - oh - crop[1], pw - crop[2], Wp - ow - crop[3]))
         wf = w.reshape(G, Og, Cg, kh, kw)[..., ::-1, ::-1].transpose(0, 2, 1, 3, 4).reshape(C, Og, kh, kw)
         return conv_forward_array(gpad, wf, s, d, groups)
-    if _taps_ok(groups, (Hp // s[0]) * (Wp // s[1]), g, w) or _grouped_ok(groups, Cg, g, w):
+    if _taps_ok(groups, (Hp // s[0]) * (Wp // s[1]), g, w, group_io=(Og, Cg)):
         return _taps_input_grad(g, w, Hp, Wp, s, d, crop, groups)
+    if _grouped_ok(groups, Og, g, w):
+        return _taps_input_grad(g, w, Hp, Wp, s, d, crop, groups, taps=False)
     if kh == kw == 1:  # a 1x1 kernel touches each sampled input position once: one GEMM, one strided write
         r = _gemm(xp.ascontiguousarray(_flat_weight(w, G).transpose(0, 2, 1)), _grad_rows(g, G))
         r = r.reshape(C, N, oh, ow).transpose(1, 0, 2, 3)
@@ -461,8 +473,9 @@ def conv_weight_grad_array(xp_, g, kh: int, kw: int, s, d, groups: int, phases=N
     """The gradient of w (O, C/groups, kh, kw) given the padded input and the output's gradient: the output
     gradient times the (recomputed) column matrix, the whole batch in one GEMM per group, or the tap kernel.
     With bias_grad, returns (grad_weight, grad_bias), the bias's summed in the same pass where it can be."""
-    if _taps_ok(groups, g.shape[2] * g.shape[3], xp_, g, weight_grad=True):
-        gw, gb = _taps_weight_grad(xp_, g, kh, kw, s, d, phases, bias_grad)
+    if _taps_ok(groups, g.shape[2] * g.shape[3], xp_, g, weight_grad=True,
+                group_io=(xp_.shape[1] // groups, g.shape[1] // groups)):
+        gw, gb = _taps_weight_grad(xp_, g, kh, kw, s, d, phases, bias_grad, groups)
         return (gw, gb) if bias_grad else gw
     if _grouped_ok(groups, xp_.shape[1] // groups, xp_, g):
         N, C = xp_.shape[:2]
