@@ -202,6 +202,12 @@ def test_batch_norm_kernels_match_numpy():
     assert n == 40
     with pytest.raises(ValueError, match="expected 3 elements"):
         _cpu.batch_norm_apply(x, mean, rstd, np.ones(4), None, y)
+    # one-pass moments stay accurate far from zero: mean 1e4, spread 1e-2, in float32
+    far = (1e4 + 1e-2 * rng.standard_normal((8, 3, 500))).astype(np.float32)
+    m32, v32 = np.empty(3, np.float32), np.empty(3, np.float32)
+    _cpu.batch_norm_stats(far, m32, v32)
+    ref = far.astype(np.float64)
+    assert np.allclose(m32, ref.mean((0, 2)), rtol=1e-7) and np.allclose(v32, ref.var((0, 2)), rtol=1e-4)
     with pytest.raises(ValueError, match=r"\(N, C, L\)"):
         _cpu.batch_norm_stats(x[0], mean, var)
 

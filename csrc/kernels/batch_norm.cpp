@@ -1,7 +1,8 @@
 // BatchNorm over (N, C, L) arrays, per channel: the statistics, the normalisation and the backward. NumPy's
 // reductions over axes (0, 2) of such an array take a strided path several times slower than a contiguous
 // sum, and its formulas keep x - mean and xhat as two more full arrays; here a channel's N rows of L are
-// summed row by row (double accumulators) and xhat is recomputed from x, mean and rstd where it is needed.
+// summed row by row (double accumulators; mean and variance in one pass) and xhat is recomputed from x, mean
+// and rstd where it is needed.
 #include <cmath>
 #include <optional>
 
@@ -13,21 +14,18 @@ namespace {
 
 constexpr int64_t kChannelGrain = 1;
 
+// Sum and sum of squares of x - k over a row, in double: one pass for the mean and the variance, the shift k
+// (the channel's first element) keeping the subtraction E[(x-k)^2] - E[x-k]^2 well conditioned.
 template <class T>
-TT_SIMD_CLONES double row_sum(const T* __restrict x, int64_t n) {
-  double s = 0;
-  for (int64_t i = 0; i < n; ++i) s += double(x[i]);
-  return s;
-}
-
-template <class T>
-TT_SIMD_CLONES double row_sq_dev(const T* __restrict x, double mu, int64_t n) {
-  double s = 0;
+TT_SIMD_CLONES void row_moments(const T* __restrict x, double k, int64_t n, double* s1, double* s2) {
+  double a = 0, b = 0;
   for (int64_t i = 0; i < n; ++i) {
-    const double d = double(x[i]) - mu;
-    s += d * d;
+    const double d = double(x[i]) - k;
+    a += d;
+    b += d * d;
   }
-  return s;
+  *s1 += a;
+  *s2 += b;
 }
 
 // y = x * scale + shift (scale = rstd * w, shift = b - mean * scale).
@@ -91,13 +89,12 @@ void stats(const py::array& x, py::array& mean, py::array& var, int threads) {
   py::gil_scoped_release nogil;
   parallel_for(d.C, threads, kChannelGrain, [=](int64_t c0, int64_t c1) {
     for (int64_t c = c0; c < c1; ++c) {
-      double s = 0;
-      for (int64_t n = 0; n < d.N; ++n) s += row_sum(xd + (n * d.C + c) * d.L, d.L);
-      const double mu = s / double(d.N * d.L);
-      double q = 0;
-      for (int64_t n = 0; n < d.N; ++n) q += row_sq_dev(xd + (n * d.C + c) * d.L, mu, d.L);
-      m[c] = T(mu);
-      v[c] = T(q / double(d.N * d.L));
+      const double M = double(d.N * d.L), k = M > 0 ? double(xd[c * d.L]) : 0.0;
+      double s1 = 0, s2 = 0;
+      for (int64_t n = 0; n < d.N; ++n) row_moments(xd + (n * d.C + c) * d.L, k, d.L, &s1, &s2);
+      const double mean_dev = s1 / M;
+      m[c] = T(k + mean_dev);
+      v[c] = T(std::max(0.0, s2 / M - mean_dev * mean_dev));
     }
   });
 }

@@ -334,9 +334,11 @@ def _taps_input_grad(g, w, Hp: int, Wp: int, s, d, crop, groups: int = 1, taps: 
     qh, qw = d[0] * (kh - 1) // s[0], d[1] * (kw - 1) // s[1]
     gpad = np.ascontiguousarray(_pad_array(g, (qh, max(0, Hq - oh), qw, max(0, Wq - ow))))
     R, Wg = gpad.shape[2], gpad.shape[3]
-    P = np.empty((s[0], s[1], N, C, Hq, Wq), g.dtype)
-    wg = w.reshape(groups, Og, Cg, kh, kw)
     direct = s == (1, 1) and not any(crop)  # the one phase is the gradient itself
+    # (With direct, P is a view of the returned array, so that AccumulateGrad can keep that array as it is.)
+    gx = np.empty((N, C, Hq, Wq), g.dtype) if direct else None
+    P = gx[None, None] if direct else np.empty((s[0], s[1], N, C, Hq, Wq), g.dtype)
+    wg = w.reshape(groups, Og, Cg, kh, kw)
     weights, toffs, outs = [], [], []
     for a in range(s[0]):
         for b in range(s[1]):
@@ -355,7 +357,7 @@ def _taps_input_grad(g, w, Hp: int, Wp: int, s, d, crop, groups: int = 1, taps: 
         for wt, toff, out in zip(weights, toffs, outs):
             _C._cpu.conv2d_grouped(gpad, O * R * Wg, R * Wg, wt, toff, None, out, Wg, groups, _threads.count)
     if direct:
-        return P[0, 0]
+        return gx
     gx = np.empty((N, C, Hp - crop[0] - crop[1], Wp - crop[2] - crop[3]), g.dtype)
     _C._cpu.conv2d_phases(gx, P, crop[0], crop[2], True, _threads.count)
     return gx

@@ -173,11 +173,14 @@ def _batch_norm_cpu(x, running_mean, running_var, weight, bias, training: bool, 
             if _grad_enabled():  # create_graph: differentiable formulas
                 return _bn_backward_graph(g, x, weight, bias is not None, training, rstd, mean, eps, rx, rw, rb)
             g3 = np.ascontiguousarray(_as3d(g._data), dtype=cd)
-            dx = np.empty_like(x3) if rx else None
+            # dx in x's own shape (the kernel writes a view of it): an array that is no view can become
+            # x.grad as it is, without AccumulateGrad's copy.
+            dx = np.empty(xd.shape, cd) if rx else None
             dw = np.empty(C, cd) if rw else None
             db = np.empty(C, cd) if rb else None
-            _C._cpu.batch_norm_backward(g3, x3, mean, rstd, wv, training, dx, dw, db, _threads.count)
-            res = [None if dx is None else _wrap(dx.astype(xd.dtype, copy=False).reshape(xd.shape))]
+            _C._cpu.batch_norm_backward(g3, x3, mean, rstd, wv, training, None if dx is None else _as3d(dx), dw, db,
+                                        _threads.count)
+            res = [None if dx is None else _wrap(dx.astype(xd.dtype, copy=False))]
             if weight is not None:
                 res.append(_wrap(dw.astype(weight._data.dtype, copy=False)) if rw else None)
             if bias is not None:
