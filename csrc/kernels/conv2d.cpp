@@ -8,7 +8,6 @@
 // route (im2col + OpenBLAS) writes the nine-times-larger column matrix and runs a GEMM with only 64 rows at
 // ResNet's widths, about half of this core's FMA peak; here the tile of 8 output channels x 48 positions
 // stays in registers for the whole contraction.
-#include <cmath>
 #include <optional>
 
 #include "kernels/conv2d.h"
@@ -55,7 +54,8 @@ TT_AVX512 void forward_tile(const float* x, int64_t sc, int64_t C, const int64_t
       __m512 bv[kNV];
       // Only the plane's last tile needs masked loads; elsewhere the mask registers stay out of the loop.
 #pragma GCC unroll 8
-      for (int v = 0; v < kNV; ++v) bv[v] = kMasked ? _mm512_maskz_loadu_ps(lm[v], b + 16 * v) : _mm512_loadu_ps(b + 16 * v);
+      for (int v = 0; v < kNV; ++v)
+        bv[v] = kMasked ? _mm512_maskz_loadu_ps(lm[v], b + 16 * v) : _mm512_loadu_ps(b + 16 * v);
 #pragma GCC unroll 8
       for (int m = 0; m < kMR; ++m) {
         const __m512 av = _mm512_set1_ps(a[m]);
@@ -94,7 +94,8 @@ TT_AVX512 __m512 sum16(const __m512* v) {
   }
 #pragma GCC unroll 2
   for (int i = 0; i < 2; ++i)
-    u[i] = _mm512_add_ps(_mm512_shuffle_f32x4(t[2 * i], t[2 * i + 1], 0x88), _mm512_shuffle_f32x4(t[2 * i], t[2 * i + 1], 0xDD));
+    u[i] = _mm512_add_ps(_mm512_shuffle_f32x4(t[2 * i], t[2 * i + 1], 0x88),
+                         _mm512_shuffle_f32x4(t[2 * i], t[2 * i + 1], 0xDD));
   return _mm512_add_ps(_mm512_shuffle_f32x4(u[0], u[1], 0x88), _mm512_shuffle_f32x4(u[0], u[1], 0xDD));
 }
 
@@ -357,8 +358,8 @@ void weight_grad(const py::array& src, int64_t sn, int64_t sc, const py::array& 
 // (y + top, v + left) = (a + s0*u, b + s1*v). One pass over the image either way; NumPy's strided copies
 // for the same move one element per iteration of a generic loop, several times slower.
 template <class T>
-void phases(const T* x, T* xout, const T* P, T* Pout, int64_t N, int64_t C, int64_t H, int64_t W, int64_t s0, int64_t s1, int64_t Hq,
-            int64_t Wq, int64_t top, int64_t left, bool merge, int threads) {
+void phases(const T* x, T* xout, const T* P, T* Pout, int64_t N, int64_t C, int64_t H, int64_t W, int64_t s0,
+            int64_t s1, int64_t Hq, int64_t Wq, int64_t top, int64_t left, bool merge, int threads) {
   const int64_t planes = N * C, phase = planes * Hq * Wq;
   parallel_for(planes, threads, 16, [=](int64_t begin, int64_t end) {
     for (int64_t pl = begin; pl < end; ++pl) {

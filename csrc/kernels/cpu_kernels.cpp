@@ -6,7 +6,9 @@
 namespace tinytorch {
 
 void init_cpu_kernels(pybind11::module_& m) {
-  pybind11::module_ k = m.def_submodule("_cpu", "Fused CPU kernels (GELU, erf, softmax, LayerNorm, index_add, AdamW, conv2d, BatchNorm, max pooling, LSTM cell)");
+  pybind11::module_ k = m.def_submodule(
+      "_cpu", "Fused CPU kernels (GELU, erf, softmax, LayerNorm, index_add, AdamW, conv2d, BatchNorm, max pooling, "
+              "LSTM cell)");
   cpu::init_gelu(k);
   cpu::init_softmax(k);
   cpu::init_layer_norm(k);
