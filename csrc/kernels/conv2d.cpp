@@ -16,11 +16,14 @@ namespace tinytorch::cpu {
 
 namespace {
 
-#if defined(__x86_64__) && defined(__GNUC__)
-
+// Register tile sizes (the argument checks use them on every platform; the kernels only on x86-64).
 constexpr int kMR = 8;  // output channels per forward tile
 constexpr int kNV = 3;  // 16-float vectors of positions per forward tile
 constexpr int kNR = 16 * kNV;  // positions per forward tile
+constexpr int kMO = 4;  // output channels per weight-gradient tile
+constexpr int kMK = 6;  // (channel, tap) rows per weight-gradient tile
+
+#if defined(__x86_64__) && defined(__GNUC__)
 
 // One forward tile: out[o0 + m, positions p0 .. p0+kNR) for m < rows, contracting over every channel and
 // tap. wp holds this tile's weights packed [c*T + t][kMR]; lm masks the loads past the end of the plane,
@@ -75,8 +78,6 @@ TT_AVX512 void forward_tile(const float* x, int64_t sc, int64_t C, const int64_t
   }
 }
 
-constexpr int kMO = 4;  // output channels per weight-gradient tile
-constexpr int kMK = 6;  // (channel, tap) rows per weight-gradient tile
 
 constexpr int64_t kChunk = 2048;  // positions per pass: a tile's rows of g (32 KB) stay in L1 across tiles
 
@@ -165,14 +166,6 @@ void check_bounds(const Geometry& g, const std::vector<int64_t>& toff, int64_t s
   }
 }
 
-std::vector<int64_t> offsets_of(const py::array& toff, int64_t T, const char* what) {
-  if (toff.ndim() != 1 || toff.shape(0) != T) {
-    throw py::value_error(std::string(what) + ": expected one offset per tap (" + std::to_string(T) + ")");
-  }
-  py::array_t<int64_t, py::array::c_style | py::array::forcecast> t(toff);
-  return std::vector<int64_t>(t.data(), t.data() + T);
-}
-
 // One correlation the forward computes: its weights (O, C, T), tap offsets and output (N, O, oh, ow).
 struct Job {
   const float* w;
@@ -213,7 +206,7 @@ void forward_jobs(const py::array& src, int64_t sn, int64_t sc, const std::vecto
     check_bounds(gj, offs, src.size(), what);
     jobs.push_back(Job{data_of<float>(w), std::move(offs), data_of<float>(outs[j]), gj.T, {}});
   }
-  const float* bp = nullptr;
+  [[maybe_unused]] const float* bp = nullptr;
   if (bias) {
     check_f32(*bias, what, "bias", false);
     if (bias->size() != g.O) throw py::value_error("conv2d_taps: expected one bias per output channel");
@@ -288,7 +281,7 @@ void weight_grad(const py::array& src, int64_t sn, int64_t sc, const py::array& 
   check_groups(g, kMO, what);
   const std::vector<int64_t> offs = offsets_of(toff, g.T, what);
   check_bounds(g, offs, src.size(), what);
-  float* bout = nullptr;
+  [[maybe_unused]] float* bout = nullptr;
   if (gb) {
     check_f32(*gb, what, "grad_bias", true);
     if (gb->size() != g.O) throw py::value_error("conv2d_taps_weight_grad: expected one grad_bias per output channel");

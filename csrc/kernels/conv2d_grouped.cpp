@@ -7,7 +7,7 @@
 // that group's Cg input channels.
 #include <optional>
 
-#include "kernels/cpu_kernels.h"
+#include "kernels/conv2d.h"
 
 namespace tinytorch::cpu {
 
@@ -55,14 +55,6 @@ Grouped geometry(const py::array& src, int64_t sn, int64_t sc, const py::array& 
     throw py::value_error(std::string(what) + ": the taps read outside the source array");
   }
   return g;
-}
-
-std::vector<int64_t> taps(const py::array& toff, int64_t T, const char* what) {
-  if (toff.ndim() != 1 || toff.shape(0) != T) {
-    throw py::value_error(std::string(what) + ": expected one offset per tap (" + std::to_string(T) + ")");
-  }
-  py::array_t<int64_t, py::array::c_style | py::array::forcecast> t(toff);
-  return std::vector<int64_t>(t.data(), t.data() + T);
 }
 
 // Each output plane is computed on the padded grid (row pitch wrow, so every (channel, tap) pass is one long
@@ -123,7 +115,7 @@ void init_conv2d_grouped(py::module_& m) {
     check({{&src, false}}, kind, what);
     check({{&w, false}}, kind, what);
     check({{&out, true}}, kind, what);
-    const std::vector<int64_t> offs = taps(toff, w.ndim() == 3 ? w.shape(2) : -1, what);
+    const std::vector<int64_t> offs = offsets_of(toff, w.ndim() == 3 ? w.shape(2) : -1, what);
     const Grouped g = geometry(src, sn, sc, w, offs, out, wrow, groups, what);
     if (bias) check({{&*bias, false}}, kind, what, g.O);
     auto run = [&](auto zero) {
@@ -145,7 +137,7 @@ void init_conv2d_grouped(py::module_& m) {
     check({{&src, false}}, kind, what);
     check({{&grad, false}}, kind, what);
     check({{&gw, true}}, kind, what);
-    const std::vector<int64_t> offs = taps(toff, gw.ndim() == 3 ? gw.shape(2) : -1, what);
+    const std::vector<int64_t> offs = offsets_of(toff, gw.ndim() == 3 ? gw.shape(2) : -1, what);
     const Grouped g = geometry(src, sn, sc, gw, offs, grad, wrow, groups, what);
     if (gb) check({{&*gb, true}}, kind, what, g.O);
     auto run = [&](auto zero) {

@@ -273,8 +273,9 @@ void winograd(const py::array& x, const py::array& w, const std::optional<py::ar
     throw py::value_error("conv2d_winograd: expected input (N, C, Hp, Wp), weight (O, C, 3, 3) and out "
                           "(N, O, Hp-2, Wp-2)");
   }
-  const int64_t N = x.shape(0), C = x.shape(1), Hp = x.shape(2), Wp = x.shape(3), O = w.shape(0);
-  const float* bp = nullptr;
+  [[maybe_unused]] const int64_t N = x.shape(0), C = x.shape(1), Hp = x.shape(2), Wp = x.shape(3);
+  const int64_t O = w.shape(0);
+  [[maybe_unused]] const float* bp = nullptr;
   if (bias) {
     check_f32(*bias, what, "bias", false);
     if (bias->size() != O) throw py::value_error("conv2d_winograd: expected one bias per output channel");
@@ -344,8 +345,9 @@ void winograd_weight_grad(const py::array& x, const py::array& grad, py::array& 
     throw py::value_error("conv2d_winograd_weight_grad: expected input (N, C, Hp, Wp), grad (N, O, Hp-2, Wp-2) "
                           "and grad_weight (O, C, 3, 3)");
   }
-  const int64_t N = x.shape(0), C = x.shape(1), Hp = x.shape(2), Wp = x.shape(3), O = gw.shape(0);
-  float* bout = nullptr;
+  [[maybe_unused]] const int64_t N = x.shape(0), C = x.shape(1), Hp = x.shape(2), Wp = x.shape(3);
+  const int64_t O = gw.shape(0);
+  [[maybe_unused]] float* bout = nullptr;
   if (gb) {
     check_f32(*gb, what, "grad_bias", true);
     if (gb->size() != O) throw py::value_error("conv2d_winograd_weight_grad: expected one grad_bias per output channel");
