@@ -233,7 +233,7 @@ def _dtensor_worker(rank, world, port):
     out["param"] = isinstance(param, torch.nn.Parameter) and isinstance(param, DTensor) and param.requires_grad
     # A model built on the meta device is sharded before it has any memory, then materialized as shards only;
     # loading the single-process model's full state dict makes it compute the same outputs.
-    from tinytorch.distributed.checkpoint.state_dict import set_model_state_dict
+    from tinytorch.distributed.checkpoint.state_dict import StateDictOptions, set_model_state_dict
     from tinytorch.distributed.fsdp import fully_shard
     with torch.device("meta"):
         m = _model(torch)
@@ -246,7 +246,7 @@ def _dtensor_worker(rank, world, port):
             mod.reset_parameters()
     out["meta_local_rows"] = {n: (tuple(p.shape), p.to_local().shape[0], p.device.type)
                               for n, p in m.named_parameters()}
-    set_model_state_dict(m, _model(torch).state_dict())
+    set_model_state_dict(m, _model(torch).state_dict(), options=StateDictOptions(full_state_dict=True))
     x, _ = _batch(0, B)
     out["meta_out"] = m(torch.tensor(x)).detach().numpy()
     dist.destroy_process_group()

@@ -1,18 +1,21 @@
 """Model and optimizer state dicts of sharded (FSDP) or plain models, in PyTorch's
 torch.distributed.checkpoint.state_dict form: sharded DTensors by default, full tensors on request, and
-optimizer state keyed by parameter name (so it survives a change of world size or of optimizer layout)."""
+optimizer state keyed by parameter name (so it survives a change of world size or of optimizer layout).
+
+Setting a full state dict cuts every tensor into this rank's shard as it arrives (with broadcast_from_rank0,
+one tensor at a time from rank 0, so no rank holds more than one full tensor beyond its shards) and loads with
+assign=True while the model is on the meta device, as PyTorch does.
+"""
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any, Dict, Iterable, List, Optional, Sequence, Tuple, Union
+from typing import Any, Callable, Dict, Hashable, List, Optional, Tuple
 
-import numpy as np
-
-from ..._tensor import Tensor, _wrap
-from ...autograd.grad_mode import no_grad
-from ...nn.modules.module import Module
+from ..._tensor import Tensor
+from ...nn.modules.module import Module, _IncompatibleKeys
+from .. import _arrays
 from .. import distributed_c10d as c10d
-from ..tensor._api import DTensor, chunk_bounds, distribute_tensor
+from ..tensor._api import DTensor, distribute_tensor
 
 __all__ = ["StateDictOptions", "get_model_state_dict", "get_optimizer_state_dict", "get_state_dict",
            "set_model_state_dict", "set_optimizer_state_dict", "set_state_dict"]
@@ -20,9 +23,10 @@ __all__ = ["StateDictOptions", "get_model_state_dict", "get_optimizer_state_dict
 
 @dataclass
 class StateDictOptions:
-    """full_state_dict: whole tensors instead of DTensor shards (an all-gather per tensor); cpu_offload: with
-    full_state_dict, only rank 0 keeps the values (on the host); broadcast_from_rank0: when setting, only rank 0
-    needs to hold a full state dict and the others receive it."""
+    """full_state_dict: whole tensors instead of DTensor shards (an all-gather per tensor); cpu_offload: values
+    on the host (with full_state_dict, getting keeps them on rank 0 only and the other ranks get {});
+    broadcast_from_rank0: when setting a full state dict, only rank 0 needs to hold it (the others pass {});
+    strict: keys must match, as nn.Module.load_state_dict."""
 
     full_state_dict: bool = False
     cpu_offload: bool = False
@@ -34,8 +38,11 @@ class StateDictOptions:
     dsd_fqn_modifiers: str = "_fqn_modifiers"
 
 
-def _opts(options: Optional[StateDictOptions]) -> StateDictOptions:
-    return options or StateDictOptions()
+def _verify(options: Optional[StateDictOptions]) -> StateDictOptions:
+    options = options or StateDictOptions()
+    if options.broadcast_from_rank0 and not options.full_state_dict:
+        raise ValueError("full_state_dict must be True when broadcast_from_rank0 is True.")
+    return options
 
 
 def _rank() -> int:
@@ -43,11 +50,15 @@ def _rank() -> int:
 
 
 def _to_full(value: Any, options: StateDictOptions) -> Any:
-    """A full tensor for a DTensor (all ranks take part), dropped on ranks other than 0 with cpu_offload."""
+    """A full tensor for a DTensor (every rank takes part in its all-gather); with cpu_offload on the host, and
+    dropped (None) on ranks other than 0 right away, so that they never hold more than one full tensor."""
     if isinstance(value, DTensor):
         value = value.full_tensor()
-    if options.cpu_offload and isinstance(value, Tensor):
-        value = value.cpu() if _rank() == 0 else None
+    if options.cpu_offload:
+        if _rank() != 0:
+            return None
+        if isinstance(value, Tensor):
+            value = value.cpu()
     return value
 
 
@@ -71,7 +82,7 @@ def _clean(name: str) -> str:
 
 
 def _reshard(model: Module) -> None:
-    """Show every FSDP module's sharded parameters (a module left gathered after a forward without backward)."""
+    """Show every FSDP module's sharded parameters (a module left gathered by a forward or unshard())."""
     for m in model.modules():
         state = getattr(m, "_fsdp_state", None)
         if state is not None and state.group is not None:
@@ -80,44 +91,49 @@ def _reshard(model: Module) -> None:
 
 def get_model_state_dict(model: Module, *, submodules: Optional[set] = None,
                          options: Optional[StateDictOptions] = None) -> Dict[str, Any]:
-    """model.state_dict() with FQN keys: DTensor shards (no communication), or full tensors."""
-    options = _opts(options)
-    _reshard(model)
-    sd = model.state_dict()
-    out: Dict[str, Any] = {}
+    """model.state_dict() with FQN keys: DTensor shards (no communication), or full tensors (with cpu_offload
+    only on rank 0: the other ranks get {})."""
+    options = _verify(options)
+    sd = model.state_dict()  # fully_shard's state_dict pre-hooks reshard first
     frozen = {n for n, p in model.named_parameters() if not p.requires_grad} if options.ignore_frozen_params else set()
+    prefixes = [f"{_clean(n)}." for n, m in model.named_modules() if m in submodules] if submodules else None
+    out: Dict[str, Any] = {}
     for k, v in sd.items():
+        fqn = _clean(k)
         if k in frozen:
             continue
+        if prefixes is not None:
+            prefix = next((p for p in prefixes if fqn.startswith(p)), None)
+            if prefix is None:
+                continue
+            fqn = fqn if options.keep_submodule_prefixes else fqn[len(prefix):]
         if options.full_state_dict:
             v = _to_full(v, options)
-            if v is None:
-                continue
-        out[_clean(k)] = v
+        elif options.cpu_offload and isinstance(v, Tensor):
+            v = v.cpu()
+        if v is not None:
+            out[fqn] = v
     return out
 
 
 def _init_optim_state(optim: Any) -> None:
-    """Create the optimizer's state (a step with zero gradients and lr 0) so that it can be loaded into."""
-    if optim.state:
+    """Create the optimizer's state (a step with zero gradients and lr 0) so that it can be read or loaded into."""
+    if optim.state or any(p._grad is not None for g in optim.param_groups for p in g["params"]):
         return
-    from ...autograd.grad_mode import no_grad as _ng
+    from ...autograd.grad_mode import no_grad
+    from ..._creation import zeros_like
     for group in optim.param_groups:
         for p in group["params"]:
-            if p.requires_grad and p._grad is None:
-                p._grad = p._like(p._data * 0) if isinstance(p, DTensor) else _wrap(p._data * 0)
+            if p.requires_grad:
+                p._grad = zeros_like(p)
     lrs = []
     for group in optim.param_groups:
         lrs.append(group["lr"])
         group["lr"] = 0.0
-    with _ng():
+    with no_grad():
         optim.step()
     for group, lr in zip(optim.param_groups, lrs):
         group["lr"] = lr
-    # The zero-gradient step counted as a step: state starts at step 0 as an untouched optimizer would.
-    for st in optim.state.values():
-        if "step" in st and isinstance(st["step"], Tensor):
-            st["step"]._data[...] = 0
     optim.zero_grad(set_to_none=True)
 
 
@@ -128,8 +144,8 @@ def _optims(optimizers: Any) -> List[Any]:
 def get_optimizer_state_dict(model: Module, optimizers: Any, *, submodules: Optional[set] = None,
                              options: Optional[StateDictOptions] = None) -> Dict[str, Any]:
     """The optimizers' state keyed by parameter FQN; state tensors of sharded parameters are DTensors laid out
-    like their parameter (or full tensors with full_state_dict)."""
-    options = _opts(options)
+    like their parameter (or full tensors with full_state_dict; with cpu_offload too, only rank 0 keeps them)."""
+    options = _verify(options)
     _reshard(model)
     fqns = _param_fqns(model)
     state: Dict[str, Any] = {}
@@ -141,20 +157,16 @@ def get_optimizer_state_dict(model: Module, optimizers: Any, *, submodules: Opti
             g["params"] = [_clean(fqns[id(p)]) for p in group["params"]]
             groups.append(g)
             for p in group["params"]:
-                st = optim.state.get(p)
-                if not st:
-                    continue
                 entry = {}
-                for k, v in st.items():
-                    if isinstance(v, Tensor) and isinstance(p, DTensor) and v._data.shape == p._data.shape \
-                            and not isinstance(v, DTensor):
+                for k, v in optim.state.get(p, {}).items():
+                    if isinstance(v, Tensor) and isinstance(p, DTensor) and not isinstance(v, DTensor) \
+                            and v._data.shape == p._data.shape:
                         v = p._like(v._data)
-                    if options.full_state_dict:
-                        v = _to_full(v, options)
-                        if v is None:
-                            continue
-                    entry[k] = v
-                state[_clean(fqns[id(p)])] = entry
+                    v = _to_full(v, options) if options.full_state_dict else v
+                    if v is not None:
+                        entry[k] = v
+                if entry:
+                    state[_clean(fqns[id(p)])] = entry
     if options.full_state_dict and options.cpu_offload and _rank() != 0:
         return {}
     return {"state": state, "param_groups": groups}
@@ -163,126 +175,181 @@ def get_optimizer_state_dict(model: Module, optimizers: Any, *, submodules: Opti
 def get_state_dict(model: Module, optimizers: Any, *, submodules: Optional[set] = None,
                    options: Optional[StateDictOptions] = None) -> Tuple[Dict[str, Any], Dict[str, Any]]:
     """(get_model_state_dict, get_optimizer_state_dict)."""
-    return (get_model_state_dict(model, options=options),
-            get_optimizer_state_dict(model, optimizers, options=options))
+    return (get_model_state_dict(model, submodules=submodules, options=options),
+            get_optimizer_state_dict(model, optimizers, submodules=submodules, options=options))
 
 
-def _local_value(target: Tensor, value: Any, name: str) -> Any:
-    """value (DTensor, full tensor or array) as the local array that `target` holds."""
-    if isinstance(value, DTensor):
-        if isinstance(target, DTensor) and value._placements == target._placements and \
-                value._data.shape == target._data.shape:
-            return value._data
-        value = value.full_tensor()
-    if isinstance(target, DTensor):
-        if tuple(value.shape) != tuple(target.shape):
-            raise RuntimeError(f"size mismatch for {name}: copying a param with shape {tuple(value.shape)}, the "
-                               f"shape in current model is {tuple(target.shape)}.")
-        return distribute_tensor(value, target._mesh, target._placements, src_data_rank=None)._data
-    return value._data if isinstance(value, Tensor) else np.asarray(value)
+# ---------------------------------------------------------------------------------------------- setting
+@dataclass(frozen=True)
+class _TensorInfo:
+    """What rank 0 announces of a tensor it is about to broadcast."""
+
+    shape: Tuple[int, ...]
+    dtype: Any
 
 
-def _broadcast_full(sd: Optional[Dict[str, Any]], like: Dict[str, Any]) -> Dict[str, Any]:
-    """Rank 0's full state dict on every rank (tensor by tensor, shaped like `like`)."""
-    keys = [sorted(sd.keys()) if sd is not None and _rank() == 0 else None]
-    c10d.broadcast_object_list(keys, src=0)
-    out = {}
-    for k in keys[0]:
-        if _rank() == 0:
-            t = sd[k]
-            meta = [(tuple(t.shape), str(t._data.dtype))] if isinstance(t, Tensor) else [("obj", t)]
+def _travels_as_data(v: Any) -> bool:
+    """Tensors go through a broadcast collective; 0-d tensors, dtypes the backends do not carry (bool, int8)
+    and other values travel pickled with the header, as PyTorch sends non-tensors and scalars."""
+    if not isinstance(v, Tensor) or v.dim() == 0:
+        return False
+    try:
+        _arrays.dtype_code(v._data, "broadcast")
+    except TypeError:
+        return False
+    return True
+
+
+def _broadcast_from_rank0(flat: Optional[Dict[Hashable, Any]], receive: Callable[[Hashable, Tensor], Any],
+                          device: str) -> Dict[Hashable, Any]:
+    """Rank 0's `flat` on every rank, one tensor at a time: each full tensor is handed to receive(key, full) as
+    it arrives and what that returns (this rank's shard) is kept; receive returning None drops the key."""
+    from ..._creation import empty
+    header: List[Any] = [None]
+    if _rank() == 0:
+        header = [{k: _TensorInfo(tuple(v.shape), v.dtype) if _travels_as_data(v) else v for k, v in flat.items()}]
+    c10d.broadcast_object_list(header, src=0)
+    out: Dict[Hashable, Any] = {}
+    for k, info in header[0].items():
+        if isinstance(info, _TensorInfo):
+            if _rank() == 0:
+                full = flat[k].detach()
+                full = full.to(device) if full.device.type != device else full.contiguous()
+            else:
+                full = empty(info.shape, dtype=info.dtype, device=device)
+            c10d.broadcast(full, src=0)
+            kept = receive(k, full)
+            del full
         else:
-            meta = [None]
-        c10d.broadcast_object_list(meta, src=0)
-        if meta[0][0] == "obj":
-            out[k] = meta[0][1]
-            continue
-        shape, dt = meta[0]
-        import ml_dtypes  # noqa: F401  (registers bfloat16 with NumPy)
-        arr = np.ascontiguousarray(sd[k]._data) if _rank() == 0 else np.empty(shape, dtype=np.dtype(dt))
-        c10d.broadcast(arr, src=0)
-        out[k] = _wrap(arr)
+            kept = receive(k, info) if isinstance(info, Tensor) else info
+        if kept is not None:
+            out[k] = kept
     return out
 
 
+def _shard_like(target: Any, full: Tensor, cpu_offload: bool) -> Tensor:
+    """`full` cut as `target` is laid out: this rank's piece (a DTensor) for a DTensor target, else `full`. A
+    full tensor of another shape passes through whole: load_state_dict reports the size mismatch by name."""
+    if isinstance(target, DTensor) and tuple(full.shape) == tuple(target.shape):
+        full = distribute_tensor(full.detach(), target.device_mesh, target.placements, src_data_rank=None)
+    return full.cpu() if cpu_offload else full
+
+
+def _collective_device(targets: Dict[str, Any]) -> str:
+    """Where full tensors travel: the device of the model's (non-meta) tensors, else the default group's."""
+    devices = {v.device.type for v in targets.values() if isinstance(v, Tensor) and v.dim() > 0} - {"meta"}
+    if len(devices) > 1:
+        raise ValueError(f"set_model_state_dict: the model's tensors are on several devices {sorted(devices)}; "
+                         "move it to one device first")
+    if devices:
+        return devices.pop()
+    return "cuda" if c10d.is_initialized() and c10d.get_backend() == "nccl" else "cpu"
+
+
 def set_model_state_dict(model: Module, model_state_dict: Dict[str, Any], *,
-                         options: Optional[StateDictOptions] = None) -> Any:
-    """Load a sharded or full state dict into a (possibly sharded) model; full tensors are cut into this rank's
-    shards locally, and with broadcast_from_rank0 only rank 0 needs to hold them."""
-    options = _opts(options)
-    _reshard(model)
-    if options.broadcast_from_rank0:
-        model_state_dict = _broadcast_full(model_state_dict, {})
-    targets = {_clean(k): v for k, v in model.state_dict(keep_vars=True).items()}
-    missing = [k for k in targets if k not in model_state_dict]
-    unexpected = [k for k in model_state_dict if k not in targets]
-    if options.strict and (missing or unexpected):
-        raise RuntimeError(f"Error(s) in loading state_dict for {type(model).__name__}: missing keys {missing}, "
-                           f"unexpected keys {unexpected}")
-    with no_grad():
-        for k, target in targets.items():
-            if k not in model_state_dict:
-                continue
-            data = _local_value(target, model_state_dict[k], k)
-            target._data[...] = data
-            target._bump_version()
-    from ...nn.modules.module import _IncompatibleKeys
-    return _IncompatibleKeys(missing, unexpected)
+                         options: Optional[StateDictOptions] = None) -> _IncompatibleKeys:
+    """Load a sharded or full state dict into a (possibly sharded) model. Full tensors are cut into this rank's
+    shards; with broadcast_from_rank0 only rank 0 holds them (the others pass {}). A model still on the meta
+    device is loaded with assign=True (the loaded shards become its parameters), a materialized one in place.
+    Returns load_state_dict's missing and unexpected keys; with full_state_dict, keys the dict lacks keep the
+    model's values and are not reported unless strict (PyTorch's behaviour)."""
+    options = _verify(options)
+    if not model_state_dict and options.strict and not options.broadcast_from_rank0 and \
+            not (options.cpu_offload and options.full_state_dict):
+        raise RuntimeError("The option indicates that model state_dict is required to save or load, but model "
+                           f"state_dict is empty.rank = {_rank()}.")
+    if not model_state_dict and not options.broadcast_from_rank0:
+        return _IncompatibleKeys([], [])
+    targets = model.state_dict(keep_vars=True)  # fully_shard's pre-hooks reshard: these are the shards
+    keys = {_clean(k): k for k in targets}      # FQN -> the key load_state_dict expects (wrappers' prefixes)
+    assign = False
+    if not options.full_state_dict:
+        sd = {keys.get(k, k): v for k, v in model_state_dict.items()}
+    else:
+        assign = any(isinstance(v, Tensor) and v.dim() > 0 and v.device.type == "meta" for v in targets.values())
+
+        def receive(fqn: Hashable, full: Tensor) -> Tensor:
+            target = targets.get(keys.get(fqn, fqn))
+            if target is None:  # an unexpected key: only its shape is kept, for load_state_dict to report it
+                from ..._creation import empty
+                return empty(tuple(full.shape), dtype=full.dtype, device="meta")
+            return _shard_like(target, full, options.cpu_offload)
+
+        if options.broadcast_from_rank0:
+            got = _broadcast_from_rank0(model_state_dict if _rank() == 0 else None, receive,
+                                        _collective_device(targets))
+        else:
+            got = {k: receive(k, v) if isinstance(v, Tensor) else v for k, v in model_state_dict.items()}
+        sd = {keys.get(k, k): v for k, v in got.items()}
+        if not options.strict:  # as PyTorch: what the dict lacks keeps the model's current value
+            for k, v in targets.items():
+                sd.setdefault(k, v)
+    return model.load_state_dict(sd, strict=options.strict, assign=assign)
+
+
+def _optim_value(p: Tensor, value: Any) -> Any:
+    """A loaded optimizer-state value as the optimizer holds it for p: a sharded parameter's state tensors are
+    DTensors laid out like it (cut from a full tensor, or taken as they are); anything else as it is."""
+    if not isinstance(p, DTensor) or not isinstance(value, Tensor) or tuple(value.shape) != tuple(p.shape) \
+            or value.dim() == 0:
+        return value
+    if isinstance(value, DTensor):
+        if value.device_mesh == p.device_mesh and value.placements == p.placements:
+            return value
+        value = value.full_tensor()
+    return distribute_tensor(value.detach(), p.device_mesh, p.placements, src_data_rank=None)
 
 
 def set_optimizer_state_dict(model: Module, optimizers: Any, optim_state_dict: Dict[str, Any], *,
                              options: Optional[StateDictOptions] = None) -> None:
-    """Load FQN-keyed optimizer state (sharded or full) into the optimizers of a (possibly sharded) model."""
-    options = _opts(options)
+    """Load FQN-keyed optimizer state (sharded or full; with broadcast_from_rank0 only rank 0 holds it) into the
+    optimizers of a (possibly sharded) model, through optimizer.load_state_dict. The optimizer is the one built
+    over model.parameters() after the model was loaded (the parameters assign=True put in)."""
+    options = _verify(options)
+    if not optim_state_dict and not options.broadcast_from_rank0 and \
+            not (options.cpu_offload and options.full_state_dict):
+        raise RuntimeError("The option indicates that model state_dict is required to save, or load but optim "
+                           f"state_dict is empty. {optim_state_dict}")
     _reshard(model)
     fqns = _param_fqns(model)
+    by_fqn = {_clean(name): p for name, p in model.named_parameters()}
     if options.broadcast_from_rank0:
-        holder = [optim_state_dict if _rank() == 0 else None]
-        flat = {}
+        flat = None
         if _rank() == 0:
-            for fqn, st in optim_state_dict["state"].items():
-                for k, v in st.items():
-                    flat[f"{fqn}\x00{k}"] = v
-            holder = [{"param_groups": optim_state_dict["param_groups"],
-                       "keys": {fqn: list(st.keys()) for fqn, st in optim_state_dict["state"].items()}}]
-        c10d.broadcast_object_list(holder, src=0)
-        got = _broadcast_full(flat if _rank() == 0 else None, {})
-        optim_state_dict = {"param_groups": holder[0]["param_groups"],
-                            "state": {fqn: {k: got[f"{fqn}\x00{k}"] for k in ks}
-                                      for fqn, ks in holder[0]["keys"].items()}}
-    saved_groups = {tuple(g["params"]): g for g in optim_state_dict["param_groups"]}
+            flat = {("state", fqn, k): v for fqn, st in optim_state_dict["state"].items() for k, v in st.items()}
+            flat["param_groups"] = optim_state_dict["param_groups"]
+
+        def receive(key: Hashable, full: Tensor) -> Any:
+            p = by_fqn.get(key[1])
+            return None if p is None else _optim_value(p, full)
+
+        got = _broadcast_from_rank0(flat, receive, _collective_device(dict(model.state_dict(keep_vars=True))))
+        state: Dict[str, Dict[str, Any]] = {}
+        for key, v in got.items():
+            if key != "param_groups":
+                state.setdefault(key[1], {})[key[2]] = v
+        optim_state_dict = {"state": state, "param_groups": got["param_groups"]}
+    saved_groups = optim_state_dict["param_groups"]
     for optim in _optims(optimizers):
-        _init_optim_state(optim)
+        groups, state = [], {}
+        index = 0
         for group in optim.param_groups:
             names = [_clean(fqns[id(p)]) for p in group["params"]]
-            saved = saved_groups.get(tuple(names))
-            if saved is None:
-                by_param = [g for g in optim_state_dict["param_groups"] if set(names) <= set(g["params"])]
-                saved = by_param[0] if by_param else None
-            if saved is not None:
-                for k, v in saved.items():
-                    if k not in ("params", "param_names"):
-                        group[k] = v
-            for p, fqn in zip(group["params"], names):
+            saved = next((g for g in saved_groups if list(g["params"]) == names), None) or \
+                next((g for g in saved_groups if set(names) <= set(g["params"])), None)
+            g = {k: v for k, v in (saved or group).items() if k not in ("params", "param_names")}
+            g["params"] = list(range(index, index + len(names)))
+            groups.append(g)
+            for i, (p, fqn) in enumerate(zip(group["params"], names), index):
                 st = optim_state_dict["state"].get(fqn)
-                if st is None:
-                    continue
-                mine = optim.state[p]
-                for k, v in st.items():
-                    if isinstance(v, Tensor):
-                        if k in mine and isinstance(mine[k], Tensor) and mine[k]._data.shape == p._data.shape:
-                            data = _local_value(p, v, f"{fqn}.{k}")
-                            mine[k]._data[...] = data
-                            mine[k]._bump_version()
-                        else:
-                            mine[k] = _wrap(np.array(v._data, copy=True)) if not isinstance(v, DTensor) else \
-                                _wrap(v.full_tensor()._data)
-                    else:
-                        mine[k] = v
+                if st is not None:
+                    state[i] = {k: _optim_value(p, v) for k, v in st.items()}
+            index += len(names)
+        optim.load_state_dict({"state": state, "param_groups": groups})
 
 
 def set_state_dict(model: Module, optimizers: Any, *, model_state_dict: Dict[str, Any],
-                   optim_state_dict: Dict[str, Any], options: Optional[StateDictOptions] = None) -> Any:
+                   optim_state_dict: Dict[str, Any], options: Optional[StateDictOptions] = None) -> _IncompatibleKeys:
     """set_model_state_dict and set_optimizer_state_dict together."""
     result = set_model_state_dict(model, model_state_dict, options=options)
     set_optimizer_state_dict(model, optimizers, optim_state_dict, options=options)

@@ -23,6 +23,7 @@ class FSDPParam:
     def __init__(self, param: Parameter, owners: List[Tuple[Any, str]], mesh: Any, shard_rank: int,
                  shard_size: int) -> None:
         self.owners = owners  # every (module, attribute name) the parameter is registered under
+        self.fqn = owners[0][1]  # its name for errors; the root's lazy init makes it the full dotted name
         self.orig_shape = tuple(param._data.shape)
         self.orig_dtype = param._data.dtype
         self.requires_grad = param.requires_grad
@@ -51,14 +52,40 @@ class FSDPParam:
         d = self.sharded_param._data
         return d.reshape(self.local_rows[1] - self.local_rows[0], self.row_numel)
 
-    def adopt_sharded(self, current: Any) -> None:
-        """Take over a sharded parameter that replaced ours (e.g. module.to_empty() made a new one)."""
-        if current is self.sharded_param:
-            return
-        if not isinstance(current, DTensor):
-            raise RuntimeError(f"fully_shard: parameter {self.owners[0][1]} of {type(self.owners[0][0]).__name__} "
-                               "was replaced by a non-sharded tensor; assign a DTensor with the same placement")
-        self.sharded_param = current
+    def check_loaded(self, value: Any, key: str) -> None:
+        """Raise (naming the parameter `key`) unless `value` is laid out as this parameter's shard: a DTensor of
+        the same global shape, on FSDP's mesh, placed (Shard(0),), holding this rank's rows."""
+        want = f"a DTensor of shape {list(self.orig_shape)} placed (Shard(dim=0),) on {self.mesh}"
+        how = ("make it with distribute_tensor(full_tensor, param.device_mesh, param.placements), or load a full "
+               "state dict with set_model_state_dict(model, sd, options=StateDictOptions(full_state_dict=True))")
+        if not isinstance(value, DTensor):
+            raise RuntimeError(f"Error loading {key}: fully_shard keeps this parameter sharded as {want}, got a "
+                               f"{type(value).__name__} of shape {list(value.shape)}; {how}")
+        if tuple(value.shape) != self.orig_shape:
+            raise RuntimeError(f"size mismatch for {key}: copying a param with shape {tuple(value.shape)} from "
+                               f"checkpoint, the shape in current model is {self.orig_shape}.")
+        if value.device_mesh != self.mesh or tuple(value.placements) != (Shard(0),):
+            raise RuntimeError(f"Error loading {key}: got a DTensor placed {tuple(value.placements)} on "
+                               f"{value.device_mesh}, but fully_shard shards this parameter as {want}; {how}")
+        a, b = self.local_rows
+        local = (b - a,) + self.orig_shape[1:] if self.orig_shape else (() if b > a else (0,))
+        if tuple(value._data.shape) != local:
+            raise RuntimeError(f"Error loading {key}: its local piece has shape {list(value._data.shape)}, but this "
+                               f"rank holds rows [{a}, {b}) of it (shape {list(local)}); {how}")
+
+    def reset_sharded_param(self) -> None:
+        """Adopt the parameter registered on the owner module if it replaced our sharded one (PyTorch's
+        reset_sharded_param): load_state_dict(assign=True), Module._apply (to_empty, .to()), or assignment.
+        The adopted object is the one model.parameters() returns and the optimizer will step."""
+        mine = (self.sharded_param, self.unsharded_param)
+        replaced = [p for m, n in self.owners if (p := m._parameters.get(n)) is not None and
+                    all(p is not q for q in mine)]
+        if replaced:
+            current = replaced[-1]  # a shared parameter loaded under several names: the last load wins
+            self.check_loaded(current, self.fqn)
+            self.sharded_param = current
+            self.register(current)  # every owner shows the same object again
+        self.orig_dtype = self.sharded_param._data.dtype  # Module.to(dtype) changes it in place
 
     def set_sharded_grad(self, local_grad: Any) -> None:
         """Store (or add to) the sharded parameter's .grad from this rank's reduced rows."""

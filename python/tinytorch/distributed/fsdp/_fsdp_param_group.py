@@ -104,6 +104,19 @@ class FSDPParamGroup:
         return piece if piece.dtype == dt else piece.astype(dt)
 
     # ------------------------------------------------------------------ unshard / reshard
+    def lazy_init(self) -> None:
+        """Before the first all-gather (the root's first forward, or an explicit unshard()): adopt parameters that
+        replaced the sharded ones and refuse any still on the meta device."""
+        for p in self.fsdp_params:
+            p.reset_sharded_param()
+        on_meta = [p.fqn for p in self.fsdp_params if p.sharded_param.device.type == "meta"]
+        if on_meta:
+            raise RuntimeError("FSDP parameters should be materialized from meta device before training, but the "
+                               f"following were still on meta device: {on_meta}\nFor example, call "
+                               "module.to_empty(device) to materialize to device and call module.reset_parameters() "
+                               "on each module to initialize values, or load a checkpoint with "
+                               "load_state_dict(sharded_sd, assign=True) or set_model_state_dict(...).")
+
     def unshard(self, async_op: bool = False) -> None:
         """Issue the group's all-gather (unless its parameters are already unsharded or on the way)."""
         if self.unsharded or self._ag is not None or not self.fsdp_params:

@@ -76,6 +76,7 @@ class FSDPState:
         self.is_root = True
         self.root = self
         self.states = []
+        names = {id(m): name for name, m in self.module.named_modules()}
         for name, m in self.module.named_modules():
             st = getattr(m, "_fsdp_state", None)
             if st is None:
@@ -88,25 +89,16 @@ class FSDPState:
             st.name = name or type(m).__name__
             if st.group is not None:
                 st.group.label = st.name
+                for p in st.group.fsdp_params:
+                    owner, attr = p.owners[0]
+                    p.fqn = f"{names[id(owner)]}.{attr}" if names.get(id(owner)) else attr
             self.states.append(st)
         for st in self.states:
             if st.group is not None:
-                st.group_check_materialized()
+                st.group.lazy_init()
                 st.group.before_reduce = self._finish_previous_reduce
         self.pending_reduce: Optional[FSDPParamGroup] = None
         self.last_fwd_order = [s for s in self.states if s.group is not None]
-
-    def group_check_materialized(self) -> None:
-        for p in self.group.fsdp_params:
-            module, name = p.owners[0]
-            current = module._parameters.get(name)
-            if current is not None and current is not p.unsharded_param:
-                p.adopt_sharded(current)
-                p.register(p.sharded_param)  # to_empty() makes one new parameter per owner: tie them again
-            if p.sharded_param.device.type == "meta":
-                raise RuntimeError(f"FSDP: parameter {name} of {type(module).__name__} is still on the meta device; "
-                                   "call module.to_empty(device=...) and initialize it (reset_parameters()) before "
-                                   "the first forward")
 
     # ------------------------------------------------------------------ forward
     def pre_forward(self, module: Module, args: tuple, kwargs: dict) -> Tuple[tuple, dict]:
@@ -242,6 +234,7 @@ class FSDPModule:
         st = self._fsdp_state
         if st.group is None:
             return UnshardHandle(None) if async_op else None
+        st.group.lazy_init()
         st.group.unshard(async_op=True)
         handle = UnshardHandle(st.group)
         if async_op:
@@ -254,6 +247,18 @@ class FSDPModule:
         st = self._fsdp_state
         if st.group is not None:
             st.group.reshard()
+
+    def _apply(self, fn: Callable[[Tensor], Tensor], recurse: bool = True) -> Module:
+        """Module._apply (to_empty, .to(), .float(), ...) on the sharded parameters; the group then adopts the
+        parameters it replaced."""
+        st = self._fsdp_state
+        if st.group is not None:
+            st.group.reshard()
+        out = super()._apply(fn, recurse)
+        if st.group is not None:
+            for p in st.group.fsdp_params:
+                p.reset_sharded_param()
+        return out
 
     def set_requires_gradient_sync(self, requires_gradient_sync: bool, *, recurse: bool = True) -> None:
         """False: backward accumulates unsharded gradients without reduce-scatter (gradient accumulation)."""
@@ -346,6 +351,31 @@ def _verify_shapes(params: List[Tuple[Any, List[Tuple[Module, str]]]], pg: Any, 
                              f"{c10d.get_global_rank(pg, r)} has {len(theirs)}; every rank must build the same model")
 
 
+def _register_state_dict_hooks(group: FSDPParamGroup) -> None:
+    """On every module holding a parameter of the group, as PyTorch: state_dict() and load_state_dict() see the
+    sharded parameters (pre-hooks reshard), a loaded value must be laid out as the shard (checked before
+    anything is written), and parameters replaced by load_state_dict(assign=True) are adopted (post-hook)."""
+    owned: Dict[int, Tuple[Module, List[FSDPParam]]] = {}
+    for fp in group.fsdp_params:
+        for module, _ in fp.owners:
+            owned.setdefault(id(module), (module, []))[1].append(fp)
+    for module, fps in owned.values():
+        def pre_load(mod: Module, state_dict: dict, prefix: str, *_: Any, fps: List[FSDPParam] = fps) -> None:
+            group.reshard()
+            for fp in fps:
+                for owner, attr in fp.owners:
+                    if owner is mod and prefix + attr in state_dict:
+                        fp.check_loaded(state_dict[prefix + attr], prefix + attr)
+
+        def post_load(mod: Module, incompatible_keys: Any, fps: List[FSDPParam] = fps) -> None:
+            for fp in fps:
+                fp.reset_sharded_param()
+
+        module.register_state_dict_pre_hook(lambda *_: group.reshard())
+        module.register_load_state_dict_pre_hook(pre_load)
+        module.register_load_state_dict_post_hook(post_load)
+
+
 def fully_shard(module: Union[Module, List[Module]], *, mesh: Optional[DeviceMesh] = None,
                 reshard_after_forward: Union[bool, int] = True, shard_placement_fn: Any = None,
                 mp_policy: Optional[MixedPrecisionPolicy] = MixedPrecisionPolicy(),
@@ -396,6 +426,7 @@ def fully_shard(module: Union[Module, List[Module]], *, mesh: Optional[DeviceMes
         for fp in fsdp_params:
             fp.register(fp.sharded_param)
         state.group = FSDPParamGroup(fsdp_params, mesh, mp_policy, offload_policy, label)
+        _register_state_dict_hooks(state.group)
     object.__setattr__(module, "_fsdp_state", state)
     module.register_forward_pre_hook(lambda m, a, k: state.pre_forward(m, a, k), prepend=True, with_kwargs=True)
     module.register_forward_hook(lambda m, a, o: state.post_forward(m, a, o))

@@ -651,10 +651,12 @@ class Module:
         return destination
 
     def _load_from_state_dict(self, state_dict: dict, prefix: str, local_metadata: dict, strict: bool,
-                              missing_keys: list, unexpected_keys: list, error_msgs: list,
-                              assign: bool = False) -> None:
+                              missing_keys: list, unexpected_keys: list, error_msgs: list) -> None:
         for hook in self._load_state_dict_pre_hooks.values():
             hook(self, state_dict, prefix, local_metadata, strict, missing_keys, unexpected_keys, error_msgs)
+        # As PyTorch: load_state_dict's assign travels in local_metadata, so subclasses that override this method
+        # with PyTorch's signature keep working.
+        assign = local_metadata.get("assign_to_params_buffers", False)
         persistent_buffers = {k: v for k, v in self._buffers.items() if k not in self._non_persistent_buffers_set}
         local_state = {k: v for k, v in itertools.chain(self._parameters.items(), persistent_buffers.items())
                        if v is not None}
@@ -678,8 +680,10 @@ class Module:
             try:
                 if assign:
                     if isinstance(param, Parameter):
-                        new = input_param if isinstance(input_param, Parameter) else \
-                            Parameter(input_param, requires_grad=param.requires_grad)
+                        if isinstance(input_param, Parameter):
+                            new = input_param.requires_grad_(param.requires_grad)
+                        else:
+                            new = Parameter(input_param, requires_grad=param.requires_grad)
                         self._parameters[name] = new
                     else:
                         self._buffers[name] = input_param
@@ -724,8 +728,8 @@ class Module:
         state_dict = OrderedDict(state_dict)
 
         def load(module: Module, local_state_dict: dict, prefix: str = "") -> None:
-            module._load_from_state_dict(local_state_dict, prefix, {}, True, missing_keys, unexpected_keys,
-                                         error_msgs, assign)
+            module._load_from_state_dict(local_state_dict, prefix, {"assign_to_params_buffers": assign}, True,
+                                         missing_keys, unexpected_keys, error_msgs)
             for name, child in module._modules.items():
                 if child is not None:
                     child_prefix = prefix + name + "."
