@@ -198,3 +198,201 @@ def test_resumed_twice_the_losses_equal_the_uninterrupted_run(rounds, variant):
             assert checks == {"params_are_the_optimizers": True, "dtypes": ["tinytorch.float32"], "sharded": True}
     if variant == "bf16":  # bf16 compute stays within its precision of the fp32 run
         np.testing.assert_allclose(rounds["fresh"][0]["bf16"][0], rounds["fresh"][0]["fp32"][0], rtol=1e-2)
+
+
+def _api_worker(rank, world, port, lib):
+    """The state-dict API's keys, results and errors, as a program sees them; lib is 'tinytorch' or 'torch' (the
+    same program under PyTorch, for the parity test)."""
+    import importlib
+    torch = importlib.import_module(lib)
+    dist = importlib.import_module(f"{lib}.distributed")
+    sd_api = importlib.import_module(f"{lib}.distributed.checkpoint.state_dict")
+    fsdp = importlib.import_module(f"{lib}.distributed.fsdp")
+    dt = importlib.import_module(f"{lib}.distributed.tensor")
+    DeviceMesh = importlib.import_module(f"{lib}.distributed.device_mesh").DeviceMesh
+    Options = sd_api.StateDictOptions
+    import datetime
+    dist.init_process_group("gloo" if lib == "torch" else "ring", init_method=f"tcp://127.0.0.1:{port}", rank=rank,
+                            world_size=world, timeout=datetime.timedelta(seconds=60))
+    mesh = dist.init_device_mesh("cpu", (world,))
+    Net = _model_class(torch)
+    torch.manual_seed(0)
+    full = Net().state_dict()  # the same on every rank
+
+    def meta_model():
+        with torch.device("meta"):
+            m = Net()
+        for layer in m.layers:
+            fsdp.fully_shard(layer, mesh=mesh)
+        fsdp.fully_shard(m, mesh=mesh)
+        return m
+
+    def sharded(sd, placements=None, on=None):
+        return {k: torch.nn.Parameter(dt.distribute_tensor(v, on or mesh, placements or [dt.Shard(0)]))
+                for k, v in sd.items()}
+
+    out = {}
+
+    def attempt(name, fn):
+        try:
+            r = fn()
+            out[name] = ("ok", (sorted(r.missing_keys), sorted(r.unexpected_keys)) if hasattr(r, "missing_keys") else r)
+        except Exception as e:  # noqa: BLE001 - compared by the tests
+            out[name] = (type(e).__name__, str(e))
+
+    out["sharded_keys"] = list(sd_api.get_model_state_dict(meta_model()))
+    missing = {k: v for k, v in full.items() if k != "layers.1.fc1.bias"}
+    unexpected = dict(full, **{"extra.weight": torch.ones(3, 2)})
+    for case, sd in (("full", full), ("missing", missing), ("unexpected", unexpected)):
+        for strict in (True, False):
+            for bc in (True, False):
+                if lib == "torch" and case == "unexpected" and strict and bc:
+                    continue  # PyTorch raises on rank 0 only; rank 1 would wait in the next collective
+                opts = Options(full_state_dict=True, broadcast_from_rank0=bc, strict=strict)
+                attempt(f"set_{case}_strict{strict}_bc{bc}",
+                        # a copy: PyTorch writes the shards into the dict it is given
+                        lambda: sd_api.set_model_state_dict(meta_model(), dict(sd) if rank == 0 or not bc else {},
+                                                            options=opts))
+    attempt("broadcast_without_full",
+            lambda: sd_api.set_model_state_dict(meta_model(), full, options=Options(broadcast_from_rank0=True)))
+    attempt("empty_strict", lambda: sd_api.set_model_state_dict(meta_model(), {}))
+    attempt("unshard_on_meta", lambda: meta_model().unshard())
+    bad = sharded(full)
+    bad["output.weight"] = torch.nn.Parameter(dt.distribute_tensor(torch.zeros(VOCAB + 1, DIM), mesh, [dt.Shard(0)]))
+    attempt("assign_size_mismatch", lambda: meta_model().load_state_dict(bad, assign=True))
+    attempt("assign_extra_key", lambda: meta_model().load_state_dict(
+        dict(sharded(full), **{"extra.weight": torch.nn.Parameter(torch.ones(2))}), strict=False, assign=True))
+
+    def assign_then_train():
+        m = meta_model()
+        sd = sharded(full)
+        sd["output.weight"].requires_grad_(False)
+        m.load_state_dict(sd, assign=True)
+        m.unshard()
+        m.reshard()
+        opt = torch.optim.SGD(m.parameters(), lr=0.1, momentum=0.9)
+        tokens, targets = _batch(torch, 0, rank)
+        torch.nn.functional.cross_entropy(m(tokens).view(-1, VOCAB), targets.reshape(-1)).backward()
+        opt.step()
+        return {"same_objects": all(p is sd[k] for k, p in m.named_parameters()),
+                "requires_grad": m.output.weight.requires_grad,
+                "steps_the_loaded_shards": bool((sd["tok_embeddings.weight"].full_tensor()
+                                                 != full["tok_embeddings.weight"]).any()),
+                "momentum_is_sharded": type(opt.state[m.output.weight]["momentum_buffer"]).__name__}
+    attempt("assign_then_train", assign_then_train)
+
+    def replicate_copy():
+        m = meta_model()
+        m.to_empty(device="cpu")
+        m.load_state_dict({k: dt.distribute_tensor(v, mesh, [dt.Replicate()]) for k, v in full.items()})
+        return all(bool((p.full_tensor() == full[k]).all()) for k, p in m.named_parameters())
+    attempt("replicate_copy", replicate_copy)
+    attempt("replicate_assign", lambda: meta_model().load_state_dict(sharded(full, [dt.Replicate()]), assign=True))
+    attempt("plain_assign", lambda: (meta_model().load_state_dict(full, assign=True), None)[1])
+
+    def plain_copy():
+        m = meta_model()
+        m.to_empty(device="cpu")
+        return m.load_state_dict(full)
+    attempt("plain_copy", plain_copy)
+    attempt("other_mesh_assign", lambda: meta_model().load_state_dict(
+        sharded(full, on=DeviceMesh("cpu", list(range(world))[::-1])), assign=True))
+
+    def forward_with_a_key_left_on_meta():
+        m = meta_model()
+        sd_api.set_model_state_dict(m, missing if rank == 0 else {},
+                                    options=Options(full_state_dict=True, broadcast_from_rank0=True, strict=False))
+        m(_batch(torch, 0, rank)[0])
+    attempt("forward_with_a_key_left_on_meta", forward_with_a_key_left_on_meta)
+
+    m = meta_model()
+    m.to_empty(device="cpu")
+    opt = torch.optim.AdamW(m.parameters(), lr=1e-2)
+    osd = sd_api.get_optimizer_state_dict(m, opt)
+    out["optim_keys"] = (list(osd["state"]), osd["param_groups"][0]["params"])
+    out["optim_state_types"] = {k: type(v).__name__ for k, v in osd["state"]["output.weight"].items()}
+    out["optim_internal_types"] = {k: type(v).__name__ for k, v in opt.state[m.output.weight].items()}
+    offload = Options(full_state_dict=True, cpu_offload=True)
+    out["full_offload_keys"] = list(sd_api.get_model_state_dict(m, options=offload))
+    out["full_offload_optim"] = sorted(sd_api.get_optimizer_state_dict(m, opt, options=offload))
+    attempt("optim_empty", lambda: sd_api.set_optimizer_state_dict(m, opt, {}))
+    dist.destroy_process_group()
+    return out
+
+
+def test_state_dict_api_keys_strictness_and_errors():
+    res = run_ranks(_api_worker, 2, "tinytorch", timeout=180)
+    params = list(res[0]["sharded_keys"])
+    assert params[:2] == ["tok_embeddings.weight", "layers.0.norm.weight"] and len(params) == 1 + 3 * 6 + 2 + 1
+    for rank, r in enumerate(res):
+        # Full dicts: every key loads; strict reports what is missing and extra; without strict the extra keys are
+        # returned, and a missing key keeps the model's value (PyTorch's behaviour). Every rank answers the same
+        # (PyTorch raises for an extra key on rank 0 only, and the other ranks then hang in their next collective).
+        for strict in (True, False):
+            for bc in (True, False):
+                assert r[f"set_full_strict{strict}_bc{bc}"] == ("ok", ([], []))
+                assert r[f"set_missing_strict{strict}_bc{bc}"] == (("ok", ([], [])) if not strict else (
+                    "RuntimeError", f"Error(s) in loading state_dict for FSDPTransformer:\n\tMissing key(s) in "
+                                    f'state_dict: "layers.1.fc1.bias". '))
+                got = r[f"set_unexpected_strict{strict}_bc{bc}"]
+                assert got == ("RuntimeError", "Error(s) in loading state_dict for FSDPTransformer:\n\tUnexpected "
+                                               'key(s) in state_dict: "extra.weight". ') if strict else \
+                    got == ("ok", ([], ["extra.weight"])), (rank, strict, bc, got)
+        assert r["broadcast_without_full"] == ("ValueError", "full_state_dict must be True when broadcast_from_rank0 "
+                                                             "is True.")
+        assert r["empty_strict"][0] == "RuntimeError" and "model state_dict is empty" in r["empty_strict"][1]
+        kind, msg = r["unshard_on_meta"]
+        assert kind == "RuntimeError" and "still on meta device: ['tok_embeddings.weight', 'norm.weight'" in msg
+        kind, msg = r["assign_size_mismatch"]
+        assert kind == "RuntimeError" and "size mismatch for output.weight: copying a param with shape " \
+            "tinytorch.Size([12, 8]) from checkpoint, the shape in current model is tinytorch.Size([11, 8])." in msg
+        assert r["assign_extra_key"] == ("ok", ([], ["extra.weight"]))
+        assert r["assign_then_train"] == ("ok", {"same_objects": True, "requires_grad": True,
+                                                 "steps_the_loaded_shards": True, "momentum_is_sharded": "DTensor"})
+        assert r["replicate_copy"] == ("ok", True)  # copying redistributes, as DTensor.copy_ does
+        kind, msg = r["replicate_assign"]
+        assert kind == "RuntimeError" and msg.startswith("Error loading tok_embeddings.weight: got a DTensor placed "
+                                                         "(Replicate(),) on DeviceMesh('cpu', [0, 1])")
+        kind, msg = r["other_mesh_assign"]
+        assert kind == "RuntimeError" and msg.startswith("Error loading tok_embeddings.weight: got a DTensor placed "
+                                                         "(Shard(dim=0),) on DeviceMesh('cpu', [1, 0]), but fully_shard "
+                                                         "shards this parameter as a DTensor of shape [11, 8] placed "
+                                                         "(Shard(dim=0),) on DeviceMesh('cpu', [0, 1])")
+        for case in ("plain_assign", "plain_copy"):
+            kind, msg = r[case]
+            assert kind == "RuntimeError" and msg.startswith("Error loading tok_embeddings.weight: fully_shard keeps "
+                                                             "this parameter sharded"), (case, msg)
+        kind, msg = r["forward_with_a_key_left_on_meta"]
+        assert kind == "RuntimeError" and "still on meta device: ['layers.1.fc1.bias']" in msg
+        assert r["optim_keys"] == (params, params)
+        assert r["optim_state_types"] == r["optim_internal_types"] == \
+            {"step": "Tensor", "exp_avg": "DTensor", "exp_avg_sq": "DTensor"}
+        assert r["full_offload_keys"] == (params if rank == 0 else [])
+        assert r["full_offload_optim"] == (["param_groups", "state"] if rank == 0 else [])
+        assert r["optim_empty"][0] == "RuntimeError" and "optim state_dict is empty" in r["optim_empty"][1]
+    rank_specific = {"empty_strict", "full_offload_keys", "full_offload_optim"}
+    assert {k: v for k, v in res[0].items() if k not in rank_specific} == \
+        {k: v for k, v in res[1].items() if k not in rank_specific}
+
+
+def test_state_dict_api_matches_pytorch():
+    pytest.importorskip("torch")
+    ours = run_ranks(_api_worker, 2, "tinytorch", timeout=180)
+    theirs = run_ranks(_api_worker, 2, "torch", timeout=300)
+    for rank in range(2):
+        a, b = ours[rank], theirs[rank]
+        for key in ("sharded_keys", "optim_keys", "optim_state_types", "optim_internal_types", "full_offload_keys",
+                    "full_offload_optim", "assign_extra_key", "assign_then_train", "replicate_copy",
+                    "broadcast_without_full", "set_missing_strictTrue_bcTrue", "set_missing_strictFalse_bcTrue",
+                    "set_missing_strictFalse_bcFalse", "set_unexpected_strictTrue_bcFalse",
+                    "set_unexpected_strictFalse_bcFalse") + tuple(f"set_full_strict{s}_bc{b}" for s in (True, False)
+                                                                  for b in (True, False)):
+            assert a[key] == b[key], (rank, key, a[key], b[key])
+        # Same error types; the messages name the same thing (tinytorch's name the parameter more often).
+        for key in ("empty_strict", "unshard_on_meta", "assign_size_mismatch", "replicate_assign",
+                    "forward_with_a_key_left_on_meta", "optim_empty"):
+            assert a[key][0] == b[key][0], (rank, key, a[key], b[key])
+        assert "size mismatch for output.weight" in b["assign_size_mismatch"][1]
+    # An extra key in rank 0's dict: PyTorch reports it on rank 0 only, tinytorch on every rank.
+    assert ours[0]["set_unexpected_strictFalse_bcTrue"] == theirs[0]["set_unexpected_strictFalse_bcTrue"]
+    assert theirs[1]["set_unexpected_strictFalse_bcTrue"] == ("ok", ([], []))

@@ -15,6 +15,7 @@ import numpy as np
 from .._meta import MetaArray
 
 from .. import _C, _threads
+from .._creation import zeros_like
 from .._tensor import Tensor, _wrap
 from .optimizer import Optimizer, _group_params_with_grad, _on_device, _use_closure, _xp
 
@@ -71,13 +72,13 @@ class Adam(Optimizer):
                 with _on_device(p._data):
                     state = self.state[p]
                     if len(state) == 0:
-                        xp = _xp(p._data)
-                        # step is a float32 CPU tensor, as PyTorch keeps it (read on the host every step).
+                        # step is a float32 CPU tensor, as PyTorch keeps it (read on the host every step); the
+                        # moments are zeros_like(p): DTensors laid out like a sharded (FSDP) parameter.
                         state["step"] = _wrap(np.zeros((), np.float32))
-                        state["exp_avg"] = _wrap(xp.zeros_like(p._data))
-                        state["exp_avg_sq"] = _wrap(xp.zeros_like(p._data))
+                        state["exp_avg"] = zeros_like(p)
+                        state["exp_avg_sq"] = zeros_like(p)
                         if amsgrad:
-                            state["max_exp_avg_sq"] = _wrap(xp.zeros_like(p._data))
+                            state["max_exp_avg_sq"] = zeros_like(p)
                     step_t = state["step"]
                     step_t._data += 1
                     step_t._bump_version()

@@ -7,7 +7,7 @@ import numpy as np
 
 from .._meta import MetaArray
 
-from .._tensor import _wrap
+from .._creation import empty_like
 from .adam import _BLOCK
 from .optimizer import Optimizer, _group_params_with_grad, _on_device, _use_closure, _xp, required
 
@@ -60,7 +60,7 @@ class SGD(Optimizer):
                     first = momentum != 0 and buf is None
                     if first:
                         # The first step's buffer is the effective gradient itself; filled by the update.
-                        buf = state["momentum_buffer"] = _wrap(_xp(p._data).empty_like(p._data))
+                        buf = state["momentum_buffer"] = empty_like(p)
                     _sgd_update(self, p._data, p._grad._data, None if buf is None else buf._data, first, lr,
                                 momentum, dampening, wd, nesterov, maximize)
                     if buf is not None:

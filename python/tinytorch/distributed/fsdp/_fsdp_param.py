@@ -20,10 +20,11 @@ from ..tensor.placement_types import Shard
 class FSDPParam:
     """A parameter of a group: where it is registered, its shard, and its slot in the group's buffers."""
 
-    def __init__(self, param: Parameter, owners: List[Tuple[Any, str]], mesh: Any, shard_rank: int,
+    def __init__(self, param: Parameter, owners: List[Tuple[Any, str]], path: str, mesh: Any, shard_rank: int,
                  shard_size: int) -> None:
         self.owners = owners  # every (module, attribute name) the parameter is registered under
-        self.fqn = owners[0][1]  # its name for errors; the root's lazy init makes it the full dotted name
+        self.path = path      # its dotted name from the module fully_shard was applied to
+        self.fqn = path       # its name from the outermost sharded module, for errors
         self.orig_shape = tuple(param._data.shape)
         self.orig_dtype = param._data.dtype
         self.requires_grad = param.requires_grad
@@ -62,8 +63,8 @@ class FSDPParam:
             raise RuntimeError(f"Error loading {key}: fully_shard keeps this parameter sharded as {want}, got a "
                                f"{type(value).__name__} of shape {list(value.shape)}; {how}")
         if tuple(value.shape) != self.orig_shape:
-            raise RuntimeError(f"size mismatch for {key}: copying a param with shape {tuple(value.shape)} from "
-                               f"checkpoint, the shape in current model is {self.orig_shape}.")
+            raise RuntimeError(f"size mismatch for {key}: copying a param with shape {value.shape} from "
+                               f"checkpoint, the shape in current model is {self.sharded_param.shape}.")
         if value.device_mesh != self.mesh or tuple(value.placements) != (Shard(0),):
             raise RuntimeError(f"Error loading {key}: got a DTensor placed {tuple(value.placements)} on "
                                f"{value.device_mesh}, but fully_shard shards this parameter as {want}; {how}")

@@ -76,7 +76,7 @@ class FSDPState:
         self.is_root = True
         self.root = self
         self.states = []
-        names = {id(m): name for name, m in self.module.named_modules()}
+        _name_params(self.module)
         for name, m in self.module.named_modules():
             st = getattr(m, "_fsdp_state", None)
             if st is None:
@@ -89,9 +89,6 @@ class FSDPState:
             st.name = name or type(m).__name__
             if st.group is not None:
                 st.group.label = st.name
-                for p in st.group.fsdp_params:
-                    owner, attr = p.owners[0]
-                    p.fqn = f"{names[id(owner)]}.{attr}" if names.get(id(owner)) else attr
             self.states.append(st)
         for st in self.states:
             if st.group is not None:
@@ -316,27 +313,38 @@ def _fsdp_class(cls: type) -> type:
     return _fsdp_classes[cls]
 
 
-def _managed_params(module: Module) -> List[Tuple[Any, List[Tuple[Module, str]]]]:
-    """(parameter, [(owner module, name), ...]) for the parameters of module not managed by a sharded child."""
-    found: Dict[int, Tuple[Any, List[Tuple[Module, str]]]] = {}
+def _managed_params(module: Module) -> List[Tuple[Any, List[Tuple[Module, str]], str]]:
+    """(parameter, [(owner module, name), ...], dotted path from module) for the parameters of module not
+    managed by a sharded child."""
+    found: Dict[int, Tuple[Any, List[Tuple[Module, str]], str]] = {}
 
-    def visit(m: Module) -> None:
+    def visit(m: Module, prefix: str) -> None:
         for name, p in m._parameters.items():
             if p is None:
                 continue
-            entry = found.setdefault(id(p), (p, []))
+            entry = found.setdefault(id(p), (p, [], prefix + name))
             entry[1].append((m, name))
-        for child in m._modules.values():
+        for cname, child in m._modules.items():
             if child is not None and not isinstance(child, FSDPModule):
-                visit(child)
+                visit(child, f"{prefix}{cname}.")
 
-    visit(module)
+    visit(module, "")
     return list(found.values())
 
 
-def _verify_shapes(params: List[Tuple[Any, List[Tuple[Module, str]]]], pg: Any, label: str) -> None:
+def _name_params(module: Module) -> None:
+    """Name every sharded parameter below module by its dotted path from module, for errors (the outermost
+    fully_shard call, and the root's lazy init, give the names a state dict uses)."""
+    for path, m in module.named_modules():
+        st = getattr(m, "_fsdp_state", None)
+        if st is not None and st.group is not None:
+            for p in st.group.fsdp_params:
+                p.fqn = f"{path}.{p.path}" if path else p.path
+
+
+def _verify_shapes(params: List[Tuple[Any, List[Tuple[Module, str]], str]], pg: Any, label: str) -> None:
     """Every rank must shard the same parameters: compare names, shapes and dtypes across the group."""
-    mine = [(owners[0][1], tuple(p.shape), str(p.dtype)) for p, owners in params]
+    mine = [(path, tuple(p.shape), str(p.dtype)) for p, _, path in params]
     seen: list = [None] * pg.size()
     c10d.all_gather_object(seen, mine, group=pg)
     me = pg.rank()
@@ -354,18 +362,26 @@ def _verify_shapes(params: List[Tuple[Any, List[Tuple[Module, str]]]], pg: Any, 
 def _register_state_dict_hooks(group: FSDPParamGroup) -> None:
     """On every module holding a parameter of the group, as PyTorch: state_dict() and load_state_dict() see the
     sharded parameters (pre-hooks reshard), a loaded value must be laid out as the shard (checked before
-    anything is written), and parameters replaced by load_state_dict(assign=True) are adopted (post-hook)."""
+    anything is written; copying, as PyTorch's DTensor.copy_, redistributes another placement on the same mesh),
+    and parameters replaced by load_state_dict(assign=True) are adopted (post-hook)."""
     owned: Dict[int, Tuple[Module, List[FSDPParam]]] = {}
     for fp in group.fsdp_params:
         for module, _ in fp.owners:
             owned.setdefault(id(module), (module, []))[1].append(fp)
     for module, fps in owned.values():
-        def pre_load(mod: Module, state_dict: dict, prefix: str, *_: Any, fps: List[FSDPParam] = fps) -> None:
+        def pre_load(mod: Module, state_dict: dict, prefix: str, local_metadata: dict, *_: Any,
+                     fps: List[FSDPParam] = fps) -> None:
             group.reshard()
             for fp in fps:
                 for owner, attr in fp.owners:
-                    if owner is mod and prefix + attr in state_dict:
-                        fp.check_loaded(state_dict[prefix + attr], prefix + attr)
+                    key = prefix + attr
+                    value = state_dict.get(key) if owner is mod else None
+                    if not isinstance(value, Tensor) or tuple(value.shape) != fp.orig_shape:
+                        continue  # absent, not a tensor, or a size mismatch: load_state_dict reports it by name
+                    if isinstance(value, DTensor) and value.device_mesh == fp.mesh and \
+                            not local_metadata.get("assign_to_params_buffers", False):
+                        value = state_dict[key] = value.redistribute(fp.mesh, fp.sharded_param.placements)
+                    fp.check_loaded(value, key)
 
         def post_load(mod: Module, incompatible_keys: Any, fps: List[FSDPParam] = fps) -> None:
             for fp in fps:
@@ -411,14 +427,14 @@ def fully_shard(module: Union[Module, List[Module]], *, mesh: Optional[DeviceMes
     if mesh.ndim != 1:
         raise NotImplementedError(f"fully_shard: only a 1-d mesh is supported (HSDP over a {mesh.ndim}-d mesh is "
                                   "not implemented)")
-    params = [(p, owners) for p, owners in _managed_params(module)
+    params = [(p, owners, path) for p, owners, path in _managed_params(module)
               if not isinstance(p, DTensor) and (ignored_params is None or p not in ignored_params)]
     label = type(module).__name__
     pg = mesh.get_group(0)
     _verify_shapes(params, pg, label)
     state = FSDPState(module, mesh, reshard_after_forward, mp_policy, offload_policy)
     if params:
-        fsdp_params = [FSDPParam(p, owners, mesh, pg.rank(), pg.size()) for p, owners in params]
+        fsdp_params = [FSDPParam(p, owners, path, mesh, pg.rank(), pg.size()) for p, owners, path in params]
         if isinstance(offload_policy, CPUOffloadPolicy):
             for fp in fsdp_params:
                 if fp.sharded_param.is_cuda:
@@ -428,6 +444,7 @@ def fully_shard(module: Union[Module, List[Module]], *, mesh: Optional[DeviceMes
         state.group = FSDPParamGroup(fsdp_params, mesh, mp_policy, offload_policy, label)
         _register_state_dict_hooks(state.group)
     object.__setattr__(module, "_fsdp_state", state)
+    _name_params(module)
     module.register_forward_pre_hook(lambda m, a, k: state.pre_forward(m, a, k), prepend=True, with_kwargs=True)
     module.register_forward_hook(lambda m, a, o: state.post_forward(m, a, o))
     module.__class__ = _fsdp_class(type(module))
