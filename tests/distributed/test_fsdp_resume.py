@@ -1,9 +1,14 @@
 """Resuming fully_shard models the ways PyTorch's FSDP2 users write it (pytorch/examples distributed/FSDP2): the
 model is built on the meta device and sharded per block and at the root; a fresh run initializes it
-(to_empty + reset_parameters) and saves full model and optimizer state dicts; a resume loads them with
-DTensors + load_state_dict(assign=True) (plain, with explicit prefetching and unshard(), with bf16 mixed
-precision) or with set_model_state_dict / set_optimizer_state_dict (full_state_dict + broadcast_from_rank0),
-twice in a row, and the losses after every resume equal the uninterrupted run's.
+(to_empty + reset_parameters) and saves full model and optimizer state dicts; a resume loads them, twice in a
+row, and the losses after every resume equal the uninterrupted run's:
+  assign    DTensors + load_state_dict(assign=True), the optimizer through its own state_dict (the example's
+            DTensor API)
+  prefetch  the same model load, set_modules_to_forward/backward_prefetch and model.unshard() before each
+            forward, the optimizer through set_optimizer_state_dict(full_state_dict, broadcast_from_rank0)
+  bf16      the same with MixedPrecisionPolicy(param_dtype=bfloat16, reduce_dtype=float32)
+  dcp       set_model_state_dict / set_optimizer_state_dict (full_state_dict + broadcast_from_rank0), into the
+            meta model (assign) and, the second time, into a materialized one (copy, cpu_offload)
 
 Real processes over the ring backend; every program is run as a user writes it, several per spawn to keep the
 file quick on two cores."""
@@ -76,11 +81,11 @@ def _program(rank, variant, load_from, save_to, first, steps, materialized=False
     checkpoint, build the optimizer (and load its state), train with clip_grad_norm_, save full state dicts."""
     import tinytorch as torch
     import tinytorch.distributed as dist
-    from tinytorch.distributed.checkpoint.state_dict import (StateDictOptions, get_model_state_dict,
-                                                              get_optimizer_state_dict, set_model_state_dict,
-                                                              set_optimizer_state_dict)
+    from tinytorch.distributed.checkpoint.state_dict import (StateDictOptions, _init_optim_state,
+                                                              get_model_state_dict, get_optimizer_state_dict,
+                                                              set_model_state_dict, set_optimizer_state_dict)
     from tinytorch.distributed.fsdp import MixedPrecisionPolicy, fully_shard
-    from tinytorch.distributed.tensor import distribute_tensor
+    from tinytorch.distributed.tensor import DTensor, distribute_tensor
     nn = torch.nn
     with torch.device("meta"):
         model = _model_class(torch)()
@@ -112,7 +117,19 @@ def _program(rank, variant, load_from, save_to, first, steps, materialized=False
             # assign=True: a meta tensor cannot be copied into
             model.load_state_dict(sharded_sd, strict=False, assign=True)
     optim = torch.optim.AdamW(model.parameters(), lr=1e-2, weight_decay=0.1)
-    if load_from is not None:
+    if load_from is not None and variant == "assign":  # the example's DTensor API: optimizer.load_state_dict
+        full_osd = torch.load(load_from + ".optim_ids", mmap=True, weights_only=True, map_location="cpu")
+        _init_optim_state(optim)
+        param_groups, state = optim.state_dict()["param_groups"], optim.state_dict()["state"]
+        for group, full_group in zip(param_groups, full_osd["param_groups"]):
+            group.update({k: v for k, v in full_group.items() if k != "params"})
+            for pid, full_pid in zip(group["params"], full_group["params"]):
+                for attr, full_tensor in full_osd["state"][full_pid].items():
+                    sharded = state[pid][attr]
+                    state[pid][attr] = distribute_tensor(full_tensor, sharded.device_mesh, sharded.placements) \
+                        if isinstance(sharded, DTensor) else full_tensor
+        optim.load_state_dict({"param_groups": param_groups, "state": state})
+    elif load_from is not None:
         full_osd = torch.load(load_from + ".optim", mmap=True, weights_only=True, map_location="cpu") \
             if rank == 0 else {}
         set_optimizer_state_dict(model, optim, full_osd,
@@ -132,9 +149,14 @@ def _program(rank, variant, load_from, save_to, first, steps, materialized=False
             options = StateDictOptions(full_state_dict=True, cpu_offload=True)
             msd = get_model_state_dict(model, options=options)
             osd = get_optimizer_state_dict(model, optim, options=options)
+            # The example's DTensor API: the optimizer's own state dict, each DTensor gathered whole.
+            osd_ids = optim.state_dict()
+            osd_ids["state"] = {pid: {attr: v.full_tensor() if isinstance(v, DTensor) else v for attr, v in st.items()}
+                                for pid, st in osd_ids["state"].items()}
             if rank == 0:
                 torch.save(msd, save_to + ".model")
                 torch.save(osd, save_to + ".optim")
+                torch.save(osd_ids, save_to + ".optim_ids")
             else:
                 assert msd == {} and osd == {}, "cpu_offload: only rank 0 keeps the full state dicts"
             dist.barrier()
@@ -281,6 +303,27 @@ def _api_worker(rank, world, port, lib):
                 "momentum_is_sharded": type(opt.state[m.output.weight]["momentum_buffer"]).__name__}
     attempt("assign_then_train", assign_then_train)
 
+    def reload_after_training():  # after the first forward: the post-load hook alone hands the new shards over
+        m = meta_model()
+        m.load_state_dict(sharded(full), assign=True)
+        tokens, targets = _batch(torch, 0, rank)
+
+        def loss():
+            return torch.nn.functional.cross_entropy(m(tokens).view(-1, VOCAB), targets.reshape(-1))
+        before = loss()
+        before.backward()
+        torch.optim.SGD(m.parameters(), lr=0.5).step()
+        m.zero_grad()
+        trained = loss().item()
+        sd = sharded(full)
+        m.load_state_dict(sd, assign=True)
+        again = loss()
+        again.backward()
+        return {"trained_differs": trained != before.item(), "reloaded_equal": again.item() == before.item(),
+                "same_objects": all(p is sd[k] for k, p in m.named_parameters()),
+                "grads_on_the_new_shards": all(p.grad is not None for p in sd.values())}
+    attempt("reload_after_training", reload_after_training)
+
     def replicate_copy():
         m = meta_model()
         m.to_empty(device="cpu")
@@ -349,6 +392,8 @@ def test_state_dict_api_keys_strictness_and_errors():
         assert r["assign_extra_key"] == ("ok", ([], ["extra.weight"]))
         assert r["assign_then_train"] == ("ok", {"same_objects": True, "requires_grad": True,
                                                  "steps_the_loaded_shards": True, "momentum_is_sharded": "DTensor"})
+        assert r["reload_after_training"] == ("ok", {"trained_differs": True, "reloaded_equal": True,
+                                                     "same_objects": True, "grads_on_the_new_shards": True})
         assert r["replicate_copy"] == ("ok", True)  # copying redistributes, as DTensor.copy_ does
         kind, msg = r["replicate_assign"]
         assert kind == "RuntimeError" and msg.startswith("Error loading tok_embeddings.weight: got a DTensor placed "
@@ -382,7 +427,8 @@ def test_state_dict_api_matches_pytorch():
     for rank in range(2):
         a, b = ours[rank], theirs[rank]
         for key in ("sharded_keys", "optim_keys", "optim_state_types", "optim_internal_types", "full_offload_keys",
-                    "full_offload_optim", "assign_extra_key", "assign_then_train", "replicate_copy",
+                    "full_offload_optim", "assign_extra_key", "assign_then_train", "reload_after_training",
+                    "replicate_copy",
                     "broadcast_without_full", "set_missing_strictTrue_bcTrue", "set_missing_strictFalse_bcTrue",
                     "set_missing_strictFalse_bcFalse", "set_unexpected_strictTrue_bcFalse",
                     "set_unexpected_strictFalse_bcFalse") + tuple(f"set_full_strict{s}_bc{b}" for s in (True, False)
