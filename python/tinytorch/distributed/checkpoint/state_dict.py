@@ -11,7 +11,9 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any, Callable, Dict, Hashable, List, Optional, Tuple
 
+from ..._creation import empty, zeros_like
 from ..._tensor import Tensor
+from ...autograd.grad_mode import no_grad
 from ...nn.modules.module import Module, _IncompatibleKeys
 from .. import _arrays
 from .. import distributed_c10d as c10d
@@ -120,8 +122,6 @@ def _init_optim_state(optim: Any) -> None:
     """Create the optimizer's state (a step with zero gradients and lr 0) so that it can be read or loaded into."""
     if optim.state or any(p._grad is not None for g in optim.param_groups for p in g["params"]):
         return
-    from ...autograd.grad_mode import no_grad
-    from ..._creation import zeros_like
     for group in optim.param_groups:
         for p in group["params"]:
             if p.requires_grad:
@@ -204,7 +204,6 @@ def _broadcast_from_rank0(flat: Optional[Dict[Hashable, Any]], receive: Callable
                           device: str) -> Dict[Hashable, Any]:
     """Rank 0's `flat` on every rank, one tensor at a time: each full tensor is handed to receive(key, full) as
     it arrives and what that returns (this rank's shard) is kept; receive returning None drops the key."""
-    from ..._creation import empty
     header: List[Any] = [None]
     if _rank() == 0:
         header = [{k: _TensorInfo(tuple(v.shape), v.dtype) if _travels_as_data(v) else v for k, v in flat.items()}]
@@ -213,8 +212,9 @@ def _broadcast_from_rank0(flat: Optional[Dict[Hashable, Any]], receive: Callable
     for k, info in header[0].items():
         if isinstance(info, _TensorInfo):
             if _rank() == 0:
-                full = flat[k].detach()
-                full = full.to(device) if full.device.type != device else full.contiguous()
+                full = flat[k].detach().to(device).contiguous()
+                if not _arrays.is_cuda(full._data) and not full._data.flags["WRITEABLE"]:
+                    full = full.clone()  # the collective takes a writable buffer, also on the sending rank
             else:
                 full = empty(info.shape, dtype=info.dtype, device=device)
             c10d.broadcast(full, src=0)
@@ -271,7 +271,6 @@ def set_model_state_dict(model: Module, model_state_dict: Dict[str, Any], *,
         def receive(fqn: Hashable, full: Tensor) -> Tensor:
             target = targets.get(keys.get(fqn, fqn))
             if target is None:  # an unexpected key: only its shape is kept, for load_state_dict to report it
-                from ..._creation import empty
                 return empty(tuple(full.shape), dtype=full.dtype, device="meta")
             return _shard_like(target, full, options.cpu_offload)
 
