@@ -321,6 +321,22 @@ def test_nested_non_reentrant_checkpoints():
     for a, b in zip(plain, got):
         np.testing.assert_allclose(a.numpy(), b.numpy(), rtol=1e-6)
 
+    # An inner checkpoint's input is a saved tensor of the outer segment: the outer one does not keep it.
+    import gc
+    import weakref
+    refs = []
+
+    def outer2(h):
+        a = h.sin() * 2.0
+        refs.append(weakref.ref(a._data))
+        return checkpoint(lambda u: u.exp(), a, use_reentrant=False)
+
+    y = checkpoint(outer2, x, use_reentrant=False)
+    gc.collect()
+    assert refs[0]() is None
+    (gx,) = autograd.grad(y.sum(), [x])
+    np.testing.assert_allclose(gx.numpy(), ((x.sin() * 2).exp() * 2 * x.cos()).detach().numpy(), rtol=1e-6)
+
 
 def test_non_deterministic_segment_is_detected():
     from tinytorch.utils.checkpoint import CheckpointError

@@ -112,7 +112,18 @@ class _Frame:
     def __init__(self, function: Callable, args: tuple, kwargs: dict, preserve_rng_state: bool,
                  recompute_context: Any, determinism_check: str, early_stop: bool) -> None:
         from .. import _autocast
+        from ..autograd import _saved_tensors
         self.function, self.args, self.kwargs = function, args, kwargs
+        # Unpacked inputs come back detached: the recomputation gives them their requires_grad again.
+        self.requires_grad = [isinstance(a, Tensor) and a._requires_grad for a in args]
+        self.unpack_args = None
+        if _saved_tensors.state.stack:
+            # Inside another checkpoint (or other hooks): the inputs are saved tensors of the enclosing
+            # segment, packed by its hooks, so that an outer checkpoint does not keep them alive either.
+            pack, unpack = _saved_tensors.state.stack[-1]
+            packed = _saved_tensors._pack_value(args, pack)
+            if packed is not None:
+                self.args, self.unpack_args = packed, unpack
         self.preserve_rng_state = preserve_rng_state
         if preserve_rng_state:
             self.rng_state = _rng_state()
@@ -167,7 +178,11 @@ class _Frame:
                 raise _StopRecomputation
             return x
 
-        args = tuple(_detached(a) for a in self.args)
+        args = self.args
+        if self.unpack_args is not None:
+            from ..autograd import _saved_tensors
+            args = _saved_tensors._unpack_value(args, self.unpack_args)
+        args = tuple(_detached(a, rg) for a, rg in zip(args, self.requires_grad))
         with contextlib.ExitStack() as stack:
             if self.preserve_rng_state:
                 stack.enter_context(_replayed_rng(self.rng_state))
@@ -193,11 +208,11 @@ class _Frame:
                 f"Number of tensors saved during recomputation: {len(saved_metadata)}")
 
 
-def _detached(a: Any) -> Any:
+def _detached(a: Any, requires_grad: bool) -> Any:
     if not isinstance(a, Tensor):
         return a
     d = a.detach()
-    d.requires_grad_(a._requires_grad)
+    d.requires_grad_(requires_grad)
     return d
 
 
