@@ -160,7 +160,7 @@ def _program(rank, variant, load_from, save_to, first, steps, materialized=False
             else:
                 assert msd == {} and osd == {}, "cpu_offload: only rank 0 keeps the full state dicts"
             dist.barrier()
-    live = [p for p in model.parameters()]
+    live = list(model.parameters())
     checks = {"params_are_the_optimizers": [id(p) for p in live] == [id(p) for p in optim.param_groups[0]["params"]],
               "dtypes": sorted({str(p.dtype) for p in live}),
               "sharded": all(type(p).__name__ == "DTensor" for p in live)}
