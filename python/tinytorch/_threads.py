@@ -1,11 +1,14 @@
-"""The intra-op thread count: how many threads the fused CPU kernels (tinytorch._C._cpu) and NumPy's
-OpenBLAS use. Starts from OMP_NUM_THREADS (tinytorch-run sets it to 1 when it starts several workers
-per node, as torchrun does), else one per core; torch.set_num_threads changes it."""
+"""The intra-op thread count: how many threads the C++ kernels' pool (tinytorch._C._cpu, csrc/kernels/parallel.h)
+and NumPy's OpenBLAS use. Starts from OMP_NUM_THREADS (tinytorch-run sets it to 1 when it starts several
+workers per node, as torchrun does), else one per core; torch.set_num_threads changes it."""
 from __future__ import annotations
 
+import atexit
 import ctypes
 import os
 from typing import Optional
+
+from . import _C
 
 
 def _from_env() -> int:
@@ -15,7 +18,9 @@ def _from_env() -> int:
         return 0
 
 
-count = _from_env()  # 0: one per core (read by the kernels' callers on every call)
+count = _from_env()  # 0: one per core
+_C._cpu.set_num_threads(count)
+atexit.register(_C._cpu._shutdown_pool)
 
 _BLAS_SETTERS = ("scipy_openblas_set_num_threads64_", "openblas_set_num_threads64_", "openblas_set_num_threads")
 
@@ -51,6 +56,7 @@ def set(n: int) -> None:  # noqa: A001 - torch.set_num_threads's counterpart
     if not isinstance(n, int) or isinstance(n, bool) or n <= 0:
         raise RuntimeError("set_num_threads expects a positive integer")
     count = n
+    _C._cpu.set_num_threads(n)
     import numpy  # noqa: F401 - loads OpenBLAS, so that /proc/self/maps lists it
     setter = _blas_setter()
     if setter is not None:
