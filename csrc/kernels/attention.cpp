@@ -18,7 +18,7 @@ namespace tinytorch::cpu {
 
 namespace {
 
-constexpr int64_t kBlock = 64;  // query rows per block
+constexpr int64_t kBlock = 32;  // query rows per block (under a causal mask, a block sees only the keys up to its last row)
 
 template <class T>
 constexpr T kExpLowest = sizeof(T) == 4 ? T(-87) : T(-708);
