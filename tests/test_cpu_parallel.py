@@ -207,6 +207,39 @@ def test_kernels_reject_bad_operands():
         _C._cpu.cast(np.ones(10, np.float32), np.empty(10, np.float32))
 
 
+# ------------------------------------------------------------------ batched products
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+def test_batched_products_of_strided_views_and_broadcast_batches(threads, dtype):
+    rng = np.random.default_rng(6)
+    B, T, H, E = 3, 37, 4, 8
+    qkv = rng.standard_normal((B, T, 3 * H * E)).astype(dtype)
+    q = qkv[..., :H * E].reshape(B, T, H, E).transpose(0, 2, 1, 3)
+    k = qkv[..., H * E:2 * H * E].reshape(B, T, H, E).transpose(0, 2, 1, 3)
+    w = rng.standard_normal((E, 5)).astype(dtype)
+    cases = [(q, k.swapaxes(-1, -2)), (k.swapaxes(-1, -2), q), (q, w), (w.T[None, None], q.swapaxes(-1, -2)),
+             (q[:, :1], k.swapaxes(-1, -2)), (q[:, :, ::-1], w)]
+    for a, b in cases:
+        A, Bt = tinytorch.from_numpy(a), tinytorch.from_numpy(b)
+        got = (A @ Bt).numpy()
+        want = np.matmul(a.astype(np.float64), b.astype(np.float64))
+        np.testing.assert_allclose(got, want, rtol=1e-5 if dtype is np.float32 else 1e-12, atol=1e-5)
+    a = tinytorch.tensor(q.astype(np.float64), requires_grad=True)  # (3, 4, 37, 8): 12 products on the pool
+    b = tinytorch.tensor(np.ascontiguousarray(k.swapaxes(-1, -2), np.float64), requires_grad=True)
+    assert tinytorch.autograd.gradcheck(lambda x, y: x @ y, (a, b))
+
+
+def test_bmm_kernel_rejects_bad_shapes():
+    a = np.ones((2, 3, 4), np.float32)
+    with pytest.raises(ValueError, match="batch dimensions must match"):
+        _C._cpu.bmm(a, np.ones((3, 4, 5), np.float32), np.empty((2, 3, 5), np.float32))
+    with pytest.raises(ValueError, match="expected a"):
+        _C._cpu.bmm(a, np.ones((2, 5, 5), np.float32), np.empty((2, 3, 5), np.float32))
+    with pytest.raises(TypeError, match="share one dtype"):
+        _C._cpu.bmm(a, np.ones((2, 4, 5), np.float64), np.empty((2, 3, 5), np.float32))
+
+
 # ------------------------------------------------------------------ fused attention
 
 

@@ -69,12 +69,11 @@ Shape check_shapes(const char* what, const View<T>& q, const View<T>& k, const V
 }
 
 // Scores of query rows [r0, r1) against keys [0, nk): sc[i, j] = scale * q_i . k_j + mask (masked: -inf).
-// kt is the head's k transposed (E x S), so the product runs with unit strides.
 template <class T>
-void scores(const Shape& sh, const View<T>& q, const std::optional<View<T>>& mask, bool causal, T scale, int64_t b,
-            int64_t h, int64_t r0, int64_t r1, int64_t nk, const T* kt, T* sc, std::vector<T>& panel) {
+void scores(const Shape& sh, const View<T>& q, const View<T>& k, const std::optional<View<T>>& mask, bool causal,
+            T scale, int64_t b, int64_t h, int64_t r0, int64_t r1, int64_t nk, T* sc, std::vector<T>& panel) {
   const int64_t rows = r1 - r0;
-  gemm<T>(rows, nk, sh.E, scale, q.at(b, h, r0), q.s[2], 1, kt, sh.S, T(0), sc, nk, panel);
+  gemm<T>(rows, nk, sh.E, scale, q.at(b, h, r0), q.s[2], 1, k.at(b, h, 0), 1, k.s[2], T(0), sc, nk, panel);
   const T ninf = -std::numeric_limits<T>::infinity();
   for (int64_t i = 0; i < rows; ++i) {
     T* row = sc + i * nk;
@@ -145,15 +144,6 @@ inline int64_t visible_keys(const Shape& sh, bool causal, int64_t r1) {
   return causal ? std::min(sh.S, r1) : sh.S;
 }
 
-// A head's k (or v) transposed into scratch: out[e, j] = x[j, e].
-template <class T>
-void transpose_head(const View<T>& x, int64_t b, int64_t h, int64_t rows, int64_t cols, T* out) {
-  for (int64_t j = 0; j < rows; ++j) {
-    const T* xr = x.at(b, h, j);
-    for (int64_t e = 0; e < cols; ++e) out[e * rows + j] = xr[e];
-  }
-}
-
 template <class T>
 void forward(const py::array& qa, const py::array& ka, const py::array& va, const std::optional<py::array>& ma,
              bool causal, double scale, py::array& outa, py::array& lsea) {
@@ -172,10 +162,9 @@ void forward(const py::array& qa, const py::array& ka, const py::array& va, cons
   const int64_t work = sh.L * sh.S * (sh.E + sh.Ev);
   parallel_for(sh.B * sh.H, std::max<int64_t>(1, kElementGrain * 8 / std::max<int64_t>(1, work)),
                [&](int64_t begin, int64_t end) {
-    std::vector<T> kt(sh.E * sh.S), sc(kBlock * sh.S), panel;
+    std::vector<T> sc(kBlock * sh.S), panel;
     for (int64_t bh = begin; bh < end; ++bh) {
       const int64_t b = bh / sh.H, h = bh % sh.H;
-      transpose_head(k, b, h, sh.S, sh.E, kt.data());
       for (int64_t r0 = 0; r0 < sh.L; r0 += kBlock) {
         const int64_t r1 = std::min(sh.L, r0 + kBlock), rows = r1 - r0, nk = visible_keys(sh, causal, r1);
         T* l = lse + bh * sh.L + r0;
@@ -184,11 +173,11 @@ void forward(const py::array& qa, const py::array& ka, const py::array& va, cons
           std::fill(l, l + rows, -std::numeric_limits<T>::infinity());
           continue;
         }
-        scores(sh, q, mask, causal, T(scale), b, h, r0, r1, nk, kt.data(), sc.data(), panel);
+        scores(sh, q, k, mask, causal, T(scale), b, h, r0, r1, nk, sc.data(), panel);
         softmax_rows(sc.data(), rows, nk, l);
         // out rows = p v; v's rows are contiguous, out's rows at stride out.s[2].
-        gemm<T>(rows, sh.Ev, nk, T(1), sc.data(), nk, 1, v.at(b, h, 0), v.s[2], T(0), out.at(b, h, r0), out.s[2],
-                panel);
+        gemm<T>(rows, sh.Ev, nk, T(1), sc.data(), nk, 1, v.at(b, h, 0), v.s[2], 1, T(0), out.at(b, h, r0),
+                out.s[2], panel);
       }
     }
   });
@@ -227,11 +216,9 @@ void backward(const py::array& ga, const py::array& qa, const py::array& ka, con
   const int64_t work = 2 * sh.L * sh.S * (sh.E + sh.Ev);
   parallel_for(sh.B * sh.H, std::max<int64_t>(1, kElementGrain * 8 / std::max<int64_t>(1, work)),
                [&](int64_t begin, int64_t end) {
-    std::vector<T> kt(sh.E * sh.S), vt(sh.Ev * sh.S), p(kBlock * sh.S), dp(kBlock * sh.S), delta(kBlock), panel;
+    std::vector<T> p(kBlock * sh.S), dp(kBlock * sh.S), delta(kBlock), panel;
     for (int64_t bh = begin; bh < end; ++bh) {
       const int64_t b = bh / sh.H, h = bh % sh.H;
-      transpose_head(k, b, h, sh.S, sh.E, kt.data());
-      transpose_head(v, b, h, sh.S, sh.Ev, vt.data());
       for (int64_t j = 0; j < sh.S; ++j) {
         std::fill(dk.at(b, h, j), dk.at(b, h, j) + sh.E, T(0));
         std::fill(dv.at(b, h, j), dv.at(b, h, j) + sh.Ev, T(0));
@@ -242,7 +229,7 @@ void backward(const py::array& ga, const py::array& qa, const py::array& ka, con
           for (int64_t i = 0; i < rows; ++i) std::fill(dq.at(b, h, r0 + i), dq.at(b, h, r0 + i) + sh.E, T(0));
           continue;
         }
-        scores(sh, q, mask, causal, sc_, b, h, r0, r1, nk, kt.data(), p.data(), panel);
+        scores(sh, q, k, mask, causal, sc_, b, h, r0, r1, nk, p.data(), panel);
         probabilities(p.data(), rows, nk, lse + bh * sh.L + r0);
         // delta_i = dO_i . O_i (= sum_j p_ij dP_ij)
         for (int64_t i = 0; i < rows; ++i) {
@@ -252,10 +239,11 @@ void backward(const py::array& ga, const py::array& qa, const py::array& ka, con
           delta[i] = s;
         }
         // dv[:nk] += p^T dO
-        gemm<T>(nk, sh.Ev, rows, T(1), p.data(), 1, nk, g.at(b, h, r0), g.s[2], T(1), dv.at(b, h, 0), dv.s[2],
-                panel);
+        gemm<T>(nk, sh.Ev, rows, T(1), p.data(), 1, nk, g.at(b, h, r0), g.s[2], 1, T(1), dv.at(b, h, 0),
+                dv.s[2], panel);
         // dP = dO v^T; dS = p (dP - delta)
-        gemm<T>(rows, nk, sh.Ev, T(1), g.at(b, h, r0), g.s[2], 1, vt.data(), sh.S, T(0), dp.data(), nk, panel);
+        gemm<T>(rows, nk, sh.Ev, T(1), g.at(b, h, r0), g.s[2], 1, v.at(b, h, 0), 1, v.s[2], T(0), dp.data(), nk,
+                panel);
         for (int64_t i = 0; i < rows; ++i) {
           T* pr = p.data() + i * nk;
           const T* dr = dp.data() + i * nk;
@@ -263,8 +251,10 @@ void backward(const py::array& ga, const py::array& qa, const py::array& ka, con
           for (int64_t j = 0; j < nk; ++j) pr[j] *= dr[j] - d;
         }
         // dq = scale dS k; dk[:nk] += scale dS^T q
-        gemm<T>(rows, sh.E, nk, sc_, p.data(), nk, 1, k.at(b, h, 0), k.s[2], T(0), dq.at(b, h, r0), dq.s[2], panel);
-        gemm<T>(nk, sh.E, rows, sc_, p.data(), 1, nk, q.at(b, h, r0), q.s[2], T(1), dk.at(b, h, 0), dk.s[2], panel);
+        gemm<T>(rows, sh.E, nk, sc_, p.data(), nk, 1, k.at(b, h, 0), k.s[2], 1, T(0), dq.at(b, h, r0), dq.s[2],
+                panel);
+        gemm<T>(nk, sh.E, rows, sc_, p.data(), 1, nk, q.at(b, h, r0), q.s[2], 1, T(1), dk.at(b, h, 0), dk.s[2],
+                panel);
       }
     }
   });

@@ -1,6 +1,6 @@
-// C = alpha * A B + beta * C for the small products inside a fused kernel (attention's per-head blocks), on one
-// thread: the caller parallelises over independent products. B and C are row-major with unit column stride; A
-// has any strides, so A^T B costs the same as A B. Register tiles of 6 rows x two 32-byte vectors of columns
+// C = alpha * A B + beta * C for the small products inside a fused kernel (attention's per-head blocks) and the
+// batched products of bmm.cpp, on one thread: the caller parallelises over independent products. A and B have
+// any strides (A^T B or A B^T costs the same as A B); C is row-major with unit column stride. Register tiles of 6 rows x two 32-byte vectors of columns
 // (12 accumulators, enough to keep AVX2's two FMA pipes busy), B packed per panel (zero-padded) so that the
 // loop has no edge cases; built for AVX2 and baseline x86-64.
 #pragma once
@@ -74,11 +74,11 @@ TT_SIMD_CLONES void tile(int64_t k, const T* const* a, int64_t acs, const T* __r
 
 }  // namespace small_gemm
 
-// C (m x n) = alpha * A (m x k) B (k x n) + beta * C; A[i, p] at a[i * ars + p * acs]. `panel` is scratch the
-// caller keeps between calls (resized here).
+// C (m x n) = alpha * A (m x k) B (k x n) + beta * C; A[i, p] at a[i * ars + p * acs], B[p, j] at
+// b[p * brs + j * bcs]. `panel` is scratch the caller keeps between calls (resized here).
 template <class T>
-void gemm(int64_t m, int64_t n, int64_t k, T alpha, const T* a, int64_t ars, int64_t acs, const T* b, int64_t ldb,
-          T beta, T* c, int64_t ldc, std::vector<T>& panel) {
+void gemm(int64_t m, int64_t n, int64_t k, T alpha, const T* a, int64_t ars, int64_t acs, const T* b, int64_t brs,
+          int64_t bcs, T beta, T* c, int64_t ldc, std::vector<T>& panel) {
   using namespace small_gemm;
   constexpr int NR = kNR<T>;
   if (m <= 0 || n <= 0) return;
@@ -87,8 +87,12 @@ void gemm(int64_t m, int64_t n, int64_t k, T alpha, const T* a, int64_t ars, int
     const int cols = int(std::min<int64_t>(NR, n - j0));
     for (int64_t p = 0; p < k; ++p) {
       T* dst = panel.data() + p * NR;
-      const T* src = b + p * ldb + j0;
-      for (int j = 0; j < cols; ++j) dst[j] = src[j];
+      const T* src = b + p * brs + j0 * bcs;
+      if (bcs == 1) {
+        for (int j = 0; j < cols; ++j) dst[j] = src[j];
+      } else {
+        for (int j = 0; j < cols; ++j) dst[j] = src[j * bcs];
+      }
       for (int j = cols; j < NR; ++j) dst[j] = T(0);
     }
     for (int64_t i0 = 0; i0 < m; i0 += kMR) {

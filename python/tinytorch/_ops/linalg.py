@@ -3,7 +3,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from .. import _autocast
+from .. import _C, _autocast
 from .._tensor import Tensor
 from ._common import attach, needs_grad, operands, record, sum_to
 from .pointwise import _result, broadcast_error_shapes
@@ -34,7 +34,7 @@ def matmul(a: Tensor, b: Tensor) -> Tensor:
             # float16/bfloat16: float32 accumulation (as PyTorch), and BLAS instead of NumPy's slow 2-byte loop
             out = _result(np.matmul(x.astype(np.float32), y.astype(np.float32)).astype(x.dtype))
         else:
-            out = _result(np.matmul(x, y))
+            out = _result(_matmul(x, y))
     except ValueError:  # batch dimensions that don't broadcast
         raise broadcast_error_shapes(x.shape[:-2], y.shape[:-2]) from None
     if needs_grad(a, b):
@@ -66,6 +66,26 @@ def matmul(a: Tensor, b: Tensor) -> Tensor:
         record("MmBackward0" if x.ndim == 2 and y.ndim == 2 else "MatmulBackward0", matmul_backward, out, (a, b),
                (a, b))
     return out
+
+
+_BMM_MAX = 1 << 22  # M * N * K of one matrix above which BLAS's cache blocking (and its threads) win
+_FLOATS = (np.dtype(np.float32), np.dtype(np.float64))
+
+
+def _matmul(x, y):
+    """np.matmul, except that batches of small float matrices run on the intra-op pool (_C._cpu.bmm): one
+    register-tiled product per block of rows, reading strided views (attention's heads) without a copy."""
+    if type(x) is np.ndarray and type(y) is np.ndarray and x.ndim >= 2 and y.ndim >= 2 and x.ndim + y.ndim > 4 \
+            and x.dtype == y.dtype and x.dtype in _FLOATS:
+        M, K, N = x.shape[-2], x.shape[-1], y.shape[-1]
+        if y.shape[-2] == K and M * N * K <= _BMM_MAX:
+            batch = np.broadcast_shapes(x.shape[:-2], y.shape[:-2])
+            count = int(np.prod(batch))
+            if count > 1 and count * M * N * K >= 1 << 16:
+                out = np.empty(batch + (M, N), x.dtype)
+                _C._cpu.bmm(np.broadcast_to(x, batch + (M, K)), np.broadcast_to(y, batch + (K, N)), out)
+                return out
+    return np.matmul(x, y)
 
 
 def _rows(x):
