@@ -249,9 +249,7 @@ def _rows_view(a, lead: tuple, oh: int, ow: int, Wp: int):
     return xp.lib.stride_tricks.as_strided(a, lead + (oh, ow), tuple(a.strides[:-1]) + (Wp * it, it))
 
 
-# ------------------------------------------------------------------ the C++ tap kernels (AVX-512, float32)
-
-_taps_enabled = None  # resolved on first use; tests set it False to run the NumPy route beside the kernels
+# ------------------------------------------------------------------ the C++ tap kernels (AVX-512 or AVX2, float32)
 
 
 # The smallest output planes (positions per image) the tap kernels take. Below them the per-tile work is
@@ -268,14 +266,12 @@ TAPS_MIN_GROUP_CHANNELS = 8
 
 def _taps_ok(groups: int, plane: int, *arrays, weight_grad: bool = False, group_io=(0, 0)) -> bool:
     """Whether the C++ tap kernels take this conv: float32 NumPy arrays, an output plane of at least
-    TAPS_MIN_PLANE (TAPS_MIN_PLANE_WEIGHT_GRAD) positions, a CPU with AVX-512; with groups, group_io = (input,
-    output) channels per group must give at least TAPS_MIN_GROUP_CHANNELS inputs and outputs in whole tiles."""
-    global _taps_enabled
-    if _taps_enabled is None:
-        _taps_enabled = bool(_C._cpu.conv2d_supported())
+    TAPS_MIN_PLANE (TAPS_MIN_PLANE_WEIGHT_GRAD) positions, a CPU with AVX-512 or AVX2 (the capability in use:
+    _C._cpu.get_cpu_capability); with groups, group_io = (input, output) channels per group must give at least
+    TAPS_MIN_GROUP_CHANNELS inputs and outputs in whole tiles."""
     if groups > 1 and (group_io[0] < TAPS_MIN_GROUP_CHANNELS or group_io[1] % 8):
         return False
-    return (_taps_enabled and plane >= (TAPS_MIN_PLANE_WEIGHT_GRAD if weight_grad else TAPS_MIN_PLANE)
+    return (_C._cpu.conv2d_supported() and plane >= (TAPS_MIN_PLANE_WEIGHT_GRAD if weight_grad else TAPS_MIN_PLANE)
             and all(type(a) is np.ndarray and a.dtype == np.float32 for a in arrays))
 
 
