@@ -76,7 +76,7 @@ namespace avx512 {
 #pragma GCC target("avx512f,fma")
 #define TT_SIMD16 512
 #include "kernels/simd16.h"
-constexpr int kPR = 8, kPS = 3, kSRows = 6, kSVecs = 4;  // 24 accumulators of AVX-512's 32 registers
+constexpr int kPR = 8, kPF = 48, kSRows = 6, kSCols = 64;  // 24 accumulators of AVX-512's 32 registers
 #include "kernels/conv2d_winograd.inc"
 #undef TT_SIMD16
 #pragma GCC pop_options
@@ -87,7 +87,7 @@ namespace avx2 {
 #pragma GCC target("avx2,fma")
 #define TT_SIMD16 256
 #include "kernels/simd16.h"
-constexpr int kPR = 4, kPS = 1, kSRows = 2, kSVecs = 2;  // 8 and 4 accumulators (two registers each) of 16
+constexpr int kPR = 4, kPF = 24, kSRows = 3, kSCols = 32;  // 12 accumulators of AVX2's 16 registers
 #include "kernels/conv2d_winograd.inc"
 #undef TT_SIMD16
 #pragma GCC pop_options
@@ -171,9 +171,9 @@ void winograd_weight_grad(const py::array& x, const py::array& grad, py::array& 
   const float* gd = data_of<float>(grad);
   float* out = data_of<float>(gw);
   py::gil_scoped_release nogil;
-  // S tiles: kSRows channels x kSVecs*16 output channels, 6 x 64 with AVX-512 and 2 x 32 with AVX2.
+  // S tiles: kSRows channels x kSCols output channels, 6 x 64 with AVX-512 and 3 x 32 with AVX2.
   const int64_t srows = isa == Isa::avx512 ? avx512::kSRows : avx2::kSRows;
-  const int64_t scols = 16 * (isa == Isa::avx512 ? avx512::kSVecs : avx2::kSVecs);
+  const int64_t scols = isa == Isa::avx512 ? avx512::kSCols : avx2::kSCols;
   const int64_t Cpad = (C + srows - 1) / srows * srows, Opad = (O + scols - 1) / scols * scols;
   std::vector<std::vector<Line>> sums;  // per thread: S [xi][Cpad][Opad], then the bias sums
   isa == Isa::avx512 ? avx512::weight_grad_run(xd, gd, N, C, Hp, Wp, O, Cpad, Opad, sums, threads)

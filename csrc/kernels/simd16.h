@@ -4,7 +4,8 @@
 // inside that instruction set's namespace and `#pragma GCC target` region, so it has no include guard and no
 // includes of its own (the includer brings <immintrin.h>, <cstdint>, <cstring>).
 //
-// Masks are 16 bits, lane i in bit i. Masked loads never touch the memory of lanes that are off.
+// Masks are 16 bits, lane i in bit i. Masked loads never touch the memory of lanes that are off. The
+// product loops, where every register counts, use the native register (NV: kNL floats) directly.
 
 using Mask = uint16_t;
 
@@ -13,6 +14,14 @@ using Mask = uint16_t;
 struct V {
   __m512 v;
 };
+
+using NV = __m512;
+constexpr int kNL = 16;
+inline NV nzero() { return _mm512_setzero_ps(); }
+inline NV nset1(float a) { return _mm512_set1_ps(a); }
+inline NV nload(const float* p) { return _mm512_load_ps(p); }
+inline void nstore(float* p, NV a) { _mm512_store_ps(p, a); }
+inline NV nfmadd(NV a, NV b, NV c) { return _mm512_fmadd_ps(a, b, c); }
 
 inline V zero() { return {_mm512_setzero_ps()}; }
 inline V set1(float a) { return {_mm512_set1_ps(a)}; }
@@ -97,6 +106,14 @@ inline V sum16(const V* v) {
 struct V {
   __m256 lo, hi;
 };
+
+using NV = __m256;
+constexpr int kNL = 8;
+inline NV nzero() { return _mm256_setzero_ps(); }
+inline NV nset1(float a) { return _mm256_set1_ps(a); }
+inline NV nload(const float* p) { return _mm256_load_ps(p); }
+inline void nstore(float* p, NV a) { _mm256_store_ps(p, a); }
+inline NV nfmadd(NV a, NV b, NV c) { return _mm256_fmadd_ps(a, b, c); }
 
 // The per-lane mask vector of 8 mask bits (all ones where the bit is set), as maskload/maskstore take it.
 inline __m256i lane_mask(unsigned bits) {

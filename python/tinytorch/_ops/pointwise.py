@@ -504,7 +504,10 @@ def _relu_grad(g, y):
     """g where y > 0 or y is NaN (PyTorch's threshold_backward); one pass on the pool for large arrays, except
     under create_graph, which needs the graph."""
     if not _grad_enabled():
-        r = _cpu.relu_backward(g._data, y._data)
+        gd = g._data
+        if type(gd) is _ND and gd.size >= _cpu.MIN_SIZE and not gd.flags.c_contiguous:
+            gd = _cpu.copy(gd)  # e.g. sum()'s gradient, a broadcast view
+        r = _cpu.relu_backward(gd, y._data)
         if r is not None:
             return _result(r)
     return g.masked_fill(y <= 0, 0.0)
@@ -674,7 +677,10 @@ def masked_fill(a: Tensor, mask: Tensor, value) -> Tensor:
         v = np.asarray(value).astype(a._data.dtype) if type(a._data) is np.ndarray else value
     m, ad = mask._data, a._data
     try:
-        if type(ad) is _ND and type(m) is _ND and np.broadcast_shapes(m.shape, ad.shape) == ad.shape:
+        r = _cpu.where(m, v, ad) if type(ad) is _ND and ad.size >= _cpu.MIN_SIZE else None
+        if r is not None:
+            out = _result(r)
+        elif type(ad) is _ND and type(m) is _ND and np.broadcast_shapes(m.shape, ad.shape) == ad.shape:
             data = ad.copy()  # copy, then write the masked places: twice as fast as np.where's select
             np.copyto(data, v, where=m)
             out = _result(data)
