@@ -233,6 +233,29 @@ def test_batched_products_gradcheck(threads):
     assert tinytorch.autograd.gradcheck(lambda x, y: x @ y, (a, b))
 
 
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+def test_matrix_products_by_blas_on_the_pool(threads, dtype):
+    """2-D and batched products split into blocks over the pool, operands read through their strides: plain,
+    transposed, sliced, broadcast, single rows and columns, and a layout BLAS cannot take (copied first)."""
+    from tinytorch import _threads
+    if not _threads.blas_on_pool:
+        pytest.skip("NumPy's BLAS has no cblas gemm to call")
+    rng = np.random.default_rng(8)
+    big = rng.standard_normal((300, 257)).astype(dtype)
+    w = rng.standard_normal((129, 257)).astype(dtype)
+    cases = [(big, w.T), (big[::2], w.T), (big.T[:100], big[:, :60]), (w, big.T), (big[:1], w.T), (big, w[:1].T),
+             (big[:, ::2], rng.standard_normal((129, 40)).astype(dtype)),  # no unit stride: copied for BLAS
+             (rng.standard_normal((3, 90, 257)).astype(dtype), w.T),  # a batch against one matrix
+             (rng.standard_normal((2, 1, 70, 300)).astype(dtype), rng.standard_normal((4, 300, 80)).astype(dtype))]
+    for a, b in cases:
+        got = (tinytorch.from_numpy(a) @ tinytorch.from_numpy(b)).numpy()
+        want = np.matmul(a.astype(np.float64), b.astype(np.float64))
+        np.testing.assert_allclose(got, want, rtol=2e-4 if dtype is np.float32 else 1e-12, atol=2e-3)
+XX
+    lin = tinytorch.nn.Linear(90, 80).double()
+    assert tinytorch.autograd.gradcheck(lambda t: lin(t), (x,))
+
+
 def test_bmm_kernel_rejects_bad_shapes():
     a = np.ones((2, 3, 4), np.float32)
     with pytest.raises(ValueError, match="batch dimensions must match"):
@@ -241,6 +264,12 @@ def test_bmm_kernel_rejects_bad_shapes():
         _C._cpu.bmm(a, np.ones((2, 5, 5), np.float32), np.empty((2, 3, 5), np.float32))
     with pytest.raises(TypeError, match="share one dtype"):
         _C._cpu.bmm(a, np.ones((2, 4, 5), np.float64), np.empty((2, 3, 5), np.float32))
+    from tinytorch import _threads
+    if _threads.blas_on_pool:
+        with pytest.raises(ValueError, match="unit stride"):
+            _C._cpu.gemm(a[:, :, ::2], np.ones((2, 2, 5), np.float32), np.empty((2, 3, 5), np.float32))
+        with pytest.raises(ValueError, match="K > 0"):
+            _C._cpu.gemm(np.ones((3, 0), np.float32), np.ones((0, 5), np.float32), np.empty((3, 5), np.float32))
 
 
 # ------------------------------------------------------------------ fused attention

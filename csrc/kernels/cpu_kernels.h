@@ -124,5 +124,6 @@ void init_conv2d_grouped(py::module_& m);
 void init_attention(py::module_& m);
 void init_elementwise(py::module_& m);
 void init_bmm(py::module_& m);
+void init_gemm(py::module_& m);
 
 }  // namespace tinytorch::cpu

@@ -1,7 +1,6 @@
 // The intra-op thread pool. Pool threads are started on first need (up to set_num_threads - 1; the caller
-// is the other one) and then wait for work: they spin for a short while after a region, because the next
-// kernel of a training step usually follows within microseconds and a sleeping thread takes tens of them to
-// wake, then sleep on a condition variable. A region hands out its indices through one atomic counter, so a
+// is the other one) and then wait for work: they spin for a while after a region (kSpin), then sleep on a
+// condition variable. A region hands out its indices through one atomic counter, so a
 // thread the OS has not scheduled yet simply finds them taken by the others.
 #include "kernels/parallel.h"
 
@@ -26,15 +25,23 @@ namespace {
 
 std::atomic<int> g_threads{0};  // 0: one per core
 
-// How long an idle pool thread polls for the next region before it sleeps.
-constexpr auto kSpin = std::chrono::microseconds(50);
+// How long an idle pool thread polls for the next region before it sleeps. A training step's kernels follow
+// each other within this (the Python between them takes microseconds); waking a sleeping thread takes tens of
+// microseconds on an idle core and a scheduler tick on a busy one, long enough for the caller to have done the
+// whole region alone. (libgomp, under PyTorch, spins about as long by default.)
+constexpr auto kSpin = std::chrono::microseconds(1000);
+constexpr int kPausePolls = 1 << 12;  // ~20-50 us of pause instructions before the polls yield
 
-inline void cpu_relax() {
+// One poll's pause: the CPU's spin-wait hint for the first polls, then a yield, so that a thread polling for
+// long hands its core to any other thread that wants it (another process's, or the caller's own BLAS call).
+inline void cpu_relax(int k) {
 #if defined(__x86_64__)
-  _mm_pause();
-#else
-  std::this_thread::yield();
+  if (k < kPausePolls) {
+    _mm_pause();
+    return;
+  }
 #endif
+  std::this_thread::yield();
 }
 
 // One parallel region, on the caller's stack: it outlives every pool thread that joined it.
@@ -99,8 +106,8 @@ class Pool {
     // Every index is claimed; wait for the threads still running theirs.
     const auto until = std::chrono::steady_clock::now() + kSpin;
     for (int k = 0; r.workers.load(std::memory_order_acquire) > 0; ++k) {
-      cpu_relax();
-      if ((k & 63) == 0 && std::chrono::steady_clock::now() > until) {
+      cpu_relax(k);
+      if ((k < kPausePolls ? (k & 63) == 0 : true) && std::chrono::steady_clock::now() > until) {
         std::unique_lock<std::mutex> lock(sync_->m);
         sync_->idle.wait(lock, [&] { return r.workers.load(std::memory_order_acquire) == 0; });
         break;
@@ -142,9 +149,9 @@ class Pool {
       uint64_t g = generation_.load(std::memory_order_acquire);
       const auto until = std::chrono::steady_clock::now() + kSpin;
       for (int k = 0; g == seen; ++k) {
-        cpu_relax();
+        cpu_relax(k);
         g = generation_.load(std::memory_order_acquire);
-        if ((k & 63) == 0 && g == seen && std::chrono::steady_clock::now() > until) break;
+        if ((k < kPausePolls ? (k & 63) == 0 : true) && g == seen && std::chrono::steady_clock::now() > until) break;
       }
       Region* r = nullptr;
       {

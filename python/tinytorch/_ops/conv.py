@@ -23,6 +23,7 @@ import numpy as np
 from .. import _C, _autocast, _threads
 from .._tensor import Tensor, _wrap
 from ._common import _grad_enabled, needs_grad, record
+from .linalg import _matmul
 
 
 def _xp(a):
@@ -239,7 +240,12 @@ def _subsampled(xp_, s, oh: int, ow: int, G: int):
 
 def _gemm(a, b):
     """(G, M, K) @ (G, K, ...) over the flattened trailing dims: one large GEMM per group."""
-    return _xp(a).matmul(a, b.reshape(b.shape[0], b.shape[1], -1))
+    return _matmul_any(a, b.reshape(b.shape[0], b.shape[1], -1))
+
+
+def _matmul_any(a, b):
+    """a @ b: on the intra-op pool for NumPy arrays (linalg._matmul), CuPy's matmul on the GPU."""
+    return _matmul(a, b) if type(a) is np.ndarray else _xp(a).matmul(a, b)
 
 
 def _rows_view(a, lead: tuple, oh: int, ow: int, Wp: int):
@@ -498,7 +504,7 @@ def conv_weight_grad_array(xp_, g, kh: int, kw: int, s, d, groups: int, phases=N
         gf = xp.zeros((G, Og, N, cols.shape[-1]), g.dtype)
         _rows_view(gf, (G, Og, N), oh, ow, Wrow)[...] = g.reshape(N, G, Og, oh, ow).transpose(1, 2, 0, 3, 4)
     # cols @ gf.T rather than gf @ cols.T: OpenBLAS runs the long contraction about twice as fast this way round.
-    gwt = xp.matmul(cols.reshape(G, cols.shape[1], -1), gf.reshape(G, Og, -1).swapaxes(-1, -2))  # (G, K, Og)
+    gwt = _matmul_any(cols.reshape(G, cols.shape[1], -1), gf.reshape(G, Og, -1).swapaxes(-1, -2))  # (G, K, Og)
     gw = xp.ascontiguousarray(gwt.reshape(G, kh, kw, Cg, Og).transpose(0, 4, 3, 1, 2)).reshape(O, Cg, kh, kw)
     return (gw, g.sum(axis=(0, 2, 3))) if bias_grad else gw
 

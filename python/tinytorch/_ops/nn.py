@@ -16,7 +16,8 @@ from .. import _C, _autocast, _threads
 from .._meta import MetaArray, namespace as meta_namespace
 from .._tensor import Tensor, _wrap, _wrap_dim
 from ._common import (_grad_enabled, alias, attach, float_data, inplace_unary, needs_grad, record, saved_output)
-from . import pointwise as _pw
+from . import _cpu, pointwise as _pw
+from .linalg import _matmul
 
 _SQRT1_2 = 1.0 / math.sqrt(2.0)
 _INV_SQRT_2PI = 1.0 / math.sqrt(2.0 * math.pi)
@@ -631,13 +632,13 @@ def linear(input: Tensor, weight: Tensor, bias: Tensor | None = None) -> Tensor:
     if xd.dtype.itemsize == 2 and xd.dtype.kind in "fV" and (type(xd) is np.ndarray or type(xd) is MetaArray):
         # float16/bfloat16 on the CPU: float32 accumulation in BLAS, rounded once (NumPy's 2-byte matmul
         # loops are slow, and ml_dtypes' bfloat16 matmul returns float32)
-        y = x2.astype(np.float32) @ wd.T.astype(np.float32)
+        y = _matmul(x2.astype(np.float32), wd.T.astype(np.float32))
         if bias is not None:
             y += bias._data.astype(np.float32)
         y = y.astype(xd.dtype)
     else:
-        y = x2 @ wd.T
-        if bias is not None:
+        y = _matmul(x2, wd.T)
+        if bias is not None and _cpu.binary(_cpu.ADD, y, bias._data, out=y) is None:
             y += bias._data
     out = _wrap(y.reshape(lead + (wd.shape[0],)))
     if needs_grad(x, w, bias):

@@ -19,6 +19,7 @@ import numpy as np
 from .._tensor import Tensor, _wrap
 from .. import _C, _autocast, _threads
 from ._common import _grad_enabled, needs_grad, record
+from .linalg import _matmul
 
 _GATES = {"RNN_TANH": 1, "RNN_RELU": 1, "LSTM": 4, "GRU": 3}
 
@@ -126,7 +127,7 @@ def rnn_layer(mode: str, x: Tensor, h0: Tensor, c0: Tensor | None, w_ih: Tensor,
     m = None if mask is None else xp.asarray(mask).reshape(T, B, 1)
 
     # All time steps' input projections in one product; for RNN/LSTM both biases fold into it.
-    xg = (X.reshape(T * B, I) @ Wih.T).reshape(T, B, GH)
+    xg = _matmul(X.reshape(T * B, I), Wih.T).reshape(T, B, GH)
     if bih is not None:
         xg += bih
         if mode != "GRU":
@@ -157,7 +158,7 @@ def rnn_layer(mode: str, x: Tensor, h0: Tensor, c0: Tensor | None, w_ih: Tensor,
                 hprev[t] = h
                 cprev[t] = c
                 a = acts[t]
-                a += h @ WhhT
+                a += _matmul(h, WhhT)
                 if fused:
                     cn = np.empty((B, H), dt)
                     _C._cpu.lstm_cell(a, c, cn, tcs[t], y[t], _threads.count)
@@ -175,7 +176,7 @@ def rnn_layer(mode: str, x: Tensor, h0: Tensor, c0: Tensor | None, w_ih: Tensor,
                 hn = o * tc
                 if Whr is not None:
                     ms[t] = hn
-                    hn = hn @ WhrT
+                    hn = _matmul(hn, WhrT)
                 if m is not None:
                     mt = m[t]
                     cn = xp.where(mt, cn, c)
@@ -192,7 +193,7 @@ def rnn_layer(mode: str, x: Tensor, h0: Tensor, c0: Tensor | None, w_ih: Tensor,
         with _blas_threads_for_steps(B, xp):
             for t in order:
                 hprev[t] = h
-                hg = h @ WhhT
+                hg = _matmul(h, WhhT)
                 if bhh is not None:
                     hg += bhh
                 a = acts[t]
@@ -224,7 +225,7 @@ def rnn_layer(mode: str, x: Tensor, h0: Tensor, c0: Tensor | None, w_ih: Tensor,
             for t in order:
                 hprev[t] = h
                 a = acts[t]
-                a += h @ WhhT
+                a += _matmul(h, WhhT)
                 if relu:
                     xp.maximum(a, 0, out=a)
                 else:
@@ -297,7 +298,7 @@ def _backward(mode, saved, hprev, X, Wih, Whh, Whr, has_bias, H, Hout, reverse, 
                 if fused:  # one C++ call for the step's pointwise backward; dc is updated in place
                     _C._cpu.lstm_cell_backward(acts[t], cprev[t], tcs[t], np.ascontiguousarray(dh),
                                                None if gyc is None else gyc[t], dc, dgates[t], _threads.count)
-                    dh = dgates[t] @ Whh
+                    dh = _matmul(dgates[t], Whh)
                     continue
                 dht = dh if gy is None else (dh + (gy[t] if m is None else gy[t] * m[t]))
                 a = acts[t]
@@ -308,7 +309,7 @@ def _backward(mode, saved, hprev, X, Wih, Whh, Whr, has_bias, H, Hout, reverse, 
                     dht_m = dht
                 if Whr is not None:
                     dH[t] = dht_m
-                    dm = dht_m @ Whr
+                    dm = _matmul(dht_m, Whr)
                 else:
                     dm = dht_m
                 tc = tcs[t]
@@ -328,7 +329,7 @@ def _backward(mode, saved, hprev, X, Wih, Whh, Whr, has_bias, H, Hout, reverse, 
                 da[:, 2 * H:3 * H] = 1 - g * g
                 d *= da
                 dcp = dct * f
-                dhp = d @ Whh
+                dhp = _matmul(d, Whh)
                 if m is not None:
                     keep = ~m[t]
                     dcp += dc * keep
@@ -359,7 +360,7 @@ def _backward(mode, saved, hprev, X, Wih, Whh, Whr, has_bias, H, Hout, reverse, 
                 e = dhg[t]
                 e[:, :2 * H] = d[:, :2 * H]
                 e[:, 2 * H:] = dn * r
-                dhp = e @ Whh
+                dhp = _matmul(e, Whh)
                 dhp += dht_m * z
                 if m is not None:
                     dhp += dht * ~m[t]
@@ -378,22 +379,22 @@ def _backward(mode, saved, hprev, X, Wih, Whh, Whr, has_bias, H, Hout, reverse, 
                     xp.multiply(dht, 1 - a * a, out=d)
                 if m is not None:
                     d *= m[t]
-                    dh = d @ Whh + dht * ~m[t]
+                    dh = _matmul(d, Whh) + dht * ~m[t]
                 else:
-                    dh = d @ Whh
+                    dh = _matmul(d, Whh)
     x, h0, c0, w_ih, w_hh, b_ih, b_hh, w_hr = inputs
     D2 = dgates.reshape(T * B, GH)
     Dh2 = extra["dhg"].reshape(T * B, GH) if mode == "GRU" else D2
-    gx = _wrap((D2 @ Wih).reshape(T, B, I)) if x._requires_grad else None
-    gwih = _wrap(D2.T @ X.reshape(T * B, I)) if w_ih._requires_grad else None
-    gwhh = _wrap(Dh2.T @ hprev.reshape(T * B, Hout)) if w_hh._requires_grad else None
+    gx = _wrap(_matmul(D2, Wih).reshape(T, B, I)) if x._requires_grad else None
+    gwih = _wrap(_matmul(D2.T, X.reshape(T * B, I))) if w_ih._requires_grad else None
+    gwhh = _wrap(_matmul(Dh2.T, hprev.reshape(T * B, Hout))) if w_hh._requires_grad else None
     gbih = gbhh = None
     if has_bias:
         gbih = _wrap(D2.sum(0)) if b_ih._requires_grad else None
         gbhh = _wrap(Dh2.sum(0) if mode == "GRU" else D2.sum(0)) if b_hh._requires_grad else None
     gwhr = None
     if w_hr is not None and w_hr._requires_grad:
-        gwhr = _wrap(extra["dH"].reshape(T * B, Hout).T @ saved["ms"].reshape(T * B, H))
+        gwhr = _wrap(_matmul(extra["dH"].reshape(T * B, Hout).T, saved["ms"].reshape(T * B, H)))
     gh0 = _wrap(dh) if h0._requires_grad else None
     gc0 = _wrap(extra["dc0"]) if c0 is not None and c0._requires_grad else None
     return gx, gh0, gc0, gwih, gwhh, gbih, gbhh, gwhr
