@@ -251,8 +251,8 @@ def test_matrix_products_by_blas_on_the_pool(threads, dtype):
         got = (tinytorch.from_numpy(a) @ tinytorch.from_numpy(b)).numpy()
         want = np.matmul(a.astype(np.float64), b.astype(np.float64))
         np.testing.assert_allclose(got, want, rtol=2e-4 if dtype is np.float32 else 1e-12, atol=2e-3)
-XX
-    lin = tinytorch.nn.Linear(90, 80).double()
+    x = tinytorch.tensor(rng.standard_normal((6, 20)), requires_grad=True)  # linear's three products
+    lin = tinytorch.nn.Linear(20, 7).double()
     assert tinytorch.autograd.gradcheck(lambda t: lin(t), (x,))
 
 
