@@ -124,12 +124,12 @@ TT_SIMD_CLONES void fill_loop(T* __restrict y, T v, int64_t b, int64_t e) {
   for (int64_t i = b; i < e; ++i) y[i] = v;
 }
 
-// A strided array copied into a contiguous one: the innermost dimension is a loop (a memcpy when its stride is
-// the item size), the others an odometer that starts at element `begin`.
-void copy_strided(const char* src, const std::vector<int64_t>& shape, const std::vector<int64_t>& strides,
-                  int64_t item, char* dst, int64_t begin, int64_t end) {
+// A strided array copied into another of the same shape: the innermost dimension is a loop (a memcpy when both
+// are contiguous along it), the others an odometer that starts at element `begin` (in row-major order).
+void copy_strided(const char* src, const std::vector<int64_t>& shape, const std::vector<int64_t>& sstr,
+                  char* dst, const std::vector<int64_t>& dstr, int64_t item, int64_t begin, int64_t end) {
   const int nd = int(shape.size());
-  const int64_t inner = shape[nd - 1], istride = strides[nd - 1];
+  const int64_t inner = shape[nd - 1], is = sstr[nd - 1], id = dstr[nd - 1];
   std::vector<int64_t> idx(nd, 0);
   int64_t rest = begin / inner;
   for (int d = nd - 2; d >= 0; --d) {
@@ -139,17 +139,22 @@ void copy_strided(const char* src, const std::vector<int64_t>& shape, const std:
   int64_t j = begin % inner;
   for (int64_t pos = begin; pos < end;) {
     const char* s = src;
-    for (int d = 0; d < nd - 1; ++d) s += idx[d] * strides[d];
+    char* o = dst;
+    for (int d = 0; d < nd - 1; ++d) {
+      s += idx[d] * sstr[d];
+      o += idx[d] * dstr[d];
+    }
     const int64_t len = std::min(inner - j, end - pos);
-    char* o = dst + pos * item;
-    if (istride == item) {
-      std::memcpy(o, s + j * item, len * item);
+    s += j * is;
+    o += j * id;
+    if (is == item && id == item) {
+      std::memcpy(o, s, len * item);
     } else if (item == 4) {
-      for (int64_t k = 0; k < len; ++k) std::memcpy(o + 4 * k, s + (j + k) * istride, 4);
+      for (int64_t k = 0; k < len; ++k) std::memcpy(o + k * id, s + k * is, 4);
     } else if (item == 8) {
-      for (int64_t k = 0; k < len; ++k) std::memcpy(o + 8 * k, s + (j + k) * istride, 8);
+      for (int64_t k = 0; k < len; ++k) std::memcpy(o + k * id, s + k * is, 8);
     } else {
-      for (int64_t k = 0; k < len; ++k) std::memcpy(o + item * k, s + (j + k) * istride, item);
+      for (int64_t k = 0; k < len; ++k) std::memcpy(o + k * id, s + k * is, item);
     }
     pos += len;
     j = 0;
@@ -311,27 +316,32 @@ void init_elementwise(py::module_& m) {
     else throw py::type_error("cast: expected float32 -> float64 or float64 -> float32");
   }, py::arg("x"), py::arg("out"), "out = x converted (float32 <-> float64).");
   m.def("copy", [](const py::array& x, py::array out) {
-    if (!x.dtype().equal(out.dtype()) || x.size() != out.size() || !(out.flags() & py::array::c_style) ||
-        !out.writeable()) {
-      throw py::value_error("copy: expected a writeable C-contiguous output of x's dtype and size");
+    if (!x.dtype().equal(out.dtype()) || x.ndim() != out.ndim() || !out.writeable()) {
+      throw py::value_error("copy: expected a writeable output of x's dtype and shape");
+    }
+    for (py::ssize_t d = 0; d < x.ndim(); ++d) {
+      if (x.shape(d) != out.shape(d)) throw py::value_error("copy: expected a writeable output of x's dtype and shape");
     }
     const int64_t n = x.size(), item = x.itemsize();
     if (n == 0) return;
-    std::vector<int64_t> shape, strides;
+    std::vector<int64_t> shape, sstr, dstr;  // dimensions of one element dropped
     for (py::ssize_t d = 0; d < x.ndim(); ++d) {
       if (x.shape(d) == 1) continue;
       shape.push_back(x.shape(d));
-      strides.push_back(x.strides(d));
+      sstr.push_back(x.strides(d));
+      dstr.push_back(out.strides(d));
     }
     if (shape.empty()) {
       shape.push_back(1);
-      strides.push_back(item);
+      sstr.push_back(item);
+      dstr.push_back(item);
     }
     const char* src = static_cast<const char*>(x.data());
     char* dst = static_cast<char*>(out.mutable_data());
     py::gil_scoped_release nogil;
-    parallel_for(n, kElementGrain, [&](int64_t b, int64_t e) { copy_strided(src, shape, strides, item, dst, b, e); });
-  }, py::arg("x"), py::arg("out"), "out (C-contiguous) = x (any strides, any dtype).");
+    parallel_for(n, kElementGrain,
+                 [&](int64_t b, int64_t e) { copy_strided(src, shape, sstr, dst, dstr, item, b, e); });
+  }, py::arg("x"), py::arg("out"), "out[...] = x (same shape and dtype, any strides; the two must not overlap).");
   m.def("fill", [](py::array out, double value) {
     const Kind kind = kind_of(out, "fill");
     check({{&out, true}}, kind, "fill", -1);

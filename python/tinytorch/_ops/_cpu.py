@@ -104,11 +104,15 @@ def cast(x, dtype):
     return out
 
 
-def copy(x):
-    """A C-contiguous copy of x (any strides, any dtype)."""
+def copy(x, out=None):
+    """A C-contiguous copy of x (any strides, any dtype), or x copied into `out` (same shape and dtype, any
+    strides, not overlapping x)."""
     if type(x) is not _ND or x.size < MIN_SIZE or x.dtype.hasobject:
         return None
-    out = np.empty(x.shape, x.dtype)
+    if out is None:
+        out = np.empty(x.shape, x.dtype)
+    elif type(out) is not _ND or out.shape != x.shape or out.dtype != x.dtype or not out.flags.writeable:
+        return None
     _k.copy(x, out)
     return out
 

@@ -15,7 +15,6 @@ stride-1 convs (forward, input and weight gradients) run as Winograd F(2x2, 3x3)
 """
 from __future__ import annotations
 
-import os
 import threading
 
 import numpy as np
@@ -23,6 +22,7 @@ import numpy as np
 from .. import _C, _autocast, _threads
 from .._tensor import Tensor, _wrap
 from ._common import _grad_enabled, needs_grad, record
+from . import _cpu
 from .linalg import _matmul
 
 
@@ -92,68 +92,18 @@ def _scratch(shape: tuple, dtype, like):
     return buf[:n].view(dtype).reshape(shape)
 
 
-_pool = None
-_pool_key = None
-
-
-def _parallel(tasks) -> None:
-    """Run the callables in `tasks` over the intra-op threads (NumPy releases the GIL in copies and ufuncs)
-    and wait for all of them; inline when there is one thread or one task."""
-    global _pool, _pool_key
-    from .. import _threads
-    n = _threads.get()
-    if n <= 1 or len(tasks) < 2:
-        for t in tasks:
-            t()
-        return
-    key = (os.getpid(), n)  # a forked child gets a fresh pool (the parent's threads do not exist there)
-    if _pool_key != key:
-        from concurrent.futures import ThreadPoolExecutor
-        _pool, _pool_key = ThreadPoolExecutor(n, thread_name_prefix="tinytorch-intraop"), key
-
-    def run(chunk):
-        for t in chunk:
-            t()
-    futures = [_pool.submit(run, tasks[i::n]) for i in range(n)]
-    for f in futures:
-        f.result()
-
-
-def parallel_over_batch(fn, N: int, like) -> None:
-    """fn(lo, hi) over slices of the batch, one per intra-op thread, for NumPy arrays large enough to gain."""
-    from .. import _threads
-    n = min(_threads.get(), N)
-    if type(like) is not np.ndarray or like.size < (1 << 18) or n <= 1:
-        fn(0, N)
-        return
-    step = -(-N // n)
-    _parallel([(lambda lo=lo: fn(lo, min(lo + step, N))) for lo in range(0, N, step)])
-
-
 def _copy_all(pairs) -> None:
-    """dst[...] = src for each pair, spread over the intra-op threads: one core's copy bandwidth is what the
-    column matrix is bound by. CuPy copies stay on the stream."""
-    if len(pairs) < 2 or type(pairs[0][0]) is not np.ndarray or pairs[0][0].size < (1 << 16):
-        for dst, src in pairs:
+    """dst[...] = src for each pair: NumPy arrays by the strided copy on the intra-op pool (one core's copy
+    bandwidth is what the column matrix is bound by). CuPy copies stay on the stream."""
+    for dst, src in pairs:
+        if _cpu.copy(src, dst) is None:
             dst[...] = src
-        return
-
-    def copy(dst, src):
-        dst[...] = src
-    _parallel([(lambda d=d, s=s: copy(d, s)) for d, s in pairs])
 
 
 def _contiguous(a):
-    """A C-contiguous copy of a (strided) view, the copy spread over the intra-op threads by leading rows."""
-    xp = _xp(a)
-    if xp is not np or a.size < (1 << 18) or a.shape[0] < 2:
-        return xp.ascontiguousarray(a)
-    from .. import _threads
-    out = np.empty(a.shape, a.dtype)
-    n = min(_threads.get(), a.shape[0])
-    step = -(-a.shape[0] // n)
-    _copy_all([(out[i:i + step], a[i:i + step]) for i in range(0, a.shape[0], step)])
-    return out
+    """A C-contiguous copy of a (strided) view, made on the intra-op pool for NumPy arrays."""
+    r = _cpu.copy(a) if type(a) is np.ndarray and not a.flags.c_contiguous else None
+    return _xp(a).ascontiguousarray(a) if r is None else r
 
 
 def _phase_shape(Hp: int, Wp: int, s) -> tuple:
