@@ -1,6 +1,8 @@
 """Matrix products: matmul (1-D to batched N-D, with broadcasting), mm, bmm, outer, dot, einsum."""
 from __future__ import annotations
 
+import math
+
 import numpy as np
 
 from .. import _C, _autocast, _threads
@@ -76,14 +78,17 @@ def _matmul(x, y):
     """np.matmul's product of two arrays on the intra-op pool: float matrices by BLAS, split into one block per
     thread (_C._cpu.gemm), batches of small ones by the register-tiled kernel (_C._cpu.bmm); both read strided
     views (a transpose, attention's heads) in place. Anything else (vectors, integers, CuPy) is np.matmul."""
-    if type(x) is np.ndarray and type(y) is np.ndarray and x.ndim >= 2 and y.ndim >= 2 and x.dtype == y.dtype \
-            and x.dtype in _FLOATS:
+    if type(x) is np.ndarray and type(y) is np.ndarray and x.dtype in _FLOATS and y.dtype == x.dtype \
+            and x.ndim >= 2 and y.ndim >= 2:
         M, K, N = x.shape[-2], x.shape[-1], y.shape[-1]
         if y.shape[-2] == K and K > 0 and M * N > 0:
-            batch = np.broadcast_shapes(x.shape[:-2], y.shape[:-2])
-            count = int(np.prod(batch))
-            a, b = np.broadcast_to(x, batch + (M, K)), np.broadcast_to(y, batch + (K, N))
-            out = np.empty(batch + (M, N), x.dtype)
+            if x.ndim == 2 and y.ndim == 2:  # the common case, without the batch bookkeeping
+                a, b, out, count = x, y, np.empty((M, N), x.dtype), 1
+            else:
+                batch = np.broadcast_shapes(x.shape[:-2], y.shape[:-2])
+                count = math.prod(batch)
+                a, b = np.broadcast_to(x, batch + (M, K)), np.broadcast_to(y, batch + (K, N))
+                out = np.empty(batch + (M, N), x.dtype)
             if count > 1 and M * N * K <= _SMALL:
                 if count * M * N * K >= 1 << 16:
                     _C._cpu.bmm(a, b, out)
