@@ -59,6 +59,25 @@ def test_set_num_threads_reaches_the_pool():
         tinytorch.set_num_threads(before)
 
 
+def test_openblas_stays_on_one_thread_when_the_pool_runs_the_products():
+    """One pool per process: with products on the pool, set_num_threads leaves OpenBLAS's own threads at one."""
+    import ctypes
+    from tinytorch import _threads
+    if not _threads.blas_on_pool:
+        pytest.skip("NumPy's BLAS has no cblas gemm to call")
+    getters = [getattr(ctypes.CDLL(p), n, None) for p in _threads._openblas_paths()
+               for n in ("scipy_openblas_get_num_threads64_", "openblas_get_num_threads")]
+    get = next(g for g in getters if g is not None)
+    get.restype = ctypes.c_int
+    before = tinytorch.get_num_threads()
+    try:
+        for n in (2, 3, 1):
+            tinytorch.set_num_threads(n)
+            assert get() == 1 and _C._cpu.get_num_threads() == n
+    finally:
+        tinytorch.set_num_threads(before)
+
+
 @pytest.mark.skipif(not hasattr(os, "fork"), reason="needs fork")
 def test_a_forked_child_gets_a_working_pool():
     tinytorch.set_num_threads(2)
