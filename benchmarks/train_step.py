@@ -72,8 +72,9 @@ def main(argv=None) -> dict:
     except ImportError:
         torch = None
     results = {"device": args.device, "steps": args.steps, "threads": args.threads, "workloads": {}}
+    floor_head = f" {'floor ms':>9} {'tt/floor':>9} {'torch/floor':>11}" if args.floor else ""
     print(f"{'workload':10} {'tinytorch ms':>13} {'torch ms':>10} {'ratio':>7} {'loss[0] rel diff':>17} "
-          f"{'max loss rel diff':>18}" + (f" {'floor ms':>9} {'tt/floor':>9} {'torch/floor':>11}" if args.floor else ""))
+          f"{'max loss rel diff':>18}{floor_head}")
     for w in args.workloads:
         mine = Trainer(tinytorch, w, device=args.device)
         theirs = Trainer(torch, w, state=mine.state, device=args.device) if torch is not None else None

@@ -128,6 +128,11 @@ def test_in_place_ops_on_the_pool(threads, dtype):
         X.div_(tinytorch.from_numpy(y))
         X.sub_(1.0)
         _close(X.numpy(), (x.astype(np.float64) + y) * 0.5 / y - 1.0, dtype)
+    z = np.arange(200_003, dtype=dtype)
+    Z = tinytorch.from_numpy(z.copy())
+    Z[1:].add_(Z[:-1])  # overlapping operands: NumPy's buffered result, not a race between threads
+    z[1:] += z[:-1]
+    assert np.array_equal(Z.numpy(), z)
 
 
 @pytest.mark.parametrize("dtype", [np.float32, np.float64])

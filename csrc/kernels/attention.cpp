@@ -18,7 +18,9 @@ namespace tinytorch::cpu {
 
 namespace {
 
-constexpr int64_t kBlock = 32;  // query rows per block (under a causal mask, a block sees only the keys up to its last row)
+// Query rows per block: under a causal mask a block sees only the keys up to its last row, so smaller blocks skip
+// more of the masked half (32 measured faster than 64 and 16 at nanoGPT's shapes).
+constexpr int64_t kBlock = 32;
 
 template <class T>
 constexpr T kExpLowest = sizeof(T) == 4 ? T(-87) : T(-708);

@@ -1,8 +1,8 @@
 // C = alpha * A B + beta * C for the small products inside a fused kernel (attention's per-head blocks) and the
 // batched products of bmm.cpp, on one thread: the caller parallelises over independent products. A and B have
-// any strides (A^T B or A B^T costs the same as A B); C is row-major with unit column stride. Register tiles of 6 rows x two 32-byte vectors of columns
-// (12 accumulators, enough to keep AVX2's two FMA pipes busy), B packed per panel (zero-padded) so that the
-// loop has no edge cases; built for AVX2 and baseline x86-64.
+// any strides (A^T B or A B^T costs the same as A B); C is row-major with unit column stride. Register tiles of
+// 6 rows x two 32-byte vectors of columns (12 accumulators, enough to keep AVX2's two FMA pipes busy), B packed
+// per panel (zero-padded) so that the loop has no edge cases; built for AVX2 and baseline x86-64.
 #pragma once
 
 #include <algorithm>

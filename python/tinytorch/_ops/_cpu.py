@@ -56,6 +56,8 @@ def binary(op: int, x, y, out=None):
     other = b if a is big else a
     if other.shape != big.shape and other.size != 1 and (other.ndim > big.ndim or not _trailing(other, big.shape)):
         return None
+    if out is not None and other.size > 1 and np.may_share_memory(out, other):
+        return None  # x[1:] += x[:-1]: NumPy buffers the overlap, the threads would not
     if out is None:
         out = np.empty(big.shape, big.dtype)
     _k.binary(op, a, b, out)

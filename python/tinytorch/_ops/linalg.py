@@ -77,7 +77,7 @@ _FLOATS = (np.dtype(np.float32), np.dtype(np.float64))
 def _matmul(x, y):
     """np.matmul's product of two arrays on the intra-op pool: float matrices by BLAS, split into one block per
     thread (_C._cpu.gemm), batches of small ones by the register-tiled kernel (_C._cpu.bmm); both read strided
-    views (a transpose, attention's heads) in place. Anything else (vectors, integers, CuPy) is np.matmul."""
+    views (a transpose, attention's heads) in place. Anything else (vectors, integers, CuPy) is x @ y."""
     if type(x) is np.ndarray and type(y) is np.ndarray and x.dtype in _FLOATS and y.dtype == x.dtype \
             and x.ndim >= 2 and y.ndim >= 2:
         M, K, N = x.shape[-2], x.shape[-1], y.shape[-1]
