@@ -63,19 +63,6 @@ class Runner:
         return time.perf_counter() - t0
 
 
-def capabilities(cpu) -> list:
-    """The convolution instruction sets this CPU runs, best first ('default' when neither)."""
-    before, names = cpu.get_cpu_capability(), []
-    for name in ("avx512", "avx2"):
-        try:
-            cpu.set_cpu_capability(name)
-            names.append(name)
-        except ValueError:
-            pass
-    cpu.set_cpu_capability(before)
-    return names or ["default"]
-
-
 def main(argv=None) -> dict:
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("--rounds", type=int, default=7)
@@ -90,7 +77,7 @@ def main(argv=None) -> dict:
     except ImportError:
         torch = None
     x = np.random.default_rng(0).standard_normal((args.batch, 64, 56, 56)).astype(np.float32)
-    isas = capabilities(_cpu)
+    isas = _cpu.cpu_capabilities() or ["default"]
     results = {"batch": args.batch, "rounds": args.rounds, "capabilities": isas, "threads": {}}
     head = " ".join(f"{'tinytorch ' + isa + ' ms':>20}" for isa in isas)
     print(f"{'threads':>7} {head} {'torch ms':>9} " + " ".join(f"{isa + '/torch':>12}" for isa in isas)

@@ -19,20 +19,7 @@ pytestmark = pytest.mark.skipif(not _cpu.conv2d_supported(),
                                 reason="the tap kernels need an x86-64 CPU with AVX-512 or AVX2")
 
 
-def _capabilities() -> list:
-    """The instruction sets this CPU runs the kernels with, best first."""
-    before, names = _cpu.get_cpu_capability(), []
-    for name in ("avx512", "avx2"):
-        try:
-            _cpu.set_cpu_capability(name)
-            names.append(name)
-        except ValueError:
-            pass
-    _cpu.set_cpu_capability(before)
-    return names
-
-
-@pytest.fixture(autouse=True, params=_capabilities())
+@pytest.fixture(autouse=True, params=_cpu.cpu_capabilities())
 def capability(request):
     before = _cpu.get_cpu_capability()
     _cpu.set_cpu_capability(request.param)
@@ -277,7 +264,7 @@ def test_the_capability_is_chosen_at_load_and_can_be_capped(capability):
         assert out.stdout.split() == want.split()
     with pytest.raises(ValueError, match="must be one of"):
         _cpu.set_cpu_capability("sse9")
-    if "avx512" not in _capabilities():
+    if "avx512" not in _cpu.cpu_capabilities():
         with pytest.raises(ValueError, match="does not run"):
             _cpu.set_cpu_capability("avx512")
     _cpu.set_cpu_capability("default")

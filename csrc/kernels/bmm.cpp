@@ -15,25 +15,6 @@ namespace {
 
 constexpr int64_t kRows = 96;  // rows of a per work item (a multiple of the register tile's 6)
 
-// Element offsets of every batch entry of an (batch..., rows, cols) array, in row-major batch order.
-std::vector<int64_t> batch_offsets(const py::array& x, int64_t item) {
-  const int nb = int(x.ndim()) - 2;
-  int64_t count = 1;
-  for (int d = 0; d < nb; ++d) count *= x.shape(d);
-  std::vector<int64_t> offs(count, 0);
-  std::vector<int64_t> idx(nb, 0);
-  for (int64_t i = 0; i < count; ++i) {
-    int64_t o = 0;
-    for (int d = 0; d < nb; ++d) o += idx[d] * (x.strides(d) / item);
-    offs[i] = o;
-    for (int d = nb - 1; d >= 0; --d) {
-      if (++idx[d] < x.shape(d)) break;
-      idx[d] = 0;
-    }
-  }
-  return offs;
-}
-
 template <class T>
 void bmm(const py::array& a, const py::array& b, py::array& out) {
   const int nd = int(a.ndim());
@@ -44,7 +25,7 @@ void bmm(const py::array& a, const py::array& b, py::array& out) {
       if (x->strides(d) % item) throw py::value_error("bmm: unaligned operand");
     }
   }
-  const std::vector<int64_t> oa = batch_offsets(a, item), ob = batch_offsets(b, item);
+  const std::vector<int64_t> oa = batch_offsets(a), ob = batch_offsets(b);
   const int64_t ars = a.strides(nd - 2) / item, acs = a.strides(nd - 1) / item;
   const int64_t brs = b.strides(nd - 2) / item, bcs = b.strides(nd - 1) / item;
   const T *ap = data_of<T>(a), *bp = data_of<T>(b);
@@ -66,20 +47,7 @@ void bmm(const py::array& a, const py::array& b, py::array& out) {
 
 void init_bmm(py::module_& m) {
   m.def("bmm", [](const py::array& a, const py::array& b, py::array out) {
-    const Kind kind = kind_of(a, "bmm");
-    if (kind_of(b, "bmm") != kind) throw py::type_error("bmm: all arrays must share one dtype");
-    check({{&out, true}}, kind, "bmm", -1);
-    const py::ssize_t nd = a.ndim();
-    if (nd < 3 || b.ndim() != nd || out.ndim() != nd) throw py::value_error("bmm: expected 3-D or more, all alike");
-    for (py::ssize_t d = 0; d < nd - 2; ++d) {
-      if (b.shape(d) != a.shape(d) || out.shape(d) != a.shape(d)) {
-        throw py::value_error("bmm: the batch dimensions must match (broadcast them first)");
-      }
-    }
-    if (b.shape(nd - 2) != a.shape(nd - 1) || out.shape(nd - 2) != a.shape(nd - 2) ||
-        out.shape(nd - 1) != b.shape(nd - 1)) {
-      throw py::value_error("bmm: expected a (..., M, K), b (..., K, N) and out (..., M, N)");
-    }
+    const Kind kind = check_product(a, b, out, 3, "bmm");
     kind == Kind::f32 ? bmm<float>(a, b, out) : bmm<double>(a, b, out);
   }, py::arg("a"), py::arg("b"), py::arg("out"),
      "out[i] = a[i] @ b[i] over the batch dimensions (a and b any strides, broadcast views included; out "

@@ -291,6 +291,13 @@ std::atomic<int>& current_isa() {
 Isa conv_isa() { return Isa(current_isa().load(std::memory_order_relaxed)); }
 
 void init_conv2d(py::module_& m) {
+  m.def("cpu_capabilities", [] {
+    std::vector<std::string> names;
+    for (Isa isa : {Isa::avx512, Isa::avx2}) {
+      if (int(isa) <= int(best_isa())) names.push_back(isa_name(isa));
+    }
+    return names;
+  }, "The instruction sets this CPU runs the convolution kernels with, best first ('avx512', 'avx2').");
   m.def("get_cpu_capability", [] { return std::string(isa_name(conv_isa())); },
         "The instruction set the convolution kernels run with: 'avx512', 'avx2' or 'default' (GEMM route).");
   m.def("set_cpu_capability", [](const std::string& name) {

@@ -100,6 +100,48 @@ inline void check(const std::vector<std::pair<const py::array*, bool>>& arrays, 
   check(arrays, kind, what, arrays.front().first->size());
 }
 
+// The checks of a batched product out = a @ b (bmm.cpp, gemm.cpp): one float dtype, at least min_nd dimensions
+// alike, equal batch dimensions (broadcast by the caller), (..., M, K) @ (..., K, N) -> (..., M, N) with K > 0.
+inline Kind check_product(const py::array& a, const py::array& b, const py::array& out, int min_nd,
+                          const char* what) {
+  const std::string w(what);
+  const Kind kind = kind_of(a, what);
+  if (kind_of(b, what) != kind) throw py::type_error(w + ": all arrays must share one dtype");
+  check({{&out, true}}, kind, what, -1);
+  const py::ssize_t nd = a.ndim();
+  if (nd < min_nd || b.ndim() != nd || out.ndim() != nd) {
+    throw py::value_error(w + ": expected " + std::to_string(min_nd) + "-D arrays or more, all alike");
+  }
+  for (py::ssize_t d = 0; d < nd - 2; ++d) {
+    if (b.shape(d) != a.shape(d) || out.shape(d) != a.shape(d)) {
+      throw py::value_error(w + ": the batch dimensions must match (broadcast them first)");
+    }
+  }
+  if (b.shape(nd - 2) != a.shape(nd - 1) || out.shape(nd - 2) != a.shape(nd - 2) ||
+      out.shape(nd - 1) != b.shape(nd - 1) || a.shape(nd - 1) == 0) {
+    throw py::value_error(w + ": expected a (..., M, K), b (..., K, N) and out (..., M, N) with K > 0");
+  }
+  return kind;
+}
+
+// Element offsets of every batch entry of an (batch..., rows, cols) array, in row-major batch order.
+inline std::vector<int64_t> batch_offsets(const py::array& x) {
+  const int nb = int(x.ndim()) - 2;
+  int64_t count = 1;
+  for (int d = 0; d < nb; ++d) count *= x.shape(d);
+  std::vector<int64_t> offs(count, 0), idx(std::max(nb, 0), 0);
+  for (int64_t i = 0; i < count; ++i) {
+    int64_t o = 0;
+    for (int d = 0; d < nb; ++d) o += idx[d] * (x.strides(d) / x.itemsize());
+    offs[i] = o;
+    for (int d = nb - 1; d >= 0; --d) {
+      if (++idx[d] < x.shape(d)) break;
+      idx[d] = 0;
+    }
+  }
+  return offs;
+}
+
 template <class T>
 T* data_of(py::array& a) {
   return static_cast<T*>(a.mutable_data());

@@ -106,23 +106,8 @@ void run(const py::array& a, const py::array& b, py::array& out) {
       !as_blas(K, N, b.strides(nd - 2) / item, b.strides(nd - 1) / item, &ob)) {
     throw py::value_error("gemm: each matrix needs a unit stride in one of its two dimensions");
   }
-  int64_t batches = 1;
-  for (int d = 0; d < nd - 2; ++d) batches *= a.shape(d);
-  std::vector<int64_t> offa(batches), offb(batches);
-  std::vector<int64_t> idx(std::max(nd - 2, 0), 0);
-  for (int64_t i = 0; i < batches; ++i) {
-    int64_t pa = 0, pb = 0;
-    for (int d = 0; d < nd - 2; ++d) {
-      pa += idx[d] * (a.strides(d) / item);
-      pb += idx[d] * (b.strides(d) / item);
-    }
-    offa[i] = pa;
-    offb[i] = pb;
-    for (int d = nd - 3; d >= 0; --d) {
-      if (++idx[d] < a.shape(d)) break;
-      idx[d] = 0;
-    }
-  }
+  const std::vector<int64_t> offa = batch_offsets(a), offb = batch_offsets(b);
+  const int64_t batches = int64_t(offa.size());
   const T *ap = data_of<T>(a), *bp = data_of<T>(b);
   T* cp = data_of<T>(out);
   py::gil_scoped_release nogil;
@@ -157,20 +142,7 @@ void init_gemm(py::module_& m) {
         "Use the cblas sgemm/dgemm of this already-loaded library for gemm(); False if it has none.");
   m.def("gemm", [](const py::array& a, const py::array& b, py::array out) {
     if (blas().s == nullptr) throw std::runtime_error("gemm: no BLAS was set (set_blas)");
-    const Kind kind = kind_of(a, "gemm");
-    if (kind_of(b, "gemm") != kind) throw py::type_error("gemm: all arrays must share one dtype");
-    check({{&out, true}}, kind, "gemm", -1);
-    const py::ssize_t nd = a.ndim();
-    if (nd < 2 || b.ndim() != nd || out.ndim() != nd) throw py::value_error("gemm: expected 2-D or more, all alike");
-    for (py::ssize_t d = 0; d < nd - 2; ++d) {
-      if (b.shape(d) != a.shape(d) || out.shape(d) != a.shape(d)) {
-        throw py::value_error("gemm: the batch dimensions must match (broadcast them first)");
-      }
-    }
-    if (b.shape(nd - 2) != a.shape(nd - 1) || out.shape(nd - 2) != a.shape(nd - 2) ||
-        out.shape(nd - 1) != b.shape(nd - 1) || a.shape(nd - 1) == 0) {
-      throw py::value_error("gemm: expected a (..., M, K), b (..., K, N) and out (..., M, N) with K > 0");
-    }
+    const Kind kind = check_product(a, b, out, 2, "gemm");
     if (out.size() == 0) return;
     kind == Kind::f32 ? run<float>(a, b, out) : run<double>(a, b, out);
   }, py::arg("a"), py::arg("b"), py::arg("out"),
