@@ -5,9 +5,10 @@ step is overhead and how much is arithmetic this machine cannot do faster.
 
     python benchmarks/gemm_floor.py [--threads 1] [--workloads W2 W3] [--reps 7] [--json PATH]
 
-Times NumPy's BLAS (what tinytorch calls on the CPU) and, when importable, PyTorch's (torch.matmul on
-the same shapes), each with --threads threads. Prints a table (GFLOP per step, floor ms, GFLOP/s) and
-writes JSON.
+Times tinytorch's matrix-product kernel (the OpenBLAS NumPy loaded, on the intra-op pool: _ops/linalg.py's
+_matmul) and, when importable, PyTorch's (torch.matmul on the same shapes), each with --threads threads.
+Prints a table (GFLOP per step, floor ms, GFLOP/s) and writes JSON. train_step.py --floor times the same
+products between its steps.
 """
 import argparse
 import os
@@ -58,7 +59,8 @@ def flops(p: Product) -> float:
     return 2.0 * batch * m * k * ncol
 
 
-def time_products(ps: List[Product], lib: str, reps: int) -> List[float]:
+def operands(ps: List[Product], lib: str) -> list:
+    """(a, b) of each product as the step lays them out (transposes are views), as `lib`'s arrays."""
     rng = np.random.default_rng(0)
     out = []
     for _, a_shape, b_shape, ta, tb in ps:
@@ -67,10 +69,22 @@ def time_products(ps: List[Product], lib: str, reps: int) -> List[float]:
         if lib == "torch":
             import torch
             a, b = torch.from_numpy(a), torch.from_numpy(b)
-        at = a.transpose(-1, -2) if lib == "torch" and ta else (a.swapaxes(-1, -2) if ta else a)
-        bt = b.transpose(-1, -2) if lib == "torch" and tb else (b.swapaxes(-1, -2) if tb else b)
-        out.append(median_ms(lambda: at @ bt, reps))
+        out.append((a.swapaxes(-1, -2) if ta else a, b.swapaxes(-1, -2) if tb else b))
     return out
+
+
+def product_fn(lib: str):
+    """a @ b as the library computes it: tinytorch's kernel on NumPy arrays, or torch.matmul."""
+    if lib == "torch":
+        import torch
+        return torch.matmul
+    from tinytorch._ops.linalg import _matmul
+    return _matmul
+
+
+def time_products(ps: List[Product], lib: str, reps: int) -> List[float]:
+    mm = product_fn(lib)
+    return [median_ms(lambda: mm(a, b), reps) for a, b in operands(ps, lib)]
 
 
 def main(argv=None) -> dict:
@@ -82,7 +96,7 @@ def main(argv=None) -> dict:
     args = p.parse_args(argv)
     import tinytorch
     tinytorch.set_num_threads(args.threads)  # NumPy's OpenBLAS threads
-    libs = ["numpy"]
+    libs = ["tinytorch"]
     try:
         import torch
         torch.set_num_threads(args.threads)

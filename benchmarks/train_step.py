@@ -5,9 +5,11 @@ same batch; each step is zero_grad, forward, cross-entropy, backward, AdamW step
 take turns step by step. Prints the median step time of each, their ratio, and the losses, which must
 agree (1e-4 relative on the first step, within 1% over the run). Writes JSON.
 
-    python benchmarks/train_step.py [--steps 20] [--workloads W2 W3] [--threads N] [--json PATH]
+    python benchmarks/train_step.py [--steps 20] [--workloads W2 W3] [--threads N] [--floor] [--json PATH]
 
---threads 1 gives each library one core, as each rank has under W5's DDP on a 2-core machine.
+--threads 1 gives each library one core, as each rank has under W5's DDP on a 2-core machine. --floor also
+times, between the steps, every matrix product of a step alone through tinytorch's product kernel (the GEMM
+floor of gemm_floor.py), and prints step / floor: both measured in the same rounds, at the same clock.
 """
 import argparse
 import os
@@ -18,6 +20,7 @@ import time
 import numpy as np
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import gemm_floor  # noqa: E402
 import models  # noqa: E402
 from harness import write_json  # noqa: E402
 
@@ -57,6 +60,7 @@ def main(argv=None) -> dict:
     p.add_argument("--device", default="cpu")
     p.add_argument("--threads", type=int, default=os.cpu_count() or 1,
                    help="intra-op threads of both libraries (set_num_threads); default: one per core")
+    p.add_argument("--floor", action="store_true", help="time the step's matrix products alone, between steps")
     p.add_argument("--json", default=os.path.join(os.path.dirname(__file__), "results", "train_step.json"))
     args = p.parse_args(argv)
 
@@ -68,16 +72,25 @@ def main(argv=None) -> dict:
     except ImportError:
         torch = None
     results = {"device": args.device, "steps": args.steps, "threads": args.threads, "workloads": {}}
+    floor_head = f" {'floor ms':>9} {'tt/floor':>9} {'torch/floor':>11}" if args.floor else ""
     print(f"{'workload':10} {'tinytorch ms':>13} {'torch ms':>10} {'ratio':>7} {'loss[0] rel diff':>17} "
-          f"{'max loss rel diff':>18}")
+          f"{'max loss rel diff':>18}{floor_head}")
     for w in args.workloads:
         mine = Trainer(tinytorch, w, device=args.device)
         theirs = Trainer(torch, w, state=mine.state, device=args.device) if torch is not None else None
+        floor = []
+        if args.floor:
+            mm, ops = gemm_floor.product_fn("tinytorch"), gemm_floor.operands(gemm_floor.products(w), "tinytorch")
         # Alternate the two step by step, so that the machine's load changes hit both alike.
         for _ in range(args.steps):
             mine.step()
             if theirs is not None:
                 theirs.step()
+            if args.floor:
+                t0 = time.perf_counter()
+                for a, b in ops:
+                    mm(a, b)
+                floor.append(time.perf_counter() - t0)
         row = {"tinytorch_ms": 1e3 * statistics.median(mine.times[args.warmup:]), "tinytorch_losses": mine.losses}
         if theirs is not None:
             # Relative difference, floored at 1e-4 absolute: W2 memorises its batch and its loss falls
@@ -86,10 +99,18 @@ def main(argv=None) -> dict:
             row.update(torch_ms=1e3 * statistics.median(theirs.times[args.warmup:]), torch_losses=theirs.losses,
                        first_loss_rel_diff=rel[0], max_loss_rel_diff=max(rel))
             row["ratio"] = row["tinytorch_ms"] / row["torch_ms"]
-            print(f"{w:10} {row['tinytorch_ms']:13.1f} {row['torch_ms']:10.1f} {row['ratio']:7.2f} "
-                  f"{rel[0]:17.2e} {max(rel):18.2e}")
+            line = (f"{w:10} {row['tinytorch_ms']:13.1f} {row['torch_ms']:10.1f} {row['ratio']:7.2f} "
+                    f"{rel[0]:17.2e} {max(rel):18.2e}")
         else:
-            print(f"{w:10} {row['tinytorch_ms']:13.1f} {'-':>10} {'-':>7}")
+            line = f"{w:10} {row['tinytorch_ms']:13.1f} {'-':>10} {'-':>7}"
+        if floor:
+            row["floor_ms"] = 1e3 * statistics.median(floor[args.warmup:])
+            row["tinytorch_over_floor"] = row["tinytorch_ms"] / row["floor_ms"]
+            line += f" {row['floor_ms']:9.1f} {row['tinytorch_over_floor']:9.2f}"
+            if theirs is not None:
+                row["torch_over_floor"] = row["torch_ms"] / row["floor_ms"]
+                line += f" {row['torch_over_floor']:11.2f}"
+        print(line, flush=True)
         results["workloads"][w] = row
     write_json(args.json, results)
     return results

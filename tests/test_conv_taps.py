@@ -1,7 +1,12 @@
-"""The C++ kernels behind float32 conv2d/conv1d/conv_transpose2d on AVX-512 CPUs (csrc/kernels/conv2d.cpp:
-tap kernels; conv2d_winograd.cpp: 3x3 stride 1): outputs and all three gradients against the float64 NumPy
-route (itself gradchecked in test_conv_layers.py) over strides, dilations, paddings, kernel sizes and channel
-counts that leave partial register tiles; and the kernels' own argument checks."""
+"""The C++ kernels behind float32 conv2d/conv1d/conv_transpose2d (csrc/kernels/conv2d.cpp: tap kernels;
+conv2d_winograd.cpp: 3x3 stride 1), built for AVX-512 and for AVX2: every test runs once per instruction set
+this CPU has (the AVX2 build forced on an AVX-512 CPU). Outputs and all three gradients against the float64
+NumPy route (itself gradchecked in test_conv_layers.py) over strides, dilations, paddings, kernel sizes and
+channel counts that leave partial register tiles; and the kernels' own argument checks."""
+import os
+import subprocess
+import sys
+
 import numpy as np
 import pytest
 
@@ -10,7 +15,16 @@ import tinytorch.nn.functional as F
 from tinytorch._C import _cpu
 from tinytorch._ops import conv as conv_ops
 
-pytestmark = pytest.mark.skipif(not _cpu.conv2d_supported(), reason="the tap kernels need an x86-64 CPU with AVX-512")
+pytestmark = pytest.mark.skipif(not _cpu.conv2d_supported(),
+                                reason="the tap kernels need an x86-64 CPU with AVX-512 or AVX2")
+
+
+@pytest.fixture(autouse=True, params=_cpu.cpu_capabilities())
+def capability(request):
+    before = _cpu.get_cpu_capability()
+    _cpu.set_cpu_capability(request.param)
+    yield request.param
+    _cpu.set_cpu_capability(before)
 
 
 @pytest.fixture(autouse=True)
@@ -238,3 +252,20 @@ def test_grouped_kernel_argument_checks():
     with pytest.raises(ValueError, match="outside the source array"):
         _cpu.conv2d_grouped(x, 144, 36, np.zeros((4, 2, 9), np.float32), toff + 20, None,
                             np.empty((1, 4, 4, 4), np.float32), 6, 2)
+
+
+def test_the_capability_is_chosen_at_load_and_can_be_capped(capability):
+    """TINYTORCH_CPU_CAPABILITY caps the instruction set (as PyTorch's ATEN_CPU_CAPABILITY); 'default' turns
+    the kernels off (GEMM route); a set the CPU lacks is refused."""
+    code = "from tinytorch._C import _cpu; print(_cpu.get_cpu_capability(), _cpu.conv2d_supported())"
+    for name, want in ((capability, f"{capability} True"), ("default", "default False")):
+        env = dict(os.environ, TINYTORCH_CPU_CAPABILITY=name)
+        out = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, check=True)
+        assert out.stdout.split() == want.split()
+    with pytest.raises(ValueError, match="must be one of"):
+        _cpu.set_cpu_capability("sse9")
+    if "avx512" not in _cpu.cpu_capabilities():
+        with pytest.raises(ValueError, match="does not run"):
+            _cpu.set_cpu_capability("avx512")
+    _cpu.set_cpu_capability("default")
+    assert not _cpu.conv2d_supported() and not conv_ops._taps_ok(1, 56 * 56, np.zeros(1, np.float32))

@@ -379,24 +379,6 @@ def test_lstm_language_model_program_matches_pytorch():
         np.testing.assert_allclose(b.numpy(), a.numpy(), rtol=1e-4, atol=1e-5, err_msg=k)
 
 
-def test_openblas_thread_count_restored_after_recurrent_layers():
-    """The per-step products run on one OpenBLAS thread; the caller's count must come back."""
-    from tinytorch._ops import rnn as rnn_ops
-    m = tinytorch.nn.GRU(3, 4, bidirectional=True)
-    fns = rnn_ops._blas_fns()  # None where NumPy is not linked against OpenBLAS: then nothing is changed
-    if fns is None:
-        m(tinytorch.randn(5, 2, 3))[0].sum().backward()
-        return
-    get, set_ = fns
-    before = get()
-    set_(2)
-    try:
-        m(tinytorch.randn(5, 2, 3))[0].sum().backward()
-        assert get() == 2
-    finally:
-        set_(before)
-
-
 def test_autocast_bf16_dtypes_follow_pytorchs_cpu_lists():
     # CPU autocast runs LSTM/RNN in bfloat16 (outputs and states) and leaves GRU in its input type, as PyTorch.
     import tinytorch

@@ -1,4 +1,4 @@
-// Convolution as a sum over kernel taps, for float32 on CPUs with AVX-512: the forward (and, through it,
+// Convolution as a sum over kernel taps, for float32 on CPUs with AVX-512 or AVX2: the forward (and, through it,
 // the input gradient) and the weight gradient, with no column matrix.
 //
 // The input is addressed as src[n*sn + c*sc + toff[t] + p]: output position p = y*wrow + x (x < ow) of
@@ -6,8 +6,13 @@
 // or in one stride phase of it. So every (channel, tap) pair is one contiguous row, read in place with
 // unaligned vector loads; the positions with x >= ow on the padded grid are computed and dropped. NumPy's
 // route (im2col + OpenBLAS) writes the nine-times-larger column matrix and runs a GEMM with only 64 rows at
-// ResNet's widths, about half of this core's FMA peak; here the tile of 8 output channels x 48 positions
-// stays in registers for the whole contraction.
+// ResNet's widths, about half of this core's FMA peak; here a tile of output channels x positions (8 x 48 with
+// AVX-512's 32 registers, 4 x 16 with AVX2's 16) stays in registers for the whole contraction.
+//
+// The kernels (conv2d_taps.inc) are compiled once per instruction set, against simd16.h's 16-float vector, and
+// conv_isa() picks one at run time.
+#include <atomic>
+#include <cstdlib>
 #include <optional>
 
 #include "kernels/conv2d.h"
@@ -16,124 +21,9 @@ namespace tinytorch::cpu {
 
 namespace {
 
-// Register tile sizes (the argument checks use them on every platform; the kernels only on x86-64).
-constexpr int kMR = 8;  // output channels per forward tile
-constexpr int kNV = 3;  // 16-float vectors of positions per forward tile
-constexpr int kNR = 16 * kNV;  // positions per forward tile
-constexpr int kMO = 4;  // output channels per weight-gradient tile
-constexpr int kMK = 6;  // (channel, tap) rows per weight-gradient tile
-
-#if defined(__x86_64__) && defined(__GNUC__)
-
-// One forward tile: out[o0 + m, positions p0 .. p0+kNR) for m < rows, contracting over every channel and
-// tap. wp holds this tile's weights packed [c*T + t][kMR]; lm masks the loads past the end of the plane,
-// sm the lanes to keep (x < ow), which are compress-stored at dst[v] (their place in the (oh, ow) plane).
-// (Blocking the channels so that a block's rows stay in L1 across tiles measured slower: the partial sums'
-// round trips cost more than the L2 reads they save.)
-template <bool kMasked, int kT>
-TT_AVX512 void forward_tile(const float* x, int64_t sc, int64_t C, const int64_t* toff, int T, const float* wp,
-                            const float* bias, int rows, const __mmask16* lm, const __mmask16* sm,
-                            const int64_t* dst, float* out, int64_t plane) {
-  // With the tap count known at compile time (3x3 and 1x1 kernels) the offsets live in registers and the
-  // tap loop unrolls: the contraction's integer work then no longer competes with the FMAs for ports.
-  int64_t off[kT > 0 ? kT : 1];
-  if constexpr (kT > 0) {
-    T = kT;
-    for (int t = 0; t < kT; ++t) off[t] = toff[t];
-  }
-  __m512 acc[kMR][kNV];
-#pragma GCC unroll 8
-  for (int m = 0; m < kMR; ++m) {
-    const __m512 b = _mm512_set1_ps(bias != nullptr && m < rows ? bias[m] : 0.f);
-#pragma GCC unroll 8
-    for (int v = 0; v < kNV; ++v) acc[m][v] = b;
-  }
-  for (int64_t c = 0; c < C; ++c) {
-    const float* xc = x + c * sc;
-    const float* a = wp + c * T * kMR;
-#pragma GCC unroll 9
-    for (int t = 0; t < T; ++t, a += kMR) {
-      const float* b = xc + (kT > 0 ? off[t] : toff[t]);
-      __m512 bv[kNV];
-      // Only the plane's last tile needs masked loads; elsewhere the mask registers stay out of the loop.
-#pragma GCC unroll 8
-      for (int v = 0; v < kNV; ++v)
-        bv[v] = kMasked ? _mm512_maskz_loadu_ps(lm[v], b + 16 * v) : _mm512_loadu_ps(b + 16 * v);
-#pragma GCC unroll 8
-      for (int m = 0; m < kMR; ++m) {
-        const __m512 av = _mm512_set1_ps(a[m]);
-#pragma GCC unroll 8
-        for (int v = 0; v < kNV; ++v) acc[m][v] = _mm512_fmadd_ps(av, bv[v], acc[m][v]);
-      }
-    }
-  }
-  // Constant indices only (the loop runs to kMR and tests rows): an acc[m] with a run-time m would make GCC
-  // keep the whole tile in memory and spill it on every step of the contraction.
-#pragma GCC unroll 8
-  for (int m = 0; m < kMR; ++m) {
-    if (m < rows) {
-#pragma GCC unroll 8
-      for (int v = 0; v < kNV; ++v) _mm512_mask_compressstoreu_ps(out + m * plane + dst[v], sm[v], acc[m][v]);
-    }
-  }
-}
-
-
+constexpr int kMR = 8;  // output channels per packed weight tile (and per group's register tiles)
+constexpr int kMO = 4;  // output channels a weight-gradient tile's rows divide into (groups come in whole ones)
 constexpr int64_t kChunk = 2048;  // positions per pass: a tile's rows of g (32 KB) stay in L1 across tiles
-
-// The 16 lane-sums of v[0..16) as one vector, in order: a transpose-and-add tree (unpack within 128-bit
-// lanes, then across them), 15 shuffle pairs instead of 16 horizontal reductions.
-TT_AVX512 __m512 sum16(const __m512* v) {
-  __m512 s[8], t[4], u[2];
-#pragma GCC unroll 8
-  for (int i = 0; i < 8; ++i)  // lane-wise [a0+a2, b0+b2, a1+a3, b1+b3]
-    s[i] = _mm512_add_ps(_mm512_unpacklo_ps(v[2 * i], v[2 * i + 1]), _mm512_unpackhi_ps(v[2 * i], v[2 * i + 1]));
-#pragma GCC unroll 4
-  for (int i = 0; i < 4; ++i) {  // lane-wise [v4i, v4i+1, v4i+2, v4i+3] partial sums
-    const __m512d c = _mm512_castps_pd(s[2 * i]), d = _mm512_castps_pd(s[2 * i + 1]);
-    t[i] = _mm512_add_ps(_mm512_castpd_ps(_mm512_unpacklo_pd(c, d)), _mm512_castpd_ps(_mm512_unpackhi_pd(c, d)));
-  }
-#pragma GCC unroll 2
-  for (int i = 0; i < 2; ++i)
-    u[i] = _mm512_add_ps(_mm512_shuffle_f32x4(t[2 * i], t[2 * i + 1], 0x88),
-                         _mm512_shuffle_f32x4(t[2 * i], t[2 * i + 1], 0xDD));
-  return _mm512_add_ps(_mm512_shuffle_f32x4(u[0], u[1], 0x88), _mm512_shuffle_f32x4(u[0], u[1], 0xDD));
-}
-
-// One weight-gradient tile: gw[o, k] += sum_p g[o, p] * s_k[p] for kMO rows of g and kMK source rows,
-// over lv positions (a multiple of 16; the source rows are read only below l, the rest is masked).
-TT_AVX512 void weight_grad_tile(const float* const* g, const float* const* s, int64_t l, int64_t lv,
-                                float* out, int64_t ldo, int orows, int krows) {
-  __m512 acc[kMO][kMK];
-#pragma GCC unroll 8
-  for (int i = 0; i < kMO; ++i)
-#pragma GCC unroll 8
-    for (int j = 0; j < kMK; ++j) acc[i][j] = _mm512_setzero_ps();
-  const int64_t full = l / 16 * 16;
-  for (int64_t p = 0; p < lv; p += 16) {
-    const __mmask16 mask = p < full ? __mmask16(0xffff) : __mmask16((1u << (l - p)) - 1u);
-    __m512 sv[kMK];
-#pragma GCC unroll 8
-    for (int j = 0; j < kMK; ++j) sv[j] = _mm512_maskz_loadu_ps(mask, s[j] + p);
-#pragma GCC unroll 8
-    for (int i = 0; i < kMO; ++i) {
-      const __m512 gv = _mm512_load_ps(g[i] + p);
-#pragma GCC unroll 8
-      for (int j = 0; j < kMK; ++j) acc[i][j] = _mm512_fmadd_ps(gv, sv[j], acc[i][j]);
-    }
-  }
-  static_assert(kMO * kMK <= 32, "sum16 takes the tile in two groups of 16");
-  __m512 flat[32];
-#pragma GCC unroll 32
-  for (int f = 0; f < 32; ++f) flat[f] = f < kMO * kMK ? acc[f / kMK][f % kMK] : _mm512_setzero_ps();
-  alignas(64) float lanes[32];
-  _mm512_store_ps(lanes, sum16(flat));
-  _mm512_store_ps(lanes + 16, sum16(flat + 16));
-  for (int i = 0; i < orows; ++i)
-    for (int j = 0; j < krows; ++j) out[i * ldo + j] += lanes[i * kMK + j];
-}
-
-#endif
 
 // C is the input channels a weight row sees (C/groups of the source's); output channel o reads the source's
 // channels (o / (O/groups)) * C onwards.
@@ -175,6 +65,30 @@ struct Job {
   std::vector<float> packed;  // [o tile][c*T + t][kMR]
 };
 
+#if defined(__x86_64__) && defined(__GNUC__)
+namespace avx512 {
+#pragma GCC push_options
+#pragma GCC target("avx512f,fma")
+#define TT_SIMD16 512
+#include "kernels/simd16.h"
+constexpr int kRows = 8, kNV = 3, kGO = 4, kGK = 6;  // 24 accumulators of AVX-512's 32 registers
+#include "kernels/conv2d_taps.inc"
+#undef TT_SIMD16
+#pragma GCC pop_options
+}  // namespace avx512
+
+namespace avx2 {
+#pragma GCC push_options
+#pragma GCC target("avx2,fma")
+#define TT_SIMD16 256
+#include "kernels/simd16.h"
+constexpr int kRows = 4, kNV = 1, kGO = 2, kGK = 2;  // 8 accumulators (two registers each) of AVX2's 16
+#include "kernels/conv2d_taps.inc"
+#undef TT_SIMD16
+#pragma GCC pop_options
+}  // namespace avx2
+#endif
+
 // For each job: out (N, O, oh, ow) = bias + sum over c, t of w[o, c, t] * src rows. Several jobs over the same
 // source (the stride phases of a strided conv's input gradient) share each block of positions while its rows
 // are in cache.
@@ -212,52 +126,12 @@ void forward_jobs(const py::array& src, int64_t sn, int64_t sc, const std::vecto
     if (bias->size() != g.O) throw py::value_error("conv2d_taps: expected one bias per output channel");
     bp = data_of<float>(*bias);
   }
-  if (!avx512_supported()) throw std::runtime_error("conv2d_taps: this CPU has no AVX-512");
+  const Isa isa = conv_isa();
+  if (isa == Isa::none) throw std::runtime_error("conv2d_taps: this CPU has neither AVX-512 nor AVX2 with FMA");
 #if defined(__x86_64__) && defined(__GNUC__)
   const float* x = data_of<float>(src);
   py::gil_scoped_release nogil;
-  const int64_t tiles = (g.O + kMR - 1) / kMR;
-  for (Job& job : jobs) {
-    const int64_t CT = g.C * job.T;
-    job.packed.assign(tiles * CT * kMR, 0.f);
-    for (int64_t o = 0; o < g.O; ++o)
-      for (int64_t k = 0; k < CT; ++k) job.packed[((o / kMR) * CT + k) * kMR + o % kMR] = job.w[o * CT + k];
-  }
-  const int64_t flat = g.flat(), blocks = (flat + kNR - 1) / kNR, plane = g.oh * g.ow;
-  parallel_for(g.N * blocks, threads, 1, [&](int64_t begin, int64_t end) {
-    for (int64_t item = begin; item < end; ++item) {
-      const int64_t n = item / blocks, p0 = (item % blocks) * kNR;
-      __mmask16 lm[kNV], sm[kNV];
-      int64_t dst[kNV];
-#pragma GCC unroll 8
-      for (int v = 0; v < kNV; ++v) {
-        const int64_t p = p0 + 16 * v;
-        dst[v] = (p / g.wrow) * g.ow + std::min(p % g.wrow, g.ow);
-        unsigned l = 0, s = 0;
-        for (int i = 0; i < 16; ++i) {
-          if (p + i < flat) {
-            l |= 1u << i;
-            if ((p + i) % g.wrow < g.ow) s |= 1u << i;
-          }
-        }
-        lm[v] = __mmask16(l);
-        sm[v] = __mmask16(s);
-      }
-      const float* xn = x + n * g.sn + p0;
-      const bool masked = p0 + kNR > flat;
-      for (const Job& job : jobs) {
-        auto tile = job.T == 9 ? (masked ? forward_tile<true, 9> : forward_tile<false, 9>)
-                  : job.T == 1 ? (masked ? forward_tile<true, 1> : forward_tile<false, 1>)
-                               : (masked ? forward_tile<true, 0> : forward_tile<false, 0>);
-        const int64_t CT = g.C * job.T;
-        for (int64_t t = 0; t < tiles; ++t) {
-          const int rows = int(std::min<int64_t>(kMR, g.O - t * kMR));
-          tile(xn + g.group_offset(t * kMR), g.sc, g.C, job.offs.data(), int(job.T), job.packed.data() + t * CT * kMR,
-               bp ? bp + t * kMR : nullptr, rows, lm, sm, dst, job.out + (n * g.O + t * kMR) * plane, plane);
-        }
-      }
-    }
-  });
+  isa == Isa::avx512 ? avx512::forward_run(g, x, jobs, bp, threads) : avx2::forward_run(g, x, jobs, bp, threads);
 #endif
 }
 
@@ -287,62 +161,20 @@ void weight_grad(const py::array& src, int64_t sn, int64_t sc, const py::array& 
     if (gb->size() != g.O) throw py::value_error("conv2d_taps_weight_grad: expected one grad_bias per output channel");
     bout = data_of<float>(*gb);
   }
-  if (!avx512_supported()) throw std::runtime_error("conv2d_taps_weight_grad: this CPU has no AVX-512");
+  const Isa isa = conv_isa();
+  if (isa == Isa::none) {
+    throw std::runtime_error("conv2d_taps_weight_grad: this CPU has neither AVX-512 nor AVX2 with FMA");
+  }
 #if defined(__x86_64__) && defined(__GNUC__)
   const float* x = data_of<float>(src);
   const float* gr = data_of<float>(grad);
   float* out = data_of<float>(gw);
   py::gil_scoped_release nogil;
-  const int64_t CT = g.C * g.T, flat = g.flat(), lv = (flat + 15) / 16 * 16, plane = g.oh * g.ow;
-  std::vector<int64_t> koff(CT);  // where row k = c*T + t starts within one image
+  std::vector<int64_t> koff(g.C * g.T);  // where row k = c*T + t starts within one image
   for (int64_t c = 0; c < g.C; ++c)
     for (int64_t t = 0; t < g.T; ++t) koff[c * g.T + t] = c * g.sc + offs[t];
-  std::fill(out, out + g.O * CT, 0.f);
-  const int64_t otiles = (g.O + kMO - 1) / kMO;
-  // Threads split the output channels, so each owns its rows of gw and nothing is reduced across threads.
-  parallel_for(otiles, threads, 1, [&](int64_t begin, int64_t end) {
-    const int64_t o0 = begin * kMO, o1 = std::min(g.O, end * kMO);
-    // This thread's rows of one image's gradient on the padded grid (zero at x >= ow), 64-byte aligned.
-    std::vector<float> buf((o1 - o0) * lv + 16);
-    float* gp = buf.data() + (16 - (reinterpret_cast<uintptr_t>(buf.data()) / 4) % 16) % 16;
-    std::vector<double> bsum(o1 - o0, 0.0);
-    for (int64_t n = 0; n < g.N; ++n) {
-      for (int64_t o = o0; o < o1; ++o) {
-        float* row = gp + (o - o0) * lv;
-        std::fill(row, row + lv, 0.f);
-        const float* in = gr + (n * g.O + o) * plane;
-        double s = 0.0;
-        for (int64_t yy = 0; yy < g.oh; ++yy) {
-          for (int64_t xx = 0; xx < g.ow; ++xx) {
-            row[yy * g.wrow + xx] = in[yy * g.ow + xx];
-            s += in[yy * g.ow + xx];
-          }
-        }
-        bsum[o - o0] += s;
-      }
-      // Positions in chunks, so that a tile's rows of g are read from L1 by every source tile; the full
-      // plane per tile would stream them from L2 once per source tile, and L2 bandwidth would be the limit.
-      for (int64_t p0 = 0; p0 < lv; p0 += kChunk) {
-        const int64_t len = std::min(kChunk, lv - p0);
-        const float* xn = x + n * g.sn + p0;
-        for (int64_t ot = o0; ot < o1; ot += kMO) {
-          const int orows = int(std::min<int64_t>(kMO, o1 - ot));
-          const float* gptr[kMO];
-#pragma GCC unroll 8
-          for (int i = 0; i < kMO; ++i) gptr[i] = gp + (ot - o0 + std::min(i, orows - 1)) * lv + p0;
-          for (int64_t k0 = 0; k0 < CT; k0 += kMK) {
-            const int krows = int(std::min<int64_t>(kMK, CT - k0));
-            const float* sptr[kMK];
-#pragma GCC unroll 8
-            for (int j = 0; j < kMK; ++j) sptr[j] = xn + g.group_offset(ot) + koff[k0 + std::min(j, krows - 1)];
-            weight_grad_tile(gptr, sptr, flat - p0, len, out + ot * CT + k0, CT, orows, krows);
-          }
-        }
-      }
-    }
-    if (bout != nullptr)
-      for (int64_t o = o0; o < o1; ++o) bout[o] = float(bsum[o - o0]);
-  });
+  isa == Isa::avx512 ? avx512::weight_grad_run(g, x, gr, koff, out, bout, threads)
+                     : avx2::weight_grad_run(g, x, gr, koff, out, bout, threads);
 #endif
 }
 
@@ -421,15 +253,67 @@ void stride_phases(py::array x, py::array P, int64_t top, int64_t left, bool mer
   kind == Kind::f32 ? run(0.f) : run(0.0);
 }
 
+// The best instruction set this CPU runs the kernels with.
+Isa best_isa() {
+#if defined(__x86_64__) && defined(__GNUC__)
+  if (__builtin_cpu_supports("avx512f")) return Isa::avx512;
+  if (__builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma")) return Isa::avx2;
+#endif
+  return Isa::none;
+}
+
+const char* isa_name(Isa isa) { return isa == Isa::avx512 ? "avx512" : isa == Isa::avx2 ? "avx2" : "default"; }
+
+Isa parse_isa(const std::string& name) {
+  for (Isa isa : {Isa::none, Isa::avx2, Isa::avx512}) {
+    if (name == isa_name(isa)) return isa;
+  }
+  throw py::value_error("cpu capability must be one of 'default', 'avx2', 'avx512', got '" + name + "'");
+}
+
+// TINYTORCH_CPU_CAPABILITY (PyTorch's ATEN_CPU_CAPABILITY) caps the instruction set; above what the CPU has it
+// is ignored, as in PyTorch.
+std::atomic<int>& current_isa() {
+  static std::atomic<int> isa = [] {
+    Isa best = best_isa();
+    if (const char* env = std::getenv("TINYTORCH_CPU_CAPABILITY")) {
+      for (Isa isa : {Isa::none, Isa::avx2, Isa::avx512}) {
+        if (std::string(env) == isa_name(isa) && int(isa) < int(best)) best = isa;
+      }
+    }
+    return int(best);
+  }();
+  return isa;
+}
+
 }  // namespace
 
+Isa conv_isa() { return Isa(current_isa().load(std::memory_order_relaxed)); }
+
 void init_conv2d(py::module_& m) {
+  m.def("cpu_capabilities", [] {
+    std::vector<std::string> names;
+    for (Isa isa : {Isa::avx512, Isa::avx2}) {
+      if (int(isa) <= int(best_isa())) names.push_back(isa_name(isa));
+    }
+    return names;
+  }, "The instruction sets this CPU runs the convolution kernels with, best first ('avx512', 'avx2').");
+  m.def("get_cpu_capability", [] { return std::string(isa_name(conv_isa())); },
+        "The instruction set the convolution kernels run with: 'avx512', 'avx2' or 'default' (GEMM route).");
+  m.def("set_cpu_capability", [](const std::string& name) {
+    const Isa isa = parse_isa(name);
+    if (int(isa) > int(best_isa())) {
+      throw py::value_error(std::string("this CPU does not run '") + name + "' (best: '" + isa_name(best_isa()) +
+                            "')");
+    }
+    current_isa().store(int(isa));
+  }, py::arg("name"), "Run the convolution kernels with this instruction set (at most what the CPU has).");
   m.def("conv2d_phases", &stride_phases, py::arg("x"), py::arg("phases"), py::arg("top"), py::arg("left"),
         py::arg("merge"), py::arg("threads") = 0,
         "Split x, zero-padded at the top and left, into its stride phases (merge=False), or write the phases "
         "back into x (merge=True).");
-  m.def("conv2d_supported", [] { return kConvBuilt && avx512_supported(); },
-        "Whether conv2d_taps runs here (x86-64 with AVX-512).");
+  m.def("conv2d_supported", [] { return conv_isa() != Isa::none; },
+        "Whether conv2d_taps and conv2d_winograd run here (x86-64 with AVX-512, or AVX2 with FMA).");
   m.def("conv2d_taps", &forward, py::arg("src"), py::arg("sn"), py::arg("sc"), py::arg("weight"), py::arg("toff"),
         py::arg("bias"), py::arg("out"), py::arg("wrow"), py::arg("groups") = 1, py::arg("threads") = 0,
         "out[n, o, y, x] = bias[o] + sum_{c,t} weight[o, c, t] * src[n*sn + c*sc + toff[t] + y*wrow + x].");

@@ -1,11 +1,13 @@
 // What the convolution kernel files share (conv2d.cpp: direct, over kernel taps; conv2d_winograd.cpp:
-// F(2x2, 3x3); conv2d_grouped.cpp: few channels a group): the AVX-512 target attribute, the run-time CPU check,
-// argument checks.
+// F(2x2, 3x3); conv2d_grouped.cpp: few channels a group): the instruction set chosen at run time, argument checks.
 #pragma once
 
 #if defined(__x86_64__)
 #include <immintrin.h>
 #endif
+
+#include <cstdint>
+#include <cstring>
 
 // GCC 12's AVX-512 headers build some shuffle results from a deliberately uninitialized vector and then
 // warn about it where those intrinsics inline (a false positive; -Werror in CI would fail on it).
@@ -19,22 +21,10 @@
 
 namespace tinytorch::cpu {
 
-#if defined(__x86_64__) && defined(__GNUC__)
-#define TT_AVX512 __attribute__((target("avx512f")))
-constexpr bool kConvBuilt = true;
-#else
-#define TT_AVX512
-constexpr bool kConvBuilt = false;
-#endif
-
-// Whether this CPU runs the AVX-512 convolution kernels (checked at run time: the build is portable).
-inline bool avx512_supported() {
-#if defined(__x86_64__) && defined(__GNUC__)
-  return __builtin_cpu_supports("avx512f");
-#else
-  return false;
-#endif
-}
+// The instruction set the convolution kernels run with (conv2d.cpp): the best this CPU has, unless
+// TINYTORCH_CPU_CAPABILITY or _cpu.set_cpu_capability asks for less. none: the kernels do not run (GEMM route).
+enum class Isa { none = 0, avx2 = 1, avx512 = 2 };
+Isa conv_isa();
 
 inline void check_f32(const py::array& a, const char* what, const char* name, bool writes) {
   if (!py::isinstance<py::array_t<float>>(a)) {

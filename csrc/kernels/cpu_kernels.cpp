@@ -1,6 +1,6 @@
 // tinytorch._C._cpu: fused CPU kernels for the places where NumPy would make many passes over a large
 // array. Each takes C-contiguous float32/float64 arrays, checks them, releases the GIL and splits the
-// work over `threads` threads (tinytorch.set_num_threads; 0 means one per core).
+// work over the intra-op thread pool (parallel.h; tinytorch.set_num_threads sizes it).
 #include "kernels/cpu_kernels.h"
 
 namespace tinytorch {
@@ -8,7 +8,11 @@ namespace tinytorch {
 void init_cpu_kernels(pybind11::module_& m) {
   pybind11::module_ k = m.def_submodule(
       "_cpu", "Fused CPU kernels (GELU, erf, softmax, LayerNorm, index_add, AdamW, conv2d, BatchNorm, max pooling, "
-              "LSTM cell)");
+              "LSTM cell, attention, matrix products, elementwise ops and sums)");
+  k.def("set_num_threads", &cpu::set_num_threads, pybind11::arg("n"),
+        "The intra-op thread count of every kernel here (0: one per core).");
+  k.def("get_num_threads", &cpu::num_threads, "The intra-op thread count in effect.");
+  k.def("_shutdown_pool", &cpu::shutdown_pool, "Join the intra-op pool's threads (at interpreter exit).");
   cpu::init_gelu(k);
   cpu::init_softmax(k);
   cpu::init_layer_norm(k);
@@ -20,6 +24,10 @@ void init_cpu_kernels(pybind11::module_& m) {
   cpu::init_max_pool(k);
   cpu::init_lstm_cell(k);
   cpu::init_conv2d_grouped(k);
+  cpu::init_attention(k);
+  cpu::init_elementwise(k);
+  cpu::init_bmm(k);
+  cpu::init_gemm(k);
 }
 
 }  // namespace tinytorch

@@ -1,4 +1,4 @@
-// Shared pieces of the fused CPU kernels (tinytorch._C._cpu): a fork-join loop over a range, and
+// Shared pieces of the fused CPU kernels (tinytorch._C._cpu): parallel_for (parallel.h), SIMD clones, and
 // the argument checks every kernel makes before it releases the GIL. One op per file beside this one
 // (gelu.cpp, softmax.cpp, layer_norm.cpp, index_add.cpp, adamw.cpp), forward and backward together.
 #pragma once
@@ -7,50 +7,19 @@
 #include <pybind11/pybind11.h>
 #include <pybind11/stl.h>
 
+#include "kernels/parallel.h"
+
 #include <algorithm>
 #include <cstdint>
 #include <cstring>
 #include <type_traits>
 #include <string>
-#include <thread>
 #include <utility>
 #include <vector>
 
 namespace tinytorch::cpu {
 
 namespace py = pybind11;
-
-// How many threads parallel_for uses for n items: up to `threads` (0: one per core), each taking at
-// least `grain` items, since a thread's start-up (~20 us) pays off only on large arrays.
-inline int64_t chunk_count(int64_t n, int threads, int64_t grain) {
-  const int64_t cores = threads > 0 ? threads : std::max<int64_t>(1, std::thread::hardware_concurrency());
-  return std::min<int64_t>(cores, std::max<int64_t>(1, n / std::max<int64_t>(1, grain)));
-}
-
-// Runs fn(chunk, begin, end) over [0, n) split into chunk_count(...) chunks, one thread each; the
-// caller's thread takes chunk 0 and joins the others before returning.
-template <class F>
-void parallel_chunks(int64_t n, int threads, int64_t grain, F fn) {
-  const int64_t count = chunk_count(n, threads, grain);
-  if (count <= 1) {
-    fn(int64_t{0}, int64_t{0}, n);
-    return;
-  }
-  std::vector<std::thread> workers;
-  const int64_t size = (n + count - 1) / count;
-  for (int64_t c = 1; c < count; ++c) {
-    const int64_t begin = c * size, end = std::min(n, begin + size);
-    if (begin < end) workers.emplace_back([=] { fn(c, begin, end); });
-  }
-  fn(int64_t{0}, int64_t{0}, std::min(n, size));
-  for (auto& w : workers) w.join();
-}
-
-// Runs fn(begin, end) over [0, n) on parallel_chunks' threads.
-template <class F>
-void parallel_for(int64_t n, int threads, int64_t grain, F fn) {
-  parallel_chunks(n, threads, grain, [&fn](int64_t, int64_t begin, int64_t end) { fn(begin, end); });
-}
 
 // A kernel loop marked TT_SIMD_CLONES is compiled twice, for AVX2+FMA and for baseline x86-64, and the
 // loader picks the one this CPU runs (an ifunc): the AVX2 clone calls glibc's 8-lane exp/erf/tanh,
@@ -102,9 +71,6 @@ bool any_nan(const T* x, int64_t n) {
   return nan != 0;
 }
 
-// Elementwise kernels split at this many elements per thread.
-constexpr int64_t kElementGrain = 1 << 15;
-
 enum class Kind { f32, f64 };
 
 inline Kind kind_of(const py::array& a, const char* what) {
@@ -134,6 +100,48 @@ inline void check(const std::vector<std::pair<const py::array*, bool>>& arrays, 
   check(arrays, kind, what, arrays.front().first->size());
 }
 
+// The checks of a batched product out = a @ b (bmm.cpp, gemm.cpp): one float dtype, at least min_nd dimensions
+// alike, equal batch dimensions (broadcast by the caller), (..., M, K) @ (..., K, N) -> (..., M, N) with K > 0.
+inline Kind check_product(const py::array& a, const py::array& b, const py::array& out, int min_nd,
+                          const char* what) {
+  const std::string w(what);
+  const Kind kind = kind_of(a, what);
+  if (kind_of(b, what) != kind) throw py::type_error(w + ": all arrays must share one dtype");
+  check({{&out, true}}, kind, what, -1);
+  const py::ssize_t nd = a.ndim();
+  if (nd < min_nd || b.ndim() != nd || out.ndim() != nd) {
+    throw py::value_error(w + ": expected " + std::to_string(min_nd) + "-D arrays or more, all alike");
+  }
+  for (py::ssize_t d = 0; d < nd - 2; ++d) {
+    if (b.shape(d) != a.shape(d) || out.shape(d) != a.shape(d)) {
+      throw py::value_error(w + ": the batch dimensions must match (broadcast them first)");
+    }
+  }
+  if (b.shape(nd - 2) != a.shape(nd - 1) || out.shape(nd - 2) != a.shape(nd - 2) ||
+      out.shape(nd - 1) != b.shape(nd - 1) || a.shape(nd - 1) == 0) {
+    throw py::value_error(w + ": expected a (..., M, K), b (..., K, N) and out (..., M, N) with K > 0");
+  }
+  return kind;
+}
+
+// Element offsets of every batch entry of an (batch..., rows, cols) array, in row-major batch order.
+inline std::vector<int64_t> batch_offsets(const py::array& x) {
+  const int nb = int(x.ndim()) - 2;
+  int64_t count = 1;
+  for (int d = 0; d < nb; ++d) count *= x.shape(d);
+  std::vector<int64_t> offs(count, 0), idx(std::max(nb, 0), 0);
+  for (int64_t i = 0; i < count; ++i) {
+    int64_t o = 0;
+    for (int d = 0; d < nb; ++d) o += idx[d] * (x.strides(d) / x.itemsize());
+    offs[i] = o;
+    for (int d = nb - 1; d >= 0; --d) {
+      if (++idx[d] < x.shape(d)) break;
+      idx[d] = 0;
+    }
+  }
+  return offs;
+}
+
 template <class T>
 T* data_of(py::array& a) {
   return static_cast<T*>(a.mutable_data());
@@ -155,5 +163,9 @@ void init_batch_norm(py::module_& m);
 void init_max_pool(py::module_& m);
 void init_lstm_cell(py::module_& m);
 void init_conv2d_grouped(py::module_& m);
+void init_attention(py::module_& m);
+void init_elementwise(py::module_& m);
+void init_bmm(py::module_& m);
+void init_gemm(py::module_& m);
 
 }  // namespace tinytorch::cpu

@@ -1,5 +1,6 @@
 // GELU, exact (erf) or tanh-approximated, and its derivative; erf on its own. NumPy has no erf, and
-// GELU's formula would take a dozen NumPy passes: here it is one pass calling glibc's SIMD erf/tanh.
+// GELU's formula would take a dozen NumPy passes: here it is one pass, with erf inline in float32 (below)
+// and glibc's SIMD erf/exp/tanh otherwise.
 #include <cmath>
 
 #include "kernels/cpu_kernels.h"
@@ -13,6 +14,29 @@ constexpr double kInvSqrt2Pi = 0.39894228040143267794;
 constexpr double kSqrt2OverPi = 0.79788456080286535588;
 constexpr double kTanhCoef = 0.044715;
 
+// erf in float32 as x P(x^2) / Q(x^2) on [-4, 4] (the rational approximation of Eigen's generic_fast_erf_float,
+// within a few ulp; erf rounds to +-1 beyond 4): multiply-adds and one division, so the loop vectorizes without
+// a library call, 3-4x faster than glibc's SIMD erff. NaN is tested on the bits (the clamp would swallow it).
+inline float erf_of(float x) {
+  const float c = x < -4.f ? -4.f : (x > 4.f ? 4.f : x);
+  const float z = c * c;
+  float p = -2.72614225801306e-10f;
+  p = p * z + 2.77068142495902e-08f;
+  p = p * z - 2.10102402082508e-06f;
+  p = p * z - 5.69250639462346e-05f;
+  p = p * z - 7.34990630326855e-04f;
+  p = p * z - 2.95459980854025e-03f;
+  p = p * z - 1.60960333262415e-02f;
+  float q = -1.45660718464996e-05f;
+  q = q * z - 2.13374055278905e-04f;
+  q = q * z - 1.68282697438203e-03f;
+  q = q * z - 7.37332916720468e-03f;
+  q = q * z - 1.42647390514189e-02f;
+  return is_nan_bits(x) ? x : c * p / q;
+}
+
+inline double erf_of(double x) { return std::erf(x); }
+
 // The approximation is a template parameter: a branch-free loop vectorizes.
 template <class T, bool kTanh>
 TT_SIMD_CLONES void gelu_forward_loop(const T* __restrict x, T* __restrict y, int64_t b, int64_t e) {
@@ -21,7 +45,7 @@ TT_SIMD_CLONES void gelu_forward_loop(const T* __restrict x, T* __restrict y, in
     if (kTanh) {
       y[i] = T(0.5) * v * (T(1) + std::tanh(T(kSqrt2OverPi) * (v + T(kTanhCoef) * v * v * v)));
     } else {
-      y[i] = T(0.5) * v * (T(1) + std::erf(v * T(kSqrtHalf)));
+      y[i] = T(0.5) * v * (T(1) + erf_of(v * T(kSqrtHalf)));
     }
   }
 }
@@ -36,7 +60,7 @@ TT_SIMD_CLONES void gelu_backward_loop(const T* __restrict g, const T* __restric
       const T t = std::tanh(T(kSqrt2OverPi) * (v + T(kTanhCoef) * v * v * v));
       d = T(0.5) * (T(1) + t) + T(0.5) * v * (T(1) - t * t) * T(kSqrt2OverPi) * (T(1) + T(3 * kTanhCoef) * v * v);
     } else {
-      d = T(0.5) * (T(1) + std::erf(v * T(kSqrtHalf))) + v * T(kInvSqrt2Pi) * std::exp(T(-0.5) * v * v);
+      d = T(0.5) * (T(1) + erf_of(v * T(kSqrtHalf))) + v * T(kInvSqrt2Pi) * std::exp(T(-0.5) * v * v);
     }
     out[i] = g[i] * d;
   }
@@ -44,7 +68,7 @@ TT_SIMD_CLONES void gelu_backward_loop(const T* __restrict g, const T* __restric
 
 template <class T>
 TT_SIMD_CLONES void erf_loop(const T* __restrict x, T* __restrict y, int64_t b, int64_t e) {
-  for (int64_t i = b; i < e; ++i) y[i] = std::erf(x[i]);
+  for (int64_t i = b; i < e; ++i) y[i] = erf_of(x[i]);
 }
 
 template <class T>

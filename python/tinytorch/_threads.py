@@ -1,11 +1,18 @@
-"""The intra-op thread count: how many threads the fused CPU kernels (tinytorch._C._cpu) and NumPy's
-OpenBLAS use. Starts from OMP_NUM_THREADS (tinytorch-run sets it to 1 when it starts several workers
-per node, as torchrun does), else one per core; torch.set_num_threads changes it."""
+"""The intra-op thread count: how many threads the C++ kernels' pool (tinytorch._C._cpu, csrc/kernels/parallel.h)
+uses. Starts from OMP_NUM_THREADS (tinytorch-run sets it to 1 when it starts several workers per node, as torchrun
+does), else one per core; torch.set_num_threads changes it.
+
+Matrix products run on the same pool (csrc/kernels/gemm.cpp calls the cblas gemm of the OpenBLAS NumPy loaded,
+one block per thread), so OpenBLAS's own threads are set to one: two thread pools on the same cores take them
+from each other. Where the library has no cblas gemm, OpenBLAS keeps the thread count instead."""
 from __future__ import annotations
 
+import atexit
 import ctypes
 import os
 from typing import Optional
+
+from . import _C
 
 
 def _from_env() -> int:
@@ -15,19 +22,26 @@ def _from_env() -> int:
         return 0
 
 
-count = _from_env()  # 0: one per core (read by the kernels' callers on every call)
+count = _from_env()  # 0: one per core
+_C._cpu.set_num_threads(count)
+atexit.register(_C._cpu._shutdown_pool)
 
 _BLAS_SETTERS = ("scipy_openblas_set_num_threads64_", "openblas_set_num_threads64_", "openblas_set_num_threads")
 
 
-def _blas_setter() -> Optional[ctypes._CFuncPtr]:
-    """OpenBLAS's set_num_threads in the library NumPy loaded (found through /proc/self/maps), if any."""
+def _openblas_paths() -> list:
+    """The OpenBLAS libraries loaded in this process (NumPy's), found through /proc/self/maps."""
+    import numpy  # noqa: F401 - loads OpenBLAS, so that /proc/self/maps lists it
     try:
         with open("/proc/self/maps") as f:
-            paths = {p for p in (line.split()[-1] for line in f) if "openblas" in p.lower() and ".so" in p}
+            return sorted({p for p in (line.split()[-1] for line in f) if "openblas" in p.lower() and ".so" in p})
     except OSError:
-        return None
-    for path in sorted(paths):
+        return []
+
+
+def _blas_setter() -> Optional[ctypes._CFuncPtr]:
+    """OpenBLAS's set_num_threads in the library NumPy loaded, if any."""
+    for path in _openblas_paths():
         try:
             lib = ctypes.CDLL(path)
         except OSError:
@@ -46,12 +60,18 @@ def get() -> int:
 
 
 def set(n: int) -> None:  # noqa: A001 - torch.set_num_threads's counterpart
-    """Use n threads in the fused kernels and in OpenBLAS's matrix products."""
+    """Use n threads in the C++ kernels, matrix products included."""
     global count
     if not isinstance(n, int) or isinstance(n, bool) or n <= 0:
         raise RuntimeError("set_num_threads expects a positive integer")
     count = n
-    import numpy  # noqa: F401 - loads OpenBLAS, so that /proc/self/maps lists it
+    _C._cpu.set_num_threads(n)
     setter = _blas_setter()
     if setter is not None:
-        setter(n)
+        setter(1 if blas_on_pool else n)
+
+
+# Whether matrix products run on the pool (gemm.cpp found a cblas gemm in NumPy's OpenBLAS).
+blas_on_pool = any(_C._cpu.set_blas(p) for p in _openblas_paths())
+if blas_on_pool and _blas_setter() is not None:
+    _blas_setter()(1)

@@ -95,7 +95,9 @@ def sum_to_array(x, shape: tuple):
     lead = x.ndim - len(shape)
     axes = tuple(range(lead)) + tuple(i + lead for i, s in enumerate(shape) if s == 1 and x.shape[i + lead] != 1)
     if axes:
-        x = x.sum(axis=axes, keepdims=True)
+        from . import _cpu
+        r = _cpu.sum(x, axes, True) if type(x) is np.ndarray and x.size >= _cpu.MIN_SIZE else None
+        x = x.sum(axis=axes, keepdims=True) if r is None else r
     return x.reshape(shape)
 
 

@@ -15,7 +15,6 @@ stride-1 convs (forward, input and weight gradients) run as Winograd F(2x2, 3x3)
 """
 from __future__ import annotations
 
-import os
 import threading
 
 import numpy as np
@@ -23,6 +22,8 @@ import numpy as np
 from .. import _C, _autocast, _threads
 from .._tensor import Tensor, _wrap
 from ._common import _grad_enabled, needs_grad, record
+from . import _cpu
+from .linalg import _matmul
 
 
 def _xp(a):
@@ -91,68 +92,18 @@ def _scratch(shape: tuple, dtype, like):
     return buf[:n].view(dtype).reshape(shape)
 
 
-_pool = None
-_pool_key = None
-
-
-def _parallel(tasks) -> None:
-    """Run the callables in `tasks` over the intra-op threads (NumPy releases the GIL in copies and ufuncs)
-    and wait for all of them; inline when there is one thread or one task."""
-    global _pool, _pool_key
-    from .. import _threads
-    n = _threads.get()
-    if n <= 1 or len(tasks) < 2:
-        for t in tasks:
-            t()
-        return
-    key = (os.getpid(), n)  # a forked child gets a fresh pool (the parent's threads do not exist there)
-    if _pool_key != key:
-        from concurrent.futures import ThreadPoolExecutor
-        _pool, _pool_key = ThreadPoolExecutor(n, thread_name_prefix="tinytorch-intraop"), key
-
-    def run(chunk):
-        for t in chunk:
-            t()
-    futures = [_pool.submit(run, tasks[i::n]) for i in range(n)]
-    for f in futures:
-        f.result()
-
-
-def parallel_over_batch(fn, N: int, like) -> None:
-    """fn(lo, hi) over slices of the batch, one per intra-op thread, for NumPy arrays large enough to gain."""
-    from .. import _threads
-    n = min(_threads.get(), N)
-    if type(like) is not np.ndarray or like.size < (1 << 18) or n <= 1:
-        fn(0, N)
-        return
-    step = -(-N // n)
-    _parallel([(lambda lo=lo: fn(lo, min(lo + step, N))) for lo in range(0, N, step)])
-
-
 def _copy_all(pairs) -> None:
-    """dst[...] = src for each pair, spread over the intra-op threads: one core's copy bandwidth is what the
-    column matrix is bound by. CuPy copies stay on the stream."""
-    if len(pairs) < 2 or type(pairs[0][0]) is not np.ndarray or pairs[0][0].size < (1 << 16):
-        for dst, src in pairs:
+    """dst[...] = src for each pair: NumPy arrays by the strided copy on the intra-op pool (one core's copy
+    bandwidth is what the column matrix is bound by). CuPy copies stay on the stream."""
+    for dst, src in pairs:
+        if _cpu.copy(src, dst) is None:
             dst[...] = src
-        return
-
-    def copy(dst, src):
-        dst[...] = src
-    _parallel([(lambda d=d, s=s: copy(d, s)) for d, s in pairs])
 
 
 def _contiguous(a):
-    """A C-contiguous copy of a (strided) view, the copy spread over the intra-op threads by leading rows."""
-    xp = _xp(a)
-    if xp is not np or a.size < (1 << 18) or a.shape[0] < 2:
-        return xp.ascontiguousarray(a)
-    from .. import _threads
-    out = np.empty(a.shape, a.dtype)
-    n = min(_threads.get(), a.shape[0])
-    step = -(-a.shape[0] // n)
-    _copy_all([(out[i:i + step], a[i:i + step]) for i in range(0, a.shape[0], step)])
-    return out
+    """A C-contiguous copy of a (strided) view, made on the intra-op pool for NumPy arrays."""
+    r = _cpu.copy(a) if type(a) is np.ndarray and not a.flags.c_contiguous else None
+    return _xp(a).ascontiguousarray(a) if r is None else r
 
 
 def _phase_shape(Hp: int, Wp: int, s) -> tuple:
@@ -239,7 +190,12 @@ def _subsampled(xp_, s, oh: int, ow: int, G: int):
 
 def _gemm(a, b):
     """(G, M, K) @ (G, K, ...) over the flattened trailing dims: one large GEMM per group."""
-    return _xp(a).matmul(a, b.reshape(b.shape[0], b.shape[1], -1))
+    return _matmul_any(a, b.reshape(b.shape[0], b.shape[1], -1))
+
+
+def _matmul_any(a, b):
+    """a @ b: on the intra-op pool for NumPy arrays (linalg._matmul), CuPy's matmul on the GPU."""
+    return _matmul(a, b) if type(a) is np.ndarray else _xp(a).matmul(a, b)
 
 
 def _rows_view(a, lead: tuple, oh: int, ow: int, Wp: int):
@@ -249,9 +205,7 @@ def _rows_view(a, lead: tuple, oh: int, ow: int, Wp: int):
     return xp.lib.stride_tricks.as_strided(a, lead + (oh, ow), tuple(a.strides[:-1]) + (Wp * it, it))
 
 
-# ------------------------------------------------------------------ the C++ tap kernels (AVX-512, float32)
-
-_taps_enabled = None  # resolved on first use; tests set it False to run the NumPy route beside the kernels
+# ------------------------------------------------------------------ the C++ tap kernels (AVX-512 or AVX2, float32)
 
 
 # The smallest output planes (positions per image) the tap kernels take. Below them the per-tile work is
@@ -268,14 +222,12 @@ TAPS_MIN_GROUP_CHANNELS = 8
 
 def _taps_ok(groups: int, plane: int, *arrays, weight_grad: bool = False, group_io=(0, 0)) -> bool:
     """Whether the C++ tap kernels take this conv: float32 NumPy arrays, an output plane of at least
-    TAPS_MIN_PLANE (TAPS_MIN_PLANE_WEIGHT_GRAD) positions, a CPU with AVX-512; with groups, group_io = (input,
-    output) channels per group must give at least TAPS_MIN_GROUP_CHANNELS inputs and outputs in whole tiles."""
-    global _taps_enabled
-    if _taps_enabled is None:
-        _taps_enabled = bool(_C._cpu.conv2d_supported())
+    TAPS_MIN_PLANE (TAPS_MIN_PLANE_WEIGHT_GRAD) positions, a CPU with AVX-512 or AVX2 (the capability in use:
+    _C._cpu.get_cpu_capability); with groups, group_io = (input, output) channels per group must give at least
+    TAPS_MIN_GROUP_CHANNELS inputs and outputs in whole tiles."""
     if groups > 1 and (group_io[0] < TAPS_MIN_GROUP_CHANNELS or group_io[1] % 8):
         return False
-    return (_taps_enabled and plane >= (TAPS_MIN_PLANE_WEIGHT_GRAD if weight_grad else TAPS_MIN_PLANE)
+    return (_C._cpu.conv2d_supported() and plane >= (TAPS_MIN_PLANE_WEIGHT_GRAD if weight_grad else TAPS_MIN_PLANE)
             and all(type(a) is np.ndarray and a.dtype == np.float32 for a in arrays))
 
 
@@ -502,7 +454,7 @@ def conv_weight_grad_array(xp_, g, kh: int, kw: int, s, d, groups: int, phases=N
         gf = xp.zeros((G, Og, N, cols.shape[-1]), g.dtype)
         _rows_view(gf, (G, Og, N), oh, ow, Wrow)[...] = g.reshape(N, G, Og, oh, ow).transpose(1, 2, 0, 3, 4)
     # cols @ gf.T rather than gf @ cols.T: OpenBLAS runs the long contraction about twice as fast this way round.
-    gwt = xp.matmul(cols.reshape(G, cols.shape[1], -1), gf.reshape(G, Og, -1).swapaxes(-1, -2))  # (G, K, Og)
+    gwt = _matmul_any(cols.reshape(G, cols.shape[1], -1), gf.reshape(G, Og, -1).swapaxes(-1, -2))  # (G, K, Og)
     gw = xp.ascontiguousarray(gwt.reshape(G, kh, kw, Cg, Og).transpose(0, 4, 3, 1, 2)).reshape(O, Cg, kh, kw)
     return (gw, g.sum(axis=(0, 2, 3))) if bias_grad else gw
 

@@ -4,6 +4,7 @@ from __future__ import annotations
 from .._device import device as _device, move, to_device
 from .._dtype import dtype as _dtype, to_dtype
 from .._tensor import Tensor, _wrap
+from . import _cpu
 from ._common import attach, needs_grad, record
 
 
@@ -39,7 +40,8 @@ def to(a: Tensor, *args, **kwargs) -> Tensor:
         return a
     y = x
     if not same_dt:
-        y = y.astype(dt.np)
+        r = _cpu.cast(y, dt.np) if y.size >= _cpu.MIN_SIZE else None
+        y = y.astype(dt.np) if r is None else r
     if not same_dev:
         target = dev if not (dev.type == "cuda" and dev.index is None) else _device("cuda", 0)
         y = move(y, target)

@@ -1,9 +1,11 @@
 """Matrix products: matmul (1-D to batched N-D, with broadcasting), mm, bmm, outer, dot, einsum."""
 from __future__ import annotations
 
+import math
+
 import numpy as np
 
-from .. import _autocast
+from .. import _C, _autocast, _threads
 from .._tensor import Tensor
 from ._common import attach, needs_grad, operands, record, sum_to
 from .pointwise import _result, broadcast_error_shapes
@@ -32,9 +34,9 @@ def matmul(a: Tensor, b: Tensor) -> Tensor:
     try:
         if x.dtype.itemsize == 2 and x.dtype.kind not in "iu":
             # float16/bfloat16: float32 accumulation (as PyTorch), and BLAS instead of NumPy's slow 2-byte loop
-            out = _result(np.matmul(x.astype(np.float32), y.astype(np.float32)).astype(x.dtype))
+            out = _result(_matmul(x.astype(np.float32), y.astype(np.float32)).astype(x.dtype))
         else:
-            out = _result(np.matmul(x, y))
+            out = _result(_matmul(x, y))
     except ValueError:  # batch dimensions that don't broadcast
         raise broadcast_error_shapes(x.shape[:-2], y.shape[:-2]) from None
     if needs_grad(a, b):
@@ -66,6 +68,38 @@ def matmul(a: Tensor, b: Tensor) -> Tensor:
         record("MmBackward0" if x.ndim == 2 and y.ndim == 2 else "MatmulBackward0", matmul_backward, out, (a, b),
                (a, b))
     return out
+
+
+_SMALL = 1 << 22  # M * N * K of one matrix up to which the register-tiled kernel beats a BLAS call per matrix
+_FLOATS = (np.dtype(np.float32), np.dtype(np.float64))
+
+
+def _matmul(x, y):
+    """np.matmul's product of two arrays on the intra-op pool: float matrices by BLAS, split into one block per
+    thread (_C._cpu.gemm), batches of small ones by the register-tiled kernel (_C._cpu.bmm); both read strided
+    views (a transpose, attention's heads) in place. Anything else (vectors, integers, CuPy) is x @ y."""
+    if type(x) is np.ndarray and type(y) is np.ndarray and x.dtype in _FLOATS and y.dtype == x.dtype \
+            and x.ndim >= 2 and y.ndim >= 2:
+        M, K, N = x.shape[-2], x.shape[-1], y.shape[-1]
+        if y.shape[-2] == K and K > 0 and M * N > 0:
+            if x.ndim == 2 and y.ndim == 2:  # the common case, without the batch bookkeeping
+                a, b, out, count = x, y, np.empty((M, N), x.dtype), 1
+            else:
+                batch = np.broadcast_shapes(x.shape[:-2], y.shape[:-2])
+                count = math.prod(batch)
+                a, b = np.broadcast_to(x, batch + (M, K)), np.broadcast_to(y, batch + (K, N))
+                out = np.empty(batch + (M, N), x.dtype)
+            if count > 1 and M * N * K <= _SMALL:
+                if count * M * N * K >= 1 << 16:
+                    _C._cpu.bmm(a, b, out)
+                    return out
+            elif _threads.blas_on_pool:
+                try:
+                    _C._cpu.gemm(a, b, out)
+                except ValueError:  # a matrix without a unit stride: BLAS needs one
+                    _C._cpu.gemm(np.ascontiguousarray(a), np.ascontiguousarray(b), out)
+                return out
+    return x @ y
 
 
 def _rows(x):

@@ -16,7 +16,8 @@ from .. import _C, _autocast, _threads
 from .._meta import MetaArray, namespace as meta_namespace
 from .._tensor import Tensor, _wrap, _wrap_dim
 from ._common import (_grad_enabled, alias, attach, float_data, inplace_unary, needs_grad, record, saved_output)
-from . import pointwise as _pw
+from . import _cpu, pointwise as _pw
+from .linalg import _matmul
 
 _SQRT1_2 = 1.0 / math.sqrt(2.0)
 _INV_SQRT_2PI = 1.0 / math.sqrt(2.0 * math.pi)
@@ -631,13 +632,13 @@ def linear(input: Tensor, weight: Tensor, bias: Tensor | None = None) -> Tensor:
     if xd.dtype.itemsize == 2 and xd.dtype.kind in "fV" and (type(xd) is np.ndarray or type(xd) is MetaArray):
         # float16/bfloat16 on the CPU: float32 accumulation in BLAS, rounded once (NumPy's 2-byte matmul
         # loops are slow, and ml_dtypes' bfloat16 matmul returns float32)
-        y = x2.astype(np.float32) @ wd.T.astype(np.float32)
+        y = _matmul(x2.astype(np.float32), wd.T.astype(np.float32))
         if bias is not None:
             y += bias._data.astype(np.float32)
         y = y.astype(xd.dtype)
     else:
-        y = x2 @ wd.T
-        if bias is not None:
+        y = _matmul(x2, wd.T)
+        if bias is not None and _cpu.binary(_cpu.ADD, y, bias._data, out=y) is None:
             y += bias._data
     out = _wrap(y.reshape(lead + (wd.shape[0],)))
     if needs_grad(x, w, bias):
@@ -1072,12 +1073,22 @@ def scaled_dot_product_attention(query: Tensor, key: Tensor, value: Tensor, attn
     if q._data.shape[-1] != k._data.shape[-1]:
         raise RuntimeError(f"Expected query and key to have the same last dimension, but got "
                            f"{q._data.shape[-1]} and {k._data.shape[-1]}")
-    L, S = q._data.shape[-2], k._data.shape[-2]
     if enable_gqa and q._data.ndim >= 3 and k._data.shape[-3] != q._data.shape[-3]:
         rep = q._data.shape[-3] // k._data.shape[-3]
         k = k.repeat_interleave(rep, dim=-3)
         v = v.repeat_interleave(rep, dim=-3)
     sc = 1.0 / math.sqrt(q._data.shape[-1]) if scale is None else scale
+    if dropout_p == 0.0 and _sdpa_fusable(q, k, v, attn_mask):
+        return _sdpa_fused(q, k, v, attn_mask, is_causal, sc)
+    attn = _sdpa_probs(q, k, attn_mask, is_causal, sc)
+    if dropout_p > 0.0:
+        attn = dropout(attn, dropout_p, training=True)
+    return attn @ v
+
+
+def _sdpa_probs(q: Tensor, k: Tensor, attn_mask, is_causal: bool, sc: float) -> Tensor:
+    """softmax(q k^T * sc + mask) in tensor ops (rows with every key masked give 0)."""
+    L, S = q._data.shape[-2], k._data.shape[-2]
     # Scaling q (L x E) is cheaper than scaling the scores (L x S) when E < S.
     scores = (q * sc) @ k.transpose(-2, -1)
     xp = _xp(q._data)
@@ -1089,10 +1100,83 @@ def scaled_dot_product_attention(query: Tensor, key: Tensor, value: Tensor, attn
             allowed = attn_mask._data if type(attn_mask._data) is type(scores._data) else xp.asarray(attn_mask._data)
         else:
             scores = scores + attn_mask
-    attn = _softmax_op(scores, -1, None, log=False, safe=True, allowed=allowed)
-    if dropout_p > 0.0:
-        attn = dropout(attn, dropout_p, training=True)
-    return attn @ v
+    return _softmax_op(scores, -1, None, log=False, safe=True, allowed=allowed)
+
+
+def _sdpa_fusable(q: Tensor, k: Tensor, v: Tensor, attn_mask) -> bool:
+    """Whether csrc/kernels/attention.cpp takes these: NumPy float32/float64 of one dtype, 2-4 dims with the
+    same leading dims, and a mask (if any) that is bool or of that dtype and needs no gradient."""
+    qd, kd, vd = q._data, k._data, v._data
+    if not (type(qd) is np.ndarray and type(kd) is np.ndarray and type(vd) is np.ndarray):
+        return False
+    if qd.dtype not in (np.float32, np.float64) or kd.dtype != qd.dtype or vd.dtype != qd.dtype:
+        return False
+    if not 2 <= qd.ndim <= 4 or kd.ndim != qd.ndim or vd.ndim != qd.ndim or kd.shape[:-2] != qd.shape[:-2] \
+            or vd.shape[:-1] != kd.shape[:-1]:
+        return False
+    if attn_mask is not None:
+        md = attn_mask._data
+        if type(md) is not np.ndarray or (md.dtype != np.bool_ and md.dtype != qd.dtype) or attn_mask.requires_grad:
+            return False
+        scores_shape = qd.shape[:-1] + (kd.shape[-2],)
+        try:
+            return np.broadcast_shapes(md.shape, scores_shape) == scores_shape
+        except ValueError:
+            return False
+    return True
+
+
+def _heads(a):
+    """(..., rows, E) as the (B, H, rows, E) view the kernel takes, its last dimension contiguous."""
+    if a.ndim and a.shape[-1] > 1 and a.strides[-1] != a.itemsize:
+        a = np.ascontiguousarray(a)
+    return a.reshape((1,) * (4 - a.ndim) + a.shape)
+
+
+def _sdpa_fused(q: Tensor, k: Tensor, v: Tensor, attn_mask, is_causal: bool, sc: float) -> Tensor:
+    """scaled_dot_product_attention through the fused C++ kernel (one node; backward recomputes the
+    probabilities from the saved log-sum-exp)."""
+    q4, k4, v4 = _heads(q._data), _heads(k._data), _heads(v._data)
+    B, H, L, _ = q4.shape
+    S, Ev = k4.shape[2], v4.shape[3]
+    mask = None
+    if attn_mask is not None:
+        md = attn_mask._data
+        if md.dtype == np.bool_:
+            md = np.where(md, q4.dtype.type(0), q4.dtype.type(-np.inf))
+        mask = np.broadcast_to(md.reshape((1,) * (4 - md.ndim) + md.shape) if md.ndim < 4 else md, (B, H, L, S))
+    # Laid out (B, L, H, Ev) when q is (as split heads are): the usual transpose back to (B, L, H * Ev) is free.
+    if q4.strides[1] < q4.strides[2]:
+        out4 = np.empty((B, L, H, Ev), q4.dtype).transpose(0, 2, 1, 3)
+    else:
+        out4 = np.empty((B, H, L, Ev), q4.dtype)
+    lse = np.empty(B * H * L, q4.dtype)
+    _C._cpu.sdpa(q4, k4, v4, mask, is_causal, sc, out4, lse)
+    out = _wrap(out4.reshape(q._data.shape[:-1] + (Ev,)))
+    if needs_grad(q, k, v):
+        y = alias(out)
+
+        def sdpa_backward(g):
+            if _grad_enabled():
+                return _sdpa_backward_graph(g, q, k, v, attn_mask, is_causal, sc)
+            g4 = _heads(g._data)
+            dq, dk, dv = np.empty_like(q4), np.empty_like(k4), np.empty_like(v4)
+            _C._cpu.sdpa_backward(g4, q4, k4, v4, mask, is_causal, sc, _heads(y._data), lse, dq, dk, dv)
+            return tuple(_wrap(d.reshape(t._data.shape)) if t._requires_grad else None
+                         for d, t in ((dq, q), (dk, k), (dv, v)))
+        record("ScaledDotProductFlashAttentionForCpuBackward0", sdpa_backward, out, (q, k, v), (q, k, v, y))
+    return out
+
+
+def _sdpa_backward_graph(g: Tensor, q: Tensor, k: Tensor, v: Tensor, attn_mask, is_causal: bool, sc: float):
+    """The fused attention's gradients in tensor ops (differentiable again, for create_graph)."""
+    p = _sdpa_probs(q, k, attn_mask, is_causal, sc)
+    dv = p.transpose(-2, -1) @ g
+    dp = g @ v.transpose(-2, -1)
+    ds = p * (dp - (dp * p).sum(-1, keepdim=True))
+    dq = (ds @ k) * sc
+    dk = (ds.transpose(-2, -1) @ q) * sc
+    return dq, dk, dv
 
 
 # ------------------------------------------------------------------ methods

@@ -13,7 +13,7 @@ import numpy as np
 from .. import _autocast
 from .. import _C
 from .._tensor import Tensor
-from . import _common
+from . import _common, _cpu
 from ._common import (alias, attach, check_inplace, commit_inplace, float_data, inplace_binary, inplace_unary,
                       is_scalar, needs_grad, operands, record, saved_output, sum_to, _grad_enabled)
 
@@ -69,6 +69,13 @@ def _dt(np_dtype):
     return from_numpy_dtype(np_dtype)
 
 
+def _binary(op: int, x, y, numpy_op):
+    """x op y: on the intra-op pool for large float arrays (_cpu.binary), else NumPy's operator."""
+    r = _cpu.binary(op, x, y) if (type(x) is _ND and x.size >= _cpu.MIN_SIZE) or \
+        (type(y) is _ND and y.size >= _cpu.MIN_SIZE) else None
+    return numpy_op(x, y) if r is None else r
+
+
 def _lhs(a, b):
     """Functional forms accept a scalar first (tinytorch.mul(2, t)): make the left side a tensor."""
     if isinstance(a, Tensor):
@@ -100,7 +107,7 @@ def add(a, b, *, alpha=1) -> Tensor:
         x = a._data
         if type(x) is _ND and x.ndim and x.dtype.kind == "f":
             out = _new(Tensor)
-            out._data = x + b
+            out._data = x + b if x.size < _cpu.MIN_SIZE else _binary(_cpu.ADD, x, b, operator.add)
             if a._requires_grad and _grad_enabled():
                 _record_cpu("AddBackward0", _identity, out, a)
             return out
@@ -108,7 +115,7 @@ def add(a, b, *, alpha=1) -> Tensor:
         a = _lhs(a, b)
     x, y = operands(a, b)
     try:
-        out = _result(x + y if alpha == 1 else x + alpha * y)
+        out = _result(_binary(_cpu.ADD, x, y, operator.add) if alpha == 1 else x + alpha * y)
     except ValueError as e:
         raise broadcast_error(a, b, e) from None
     if a._requires_grad or (isinstance(b, Tensor) and b._requires_grad):
@@ -135,7 +142,7 @@ def sub(a, b, *, alpha=1) -> Tensor:
         _sub_bool_error(a, b)
     x, y = operands(a, b)
     try:
-        out = _result(x - y if alpha == 1 else x - alpha * y)
+        out = _result(_binary(_cpu.SUB, x, y, operator.sub) if alpha == 1 else x - alpha * y)
     except ValueError as e:
         raise broadcast_error(a, b, e) from None
     if needs_grad(a, b):
@@ -172,7 +179,7 @@ def mul(a, b) -> Tensor:
         x = a._data
         if type(x) is _ND and x.ndim and x.dtype.kind == "f":
             out = _new(Tensor)
-            out._data = x * b
+            out._data = x * b if x.size < _cpu.MIN_SIZE else _binary(_cpu.MUL, x, b, operator.mul)
             if a._requires_grad and _grad_enabled():
                 _record_cpu("MulBackward0", lambda g: g * b, out, a)
             return out
@@ -180,7 +187,7 @@ def mul(a, b) -> Tensor:
         a = _lhs(a, b)
     x, y = operands(a, b)
     try:
-        out = _result(x * y)
+        out = _result(_binary(_cpu.MUL, x, y, operator.mul))
     except ValueError as e:
         raise broadcast_error(a, b, e) from None
     if a._requires_grad or (isinstance(b, Tensor) and b._requires_grad):
@@ -217,7 +224,7 @@ def div(a, b, *, rounding_mode=None) -> Tensor:
         if type(y) is not float and type(y) is not int and type(y) is not bool:
             y = y.astype(x.dtype)
     try:
-        out = _result(x / y)
+        out = _result(_binary(_cpu.DIV, x, y, operator.truediv))
     except ValueError as e:
         raise broadcast_error(a, b, e) from None
     if needs_grad(a, b):
@@ -245,7 +252,9 @@ def neg(a: Tensor) -> Tensor:
     if a.dtype.name == "bool":
         raise RuntimeError("Negation, the `-` operator, on a bool tensor is not supported. If you are trying to "
                            "invert a mask, use the `~` or `logical_not()` operator instead.")
-    out = _result(-a._data)
+    x = a._data
+    r = _cpu.unary(_cpu.NEG, x) if type(x) is _ND and x.size >= _cpu.MIN_SIZE else None
+    out = _result(-x if r is None else r)
     if needs_grad(a):
         record("NegBackward0", lambda g: -g, out, (a,))
     return out
@@ -419,8 +428,9 @@ def floor_divide(a, b) -> Tensor:
 
 # ------------------------------------------------------------------ unary math
 
-def _unary(name: str, kernel, derivative=None, uses="x", floating=True, integer_ok=False):
+def _unary(name: str, kernel, derivative=None, uses="x", floating=True, integer_ok=False, cpu_op=None):
     """Build a unary op: out = kernel(x); derivative(g, x, y) -> grad, with y the op's output.
+    `cpu_op` names the op in _cpu.unary, which runs large float arrays on the intra-op pool.
 
     `uses` names what the derivative reads: "x" (the input), "y" (the output) or "xy".
     Under create_graph a saved output is recomputed from x so that its own graph is known.
@@ -435,7 +445,8 @@ def _unary(name: str, kernel, derivative=None, uses="x", floating=True, integer_
             # float16/bfloat16: compute in float32 and round once, as PyTorch's CPU kernels do
             out = _result(kernel(x.astype(np.float32)).astype(x.dtype))
         else:
-            out = _result(kernel(x))
+            r = _cpu.unary(cpu_op, x) if cpu_op is not None and type(x) is _ND and x.size >= _cpu.MIN_SIZE else None
+            out = _result(kernel(x) if r is None else r)
         if derivative is not None and a._requires_grad and _grad_enabled():
             if uses == "x":
                 record(node_name, lambda g: derivative(g, a, None), out, (a,), (a,))
@@ -453,18 +464,18 @@ def _unary(name: str, kernel, derivative=None, uses="x", floating=True, integer_
     return op
 
 
-abs = _unary("abs", np.abs, lambda g, x, y: g * x.sign(), floating=False)
-exp = _unary("exp", np.exp, lambda g, x, y: g * y, uses="y")
+abs = _unary("abs", np.abs, lambda g, x, y: g * x.sign(), floating=False, cpu_op=_cpu.ABS)
+exp = _unary("exp", np.exp, lambda g, x, y: g * y, uses="y", cpu_op=_cpu.EXP)
 exp2 = _unary("exp2", np.exp2, lambda g, x, y: g * y * math.log(2.0), uses="y")
 expm1 = _unary("expm1", np.expm1, lambda g, x, y: g * (y + 1), uses="y")
-log = _unary("log", np.log, lambda g, x, y: g / x)
+log = _unary("log", np.log, lambda g, x, y: g / x, cpu_op=_cpu.LOG)
 log2 = _unary("log2", np.log2, lambda g, x, y: g / (x * math.log(2.0)))
 log10 = _unary("log10", np.log10, lambda g, x, y: g / (x * math.log(10.0)))
 log1p = _unary("log1p", np.log1p, lambda g, x, y: g / (x + 1))
-sqrt = _unary("sqrt", np.sqrt, lambda g, x, y: g / (y * 2), uses="y")
-rsqrt = _unary("rsqrt", lambda x: 1 / np.sqrt(x), lambda g, x, y: g * y.pow(3) * -0.5, uses="y")
-reciprocal = _unary("reciprocal", lambda x: 1 / x, lambda g, x, y: -g * y * y, uses="y")
-square = _unary("square", lambda x: x * x, lambda g, x, y: g * x * 2, floating=False)
+sqrt = _unary("sqrt", np.sqrt, lambda g, x, y: g / (y * 2), uses="y", cpu_op=_cpu.SQRT)
+rsqrt = _unary("rsqrt", lambda x: 1 / np.sqrt(x), lambda g, x, y: g * y.pow(3) * -0.5, uses="y", cpu_op=_cpu.RSQRT)
+reciprocal = _unary("reciprocal", lambda x: 1 / x, lambda g, x, y: -g * y * y, uses="y", cpu_op=_cpu.RECIPROCAL)
+square = _unary("square", lambda x: x * x, lambda g, x, y: g * x * 2, floating=False, cpu_op=_cpu.SQUARE)
 sin = _unary("sin", np.sin, lambda g, x, y: g * x.cos())
 cos = _unary("cos", np.cos, lambda g, x, y: -g * x.sin())
 tan = _unary("tan", np.tan, lambda g, x, y: g * (y * y + 1), uses="y")
@@ -473,7 +484,7 @@ acos = _unary("acos", np.arccos, lambda g, x, y: -g * (1 - x * x).rsqrt())
 atan = _unary("atan", np.arctan, lambda g, x, y: g / (x * x + 1))
 sinh = _unary("sinh", np.sinh, lambda g, x, y: g * x.cosh())
 cosh = _unary("cosh", np.cosh, lambda g, x, y: g * x.sinh())
-tanh = _unary("tanh", np.tanh, lambda g, x, y: g * (1 - y * y), uses="y")
+tanh = _unary("tanh", np.tanh, lambda g, x, y: g * (1 - y * y), uses="y", cpu_op=_cpu.TANH)
 
 
 def _sigmoid_kernel(x):
@@ -482,14 +493,27 @@ def _sigmoid_kernel(x):
     return np.where(x >= 0, 1 / (1 + e), e / (1 + e)).astype(x.dtype, copy=False)
 
 
-sigmoid = _unary("sigmoid", _sigmoid_kernel, lambda g, x, y: g * y * (1 - y), uses="y")
+sigmoid = _unary("sigmoid", _sigmoid_kernel, lambda g, x, y: g * y * (1 - y), uses="y", cpu_op=_cpu.SIGMOID)
 
 
 def _relu_kernel(x):
     return np.maximum(x, 0)
 
 
-relu = _unary("relu", _relu_kernel, lambda g, x, y: g * (y > 0), uses="y", floating=False)
+def _relu_grad(g, y):
+    """g where y > 0 or y is NaN (PyTorch's threshold_backward); one pass on the pool for large arrays, except
+    under create_graph, which needs the graph."""
+    if not _grad_enabled():
+        gd = g._data
+        if type(gd) is _ND and gd.size >= _cpu.MIN_SIZE and not gd.flags.c_contiguous:
+            gd = _cpu.copy(gd)  # e.g. sum()'s gradient, a broadcast view
+        r = _cpu.relu_backward(gd, y._data)
+        if r is not None:
+            return _result(r)
+    return g.masked_fill(y <= 0, 0.0)
+
+
+relu = _unary("relu", _relu_kernel, lambda g, x, y: _relu_grad(g, y), uses="y", floating=False, cpu_op=_cpu.RELU)
 
 
 def sign(a: Tensor) -> Tensor:
@@ -612,7 +636,8 @@ def where(condition, a, b) -> Tensor:
     else:
         y, x = operands(b, a)
     try:
-        out = _result(np.where(cond, x, y))
+        r = _cpu.where(cond, x, y) if cond.size >= _cpu.MIN_SIZE else None
+        out = _result(np.where(cond, x, y) if r is None else r)
     except ValueError:
         sa, sb = _shape_of(a), _shape_of(b)
         try:
@@ -652,7 +677,10 @@ def masked_fill(a: Tensor, mask: Tensor, value) -> Tensor:
         v = np.asarray(value).astype(a._data.dtype) if type(a._data) is np.ndarray else value
     m, ad = mask._data, a._data
     try:
-        if type(ad) is _ND and type(m) is _ND and np.broadcast_shapes(m.shape, ad.shape) == ad.shape:
+        r = _cpu.where(m, v, ad) if type(ad) is _ND and ad.size >= _cpu.MIN_SIZE else None
+        if r is not None:
+            out = _result(r)
+        elif type(ad) is _ND and type(m) is _ND and np.broadcast_shapes(m.shape, ad.shape) == ad.shape:
             data = ad.copy()  # copy, then write the masked places: twice as fast as np.where's select
             np.copyto(data, v, where=m)
             out = _result(data)
@@ -890,23 +918,37 @@ def _inplace(a: Tensor, b, kernel, out_of_place) -> Tensor:
         raise RuntimeError(f"output with shape {list(sa)} doesn't match the broadcast shape {list(target)}") from None
 
 
+def _on_pool(op: int, numpy_op):
+    """An in-place kernel x op= y that runs large float arrays on the intra-op pool (_cpu.binary into x)."""
+    def kernel(x, y):
+        if type(x) is _ND and x.size >= _cpu.MIN_SIZE and (type(y) is not _ND or y.size <= x.size) and \
+                _cpu.binary(op, x, y, out=x) is not None:
+            return x
+        return numpy_op(x, y)
+    return kernel
+
+
+_iadd, _isub, _imul, _idiv = (_on_pool(_cpu.ADD, operator.iadd), _on_pool(_cpu.SUB, operator.isub),
+                              _on_pool(_cpu.MUL, operator.imul), _on_pool(_cpu.DIV, operator.itruediv))
+
+
 def add_(a: Tensor, b, *, alpha=1) -> Tensor:
     """a += alpha * b, in place."""
     if alpha == 1:
-        return _inplace(a, b, operator.iadd, add)
+        return _inplace(a, b, _iadd, add)
     return _inplace(a, b, lambda x, y: x.__iadd__(y * alpha), lambda s, o: add(s, o, alpha=alpha))
 
 
 def sub_(a: Tensor, b, *, alpha=1) -> Tensor:
     """a -= alpha * b, in place."""
     if alpha == 1:
-        return _inplace(a, b, operator.isub, sub)
+        return _inplace(a, b, _isub, sub)
     return _inplace(a, b, lambda x, y: x.__isub__(y * alpha), lambda s, o: sub(s, o, alpha=alpha))
 
 
 def mul_(a: Tensor, b) -> Tensor:
     """a *= b, in place."""
-    return _inplace(a, b, operator.imul, mul)
+    return _inplace(a, b, _imul, mul)
 
 
 def div_(a: Tensor, b, *, rounding_mode=None) -> Tensor:
@@ -916,7 +958,7 @@ def div_(a: Tensor, b, *, rounding_mode=None) -> Tensor:
     if a._data.dtype.kind in "biu":
         from ._common import _short
         raise RuntimeError(f"result type Float can't be cast to the desired output type {_short(a.dtype)}")
-    return _inplace(a, b, operator.itruediv, div)
+    return _inplace(a, b, _idiv, div)
 
 
 def pow_(a: Tensor, b) -> Tensor:
@@ -960,7 +1002,7 @@ def fill_(a: Tensor, value) -> Tensor:
     if isinstance(value, Tensor):
         v = value._data
         x[...] = v if type(v) is type(x) else v.item()  # a CPU 0-d value may fill a CUDA tensor
-    else:
+    elif not (x.size >= _cpu.MIN_SIZE and _cpu.fill(x, value)):
         x[...] = value
     a._bump_version()
     return a

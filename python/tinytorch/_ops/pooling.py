@@ -9,7 +9,7 @@ import numpy as np
 from .. import _C, _threads
 from .._tensor import Tensor, _wrap
 from ._common import _grad_enabled, needs_grad, record
-from .conv import _pair, _xp, parallel_over_batch
+from .conv import _pair, _xp
 
 
 def _pool_out(n: int, k: int, s: int, p: int, d: int, ceil_mode: bool) -> int:
@@ -126,18 +126,14 @@ def _max_pool(name: str, nd: int, input: Tensor, kernel_size, stride, padding, d
                 phases[key] = xp.ascontiguousarray(xs[:, :, key[0]::s[0], key[1]::s[1]])
             views.append((i, j, phases[key][:, :, r // s[0]:r // s[0] + oh, c // s[1]:c // s[1] + ow]))
         return views
-
-    def forward_rows(lo: int, hi: int) -> None:
-        b, a = best[lo:hi], arg[lo:hi]
-        views = window_views(xpad[lo:hi])
-        b[...] = views[0][2]
-        for i, j, v in views[1:]:
-            take = v > b  # ties keep the first position
-            if has_nan:
-                take |= xp.isnan(v)
-            xp.maximum(b, v, out=b)  # propagates NaN as PyTorch does
-            xp.copyto(a, i * k[1] + j, where=take)
-    parallel_over_batch(forward_rows, N, x4)
+    views = window_views(xpad)
+    best[...] = views[0][2]
+    for i, j, v in views[1:]:
+        take = v > best  # ties keep the first position
+        if has_nan:
+            take |= xp.isnan(v)
+        xp.maximum(best, v, out=best)  # propagates NaN as PyTorch does
+        xp.copyto(arg, i * k[1] + j, where=take)
 
     def flat_indices():
         """Window offsets -> flat indices into the unpadded H*W plane (PyTorch's `indices`)."""
@@ -156,12 +152,8 @@ def _max_pool(name: str, nd: int, input: Tensor, kernel_size, stride, padding, d
             # Each kernel position adds the gradients of the outputs it won into its strided window.
             g4 = _as4d(g._data, nd)[0]
             gx = xp.zeros((N, C, Hp, Wp), g4.dtype)
-
-            def backward_rows(lo: int, hi: int) -> None:
-                gr, ar, gxr = g4[lo:hi], arg[lo:hi], gx[lo:hi]
-                for i, j, sl in wins:
-                    gxr[sl] += xp.where(ar == i * k[1] + j, gr, 0)
-            parallel_over_batch(backward_rows, N, g4)
+            for i, j, sl in wins:
+                gx[sl] += xp.where(arg == i * k[1] + j, g4, 0)
             gx = xp.ascontiguousarray(gx[:, :, p[0]:p[0] + H, p[1]:p[1] + W])
             return _wrap(_from4d(gx, nd, batched))
         record(f"MaxPool{nd}DWithIndicesBackward0", max_pool_backward, out, (input,))

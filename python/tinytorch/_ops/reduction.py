@@ -11,6 +11,7 @@ from .._meta import MetaArray
 from .. import _autocast
 from .._dtype import get_default_dtype, int64, to_dtype
 from .._tensor import Tensor, _wrap_dim
+from . import _cpu
 from ._common import alias, attach, float_data, needs_grad, record, saved_output, sum_to, _grad_enabled
 from .pointwise import _result
 
@@ -80,7 +81,9 @@ def sum(a: Tensor, dim=None, keepdim: bool = False, *, dtype=None) -> Tensor:
     if x.dtype.itemsize == 2 and x.dtype.kind not in "iu":  # float16/bfloat16 accumulate in float32, as PyTorch
         r = x.sum(axis=axes, keepdims=keepdim, dtype=np.float32).astype(x.dtype)
     else:
-        r = x.sum(axis=axes, keepdims=keepdim)
+        r = _cpu.sum(x, axes, keepdim) if type(x) is np.ndarray and x.size >= _cpu.MIN_SIZE else None
+        if r is None:
+            r = x.sum(axis=axes, keepdims=keepdim)
     out = _result(r)
     if a._requires_grad and _grad_enabled():
         shape = x.shape

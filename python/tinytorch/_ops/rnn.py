@@ -12,13 +12,12 @@ starts each sequence at its own last valid step.
 """
 from __future__ import annotations
 
-import contextlib
-
 import numpy as np
 
 from .._tensor import Tensor, _wrap
 from .. import _C, _autocast, _threads
 from ._common import _grad_enabled, needs_grad, record
+from .linalg import _matmul
 
 _GATES = {"RNN_TANH": 1, "RNN_RELU": 1, "LSTM": 4, "GRU": 3}
 
@@ -30,66 +29,6 @@ def _xp(a):
     return cupy()
 
 
-_blas = []  # (get_num_threads, set_num_threads) of the OpenBLAS NumPy loaded, or None; looked up once
-
-
-def _blas_fns():
-    if not _blas:
-        import ctypes
-        found = None
-        setter = _threads._blas_setter()
-        if setter is not None:
-            for name in ("scipy_openblas_get_num_threads64_", "openblas_get_num_threads64_",
-                         "openblas_get_num_threads"):
-                getter = _threads_getter(name)
-                if getter is not None:
-                    getter.argtypes, getter.restype = [], ctypes.c_int
-                    found = (getter, setter)
-                    break
-        _blas.append(found)
-    return _blas[0]
-
-
-def _threads_getter(name: str):
-    """name from the OpenBLAS library NumPy loaded (found like _threads._blas_setter finds the setter)."""
-    import ctypes
-    try:
-        with open("/proc/self/maps") as f:
-            paths = {p for p in (line.split()[-1] for line in f) if "openblas" in p.lower() and ".so" in p}
-    except OSError:
-        return None
-    for path in sorted(paths):
-        try:
-            fn = getattr(ctypes.CDLL(path), name, None)
-        except OSError:
-            continue
-        if fn is not None:
-            return fn
-    return None
-
-
-@contextlib.contextmanager
-def _blas_threads_for_steps(rows: int, xp):
-    """Run the per-step products on one OpenBLAS thread when they are small: splitting a (rows x H) by
-    (H x 4H) product across threads costs a wake-up and join per call, more than it saves. The caller's
-    OpenBLAS thread count is restored afterwards."""
-    fns = _blas_fns() if xp is np and rows <= _SMALL_ROWS else None
-    if fns is None:
-        yield
-        return
-    get, set_ = fns
-    n = get()
-    if n <= 1:
-        yield
-        return
-    set_(1)
-    try:
-        yield
-    finally:
-        set_(n)
-
-
-_SMALL_ROWS = 64
 
 
 def _arr(t):
@@ -126,7 +65,7 @@ def rnn_layer(mode: str, x: Tensor, h0: Tensor, c0: Tensor | None, w_ih: Tensor,
     m = None if mask is None else xp.asarray(mask).reshape(T, B, 1)
 
     # All time steps' input projections in one product; for RNN/LSTM both biases fold into it.
-    xg = (X.reshape(T * B, I) @ Wih.T).reshape(T, B, GH)
+    xg = _matmul(X.reshape(T * B, I), Wih.T).reshape(T, B, GH)
     if bih is not None:
         xg += bih
         if mode != "GRU":
@@ -152,90 +91,87 @@ def rnn_layer(mode: str, x: Tensor, h0: Tensor, c0: Tensor | None, w_ih: Tensor,
         shift[2 * H:3 * H] = 0.0
         # Without a projection or a mask, one C++ call does the step's pointwise math (csrc/kernels/lstm_cell.cpp).
         fused = xp is np and Whr is None and m is None and dt in (np.float32, np.float64)
-        with _blas_threads_for_steps(B, xp):
-            for t in order:
-                hprev[t] = h
-                cprev[t] = c
-                a = acts[t]
-                a += h @ WhhT
-                if fused:
-                    cn = np.empty((B, H), dt)
-                    _C._cpu.lstm_cell(a, c, cn, tcs[t], y[t], _threads.count)
-                    h, c = y[t], cn
-                    continue
-                a *= scale
-                xp.tanh(a, out=a)
-                a *= scale
-                a += shift
-                i, f, g, o = a[:, :H], a[:, H:2 * H], a[:, 2 * H:3 * H], a[:, 3 * H:]
-                cn = f * c
-                cn += i * g
-                tc = xp.tanh(cn)
-                tcs[t] = tc
-                hn = o * tc
-                if Whr is not None:
-                    ms[t] = hn
-                    hn = hn @ WhrT
-                if m is not None:
-                    mt = m[t]
-                    cn = xp.where(mt, cn, c)
-                    y[t] = xp.where(mt, hn, 0)
-                    hn = xp.where(mt, hn, h)
-                else:
-                    y[t] = hn
-                h, c = hn, cn
+        for t in order:
+            hprev[t] = h
+            cprev[t] = c
+            a = acts[t]
+            a += _matmul(h, WhhT)
+            if fused:
+                cn = np.empty((B, H), dt)
+                _C._cpu.lstm_cell(a, c, cn, tcs[t], y[t], _threads.count)
+                h, c = y[t], cn
+                continue
+            a *= scale
+            xp.tanh(a, out=a)
+            a *= scale
+            a += shift
+            i, f, g, o = a[:, :H], a[:, H:2 * H], a[:, 2 * H:3 * H], a[:, 3 * H:]
+            cn = f * c
+            cn += i * g
+            tc = xp.tanh(cn)
+            tcs[t] = tc
+            hn = o * tc
+            if Whr is not None:
+                ms[t] = hn
+                hn = _matmul(hn, WhrT)
+            if m is not None:
+                mt = m[t]
+                cn = xp.where(mt, cn, c)
+                y[t] = xp.where(mt, hn, 0)
+                hn = xp.where(mt, hn, h)
+            else:
+                y[t] = hn
+            h, c = hn, cn
         saved.update(acts=acts, cprev=cprev, tcs=tcs, ms=ms)
         c_n = c
     elif mode == "GRU":
         acts = xg  # r, z, n after activation
         hgn = xp.empty((T, B, H), dt)  # W_hn h + b_hn: the reset gate multiplies it
-        with _blas_threads_for_steps(B, xp):
-            for t in order:
-                hprev[t] = h
-                hg = h @ WhhT
-                if bhh is not None:
-                    hg += bhh
-                a = acts[t]
-                rz = a[:, :2 * H]
-                rz += hg[:, :2 * H]
-                rz *= 0.5
-                xp.tanh(rz, out=rz)
-                rz *= 0.5
-                rz += 0.5
-                r, z = a[:, :H], a[:, H:2 * H]
-                hgn[t] = hg[:, 2 * H:]
-                n = a[:, 2 * H:]
-                n += r * hg[:, 2 * H:]
-                xp.tanh(n, out=n)
-                hn = n + z * (h - n)
-                if m is not None:
-                    mt = m[t]
-                    y[t] = xp.where(mt, hn, 0)
-                    hn = xp.where(mt, hn, h)
-                else:
-                    y[t] = hn
-                h = hn
+        for t in order:
+            hprev[t] = h
+            hg = _matmul(h, WhhT)
+            if bhh is not None:
+                hg += bhh
+            a = acts[t]
+            rz = a[:, :2 * H]
+            rz += hg[:, :2 * H]
+            rz *= 0.5
+            xp.tanh(rz, out=rz)
+            rz *= 0.5
+            rz += 0.5
+            r, z = a[:, :H], a[:, H:2 * H]
+            hgn[t] = hg[:, 2 * H:]
+            n = a[:, 2 * H:]
+            n += r * hg[:, 2 * H:]
+            xp.tanh(n, out=n)
+            hn = n + z * (h - n)
+            if m is not None:
+                mt = m[t]
+                y[t] = xp.where(mt, hn, 0)
+                hn = xp.where(mt, hn, h)
+            else:
+                y[t] = hn
+            h = hn
         saved.update(acts=acts, hgn=hgn)
         c_n = None
     else:
         relu = mode == "RNN_RELU"
         acts = xg
-        with _blas_threads_for_steps(B, xp):
-            for t in order:
-                hprev[t] = h
-                a = acts[t]
-                a += h @ WhhT
-                if relu:
-                    xp.maximum(a, 0, out=a)
-                else:
-                    xp.tanh(a, out=a)
-                if m is not None:
-                    mt = m[t]
-                    y[t] = xp.where(mt, a, 0)
-                    h = xp.where(mt, a, h)
-                else:
-                    y[t] = a
-                    h = a
+        for t in order:
+            hprev[t] = h
+            a = acts[t]
+            a += _matmul(h, WhhT)
+            if relu:
+                xp.maximum(a, 0, out=a)
+            else:
+                xp.tanh(a, out=a)
+            if m is not None:
+                mt = m[t]
+                y[t] = xp.where(mt, a, 0)
+                h = xp.where(mt, a, h)
+            else:
+                y[t] = a
+                h = a
         saved.update(acts=acts)
         c_n = None
     y_t, hn_t = _wrap(y), _wrap(xp.array(h, copy=True))
@@ -292,108 +228,105 @@ def _backward(mode, saved, hprev, X, Wih, Whh, Whr, has_bias, H, Hout, reverse, 
         gyc = None if gy is None or not fused else np.ascontiguousarray(gy, dtype=dt)
         if fused:
             dc = np.ascontiguousarray(dc)
-        with _blas_threads_for_steps(B, xp):
-            for t in order:
-                if fused:  # one C++ call for the step's pointwise backward; dc is updated in place
-                    _C._cpu.lstm_cell_backward(acts[t], cprev[t], tcs[t], np.ascontiguousarray(dh),
-                                               None if gyc is None else gyc[t], dc, dgates[t], _threads.count)
-                    dh = dgates[t] @ Whh
-                    continue
-                dht = dh if gy is None else (dh + (gy[t] if m is None else gy[t] * m[t]))
-                a = acts[t]
-                i, f, g, o = a[:, :H], a[:, H:2 * H], a[:, 2 * H:3 * H], a[:, 3 * H:]
-                if m is not None:
-                    dht_m = dht * m[t]
-                else:
-                    dht_m = dht
-                if Whr is not None:
-                    dH[t] = dht_m
-                    dm = dht_m @ Whr
-                else:
-                    dm = dht_m
-                tc = tcs[t]
-                dct = dm * o
-                dct *= 1 - tc * tc
-                if m is not None:
-                    dct += dc * m[t]
-                else:
-                    dct += dc
-                d = dgates[t]
-                d[:, :H] = dct * g
-                d[:, H:2 * H] = dct * cprev[t]
-                d[:, 2 * H:3 * H] = dct * i
-                d[:, 3 * H:] = dm * tc
-                # sigmoid' = a (1 - a) for i, f, o; tanh' = 1 - g^2
-                da = a - a * a
-                da[:, 2 * H:3 * H] = 1 - g * g
-                d *= da
-                dcp = dct * f
-                dhp = d @ Whh
-                if m is not None:
-                    keep = ~m[t]
-                    dcp += dc * keep
-                    dhp += dht * keep
-                dc, dh = dcp, dhp
+        for t in order:
+            if fused:  # one C++ call for the step's pointwise backward; dc is updated in place
+                _C._cpu.lstm_cell_backward(acts[t], cprev[t], tcs[t], np.ascontiguousarray(dh),
+                                           None if gyc is None else gyc[t], dc, dgates[t], _threads.count)
+                dh = _matmul(dgates[t], Whh)
+                continue
+            dht = dh if gy is None else (dh + (gy[t] if m is None else gy[t] * m[t]))
+            a = acts[t]
+            i, f, g, o = a[:, :H], a[:, H:2 * H], a[:, 2 * H:3 * H], a[:, 3 * H:]
+            if m is not None:
+                dht_m = dht * m[t]
+            else:
+                dht_m = dht
+            if Whr is not None:
+                dH[t] = dht_m
+                dm = _matmul(dht_m, Whr)
+            else:
+                dm = dht_m
+            tc = tcs[t]
+            dct = dm * o
+            dct *= 1 - tc * tc
+            if m is not None:
+                dct += dc * m[t]
+            else:
+                dct += dc
+            d = dgates[t]
+            d[:, :H] = dct * g
+            d[:, H:2 * H] = dct * cprev[t]
+            d[:, 2 * H:3 * H] = dct * i
+            d[:, 3 * H:] = dm * tc
+            # sigmoid' = a (1 - a) for i, f, o; tanh' = 1 - g^2
+            da = a - a * a
+            da[:, 2 * H:3 * H] = 1 - g * g
+            d *= da
+            dcp = dct * f
+            dhp = _matmul(d, Whh)
+            if m is not None:
+                keep = ~m[t]
+                dcp += dc * keep
+                dhp += dht * keep
+            dc, dh = dcp, dhp
         extra["dc0"] = dc
         extra["dH"] = dH
     elif mode == "GRU":
         hgn = saved["hgn"]
         dhg = xp.empty((T, B, GH), dt)  # gradient of W_hh h + b_hh
-        with _blas_threads_for_steps(B, xp):
-            for t in order:
-                dht = dh if gy is None else (dh + (gy[t] if m is None else gy[t] * m[t]))
-                dht_m = dht * m[t] if m is not None else dht
-                a = acts[t]
-                r, z, n = a[:, :H], a[:, H:2 * H], a[:, 2 * H:]
-                hp = hprev[t]
-                d = dgates[t]
-                dn = dht_m * (1 - z)
-                dn *= 1 - n * n
-                d[:, 2 * H:] = dn
-                dz = dht_m * (hp - n)
-                dz *= z * (1 - z)
-                d[:, H:2 * H] = dz
-                dr = dn * hgn[t]
-                dr *= r * (1 - r)
-                d[:, :H] = dr
-                e = dhg[t]
-                e[:, :2 * H] = d[:, :2 * H]
-                e[:, 2 * H:] = dn * r
-                dhp = e @ Whh
-                dhp += dht_m * z
-                if m is not None:
-                    dhp += dht * ~m[t]
-                dh = dhp
+        for t in order:
+            dht = dh if gy is None else (dh + (gy[t] if m is None else gy[t] * m[t]))
+            dht_m = dht * m[t] if m is not None else dht
+            a = acts[t]
+            r, z, n = a[:, :H], a[:, H:2 * H], a[:, 2 * H:]
+            hp = hprev[t]
+            d = dgates[t]
+            dn = dht_m * (1 - z)
+            dn *= 1 - n * n
+            d[:, 2 * H:] = dn
+            dz = dht_m * (hp - n)
+            dz *= z * (1 - z)
+            d[:, H:2 * H] = dz
+            dr = dn * hgn[t]
+            dr *= r * (1 - r)
+            d[:, :H] = dr
+            e = dhg[t]
+            e[:, :2 * H] = d[:, :2 * H]
+            e[:, 2 * H:] = dn * r
+            dhp = _matmul(e, Whh)
+            dhp += dht_m * z
+            if m is not None:
+                dhp += dht * ~m[t]
+            dh = dhp
         extra["dhg"] = dhg
     else:
         relu = mode == "RNN_RELU"
-        with _blas_threads_for_steps(B, xp):
-            for t in order:
-                dht = dh if gy is None else (dh + (gy[t] if m is None else gy[t] * m[t]))
-                a = acts[t]
-                d = dgates[t]
-                if relu:
-                    xp.multiply(dht, a > 0, out=d)
-                else:
-                    xp.multiply(dht, 1 - a * a, out=d)
-                if m is not None:
-                    d *= m[t]
-                    dh = d @ Whh + dht * ~m[t]
-                else:
-                    dh = d @ Whh
+        for t in order:
+            dht = dh if gy is None else (dh + (gy[t] if m is None else gy[t] * m[t]))
+            a = acts[t]
+            d = dgates[t]
+            if relu:
+                xp.multiply(dht, a > 0, out=d)
+            else:
+                xp.multiply(dht, 1 - a * a, out=d)
+            if m is not None:
+                d *= m[t]
+                dh = _matmul(d, Whh) + dht * ~m[t]
+            else:
+                dh = _matmul(d, Whh)
     x, h0, c0, w_ih, w_hh, b_ih, b_hh, w_hr = inputs
     D2 = dgates.reshape(T * B, GH)
     Dh2 = extra["dhg"].reshape(T * B, GH) if mode == "GRU" else D2
-    gx = _wrap((D2 @ Wih).reshape(T, B, I)) if x._requires_grad else None
-    gwih = _wrap(D2.T @ X.reshape(T * B, I)) if w_ih._requires_grad else None
-    gwhh = _wrap(Dh2.T @ hprev.reshape(T * B, Hout)) if w_hh._requires_grad else None
+    gx = _wrap(_matmul(D2, Wih).reshape(T, B, I)) if x._requires_grad else None
+    gwih = _wrap(_matmul(D2.T, X.reshape(T * B, I))) if w_ih._requires_grad else None
+    gwhh = _wrap(_matmul(Dh2.T, hprev.reshape(T * B, Hout))) if w_hh._requires_grad else None
     gbih = gbhh = None
     if has_bias:
         gbih = _wrap(D2.sum(0)) if b_ih._requires_grad else None
         gbhh = _wrap(Dh2.sum(0) if mode == "GRU" else D2.sum(0)) if b_hh._requires_grad else None
     gwhr = None
     if w_hr is not None and w_hr._requires_grad:
-        gwhr = _wrap(extra["dH"].reshape(T * B, Hout).T @ saved["ms"].reshape(T * B, H))
+        gwhr = _wrap(_matmul(extra["dH"].reshape(T * B, Hout).T, saved["ms"].reshape(T * B, H)))
     gh0 = _wrap(dh) if h0._requires_grad else None
     gc0 = _wrap(extra["dc0"]) if c0 is not None and c0._requires_grad else None
     return gx, gh0, gc0, gwih, gwhh, gbih, gbhh, gwhr

@@ -6,6 +6,7 @@ import numpy as np
 
 from .. import _autocast
 from .._tensor import Size, Tensor, _view_of, _wrap, _wrap_dim
+from . import _cpu
 from ._common import attach, needs_grad, record, _grad_enabled
 
 
@@ -255,8 +256,12 @@ def contiguous(a: Tensor, memory_format=None) -> Tensor:
 
 def clone(a: Tensor, *, memory_format=None) -> Tensor:
     """A copy with its own memory (differentiable)."""
-    xp = np if type(a._data) is np.ndarray else a._data.__array_namespace__()
-    out = _wrap(xp.array(a._data, copy=True, order="C"))
+    x = a._data
+    r = _cpu.copy(x) if type(x) is np.ndarray and x.size >= _cpu.MIN_SIZE else None
+    if r is None:
+        xp = np if type(x) is np.ndarray else x.__array_namespace__()
+        r = xp.array(x, copy=True, order="C")
+    out = _wrap(r)
     if needs_grad(a):
         record("CloneBackward0", lambda g: g, out, (a,))
     return out

@@ -1,0 +1,239 @@
+"""nanoGPT's CPU recipe (karpathy/nanoGPT README: shakespeare_char, `--device=cpu --compile=False
+--block_size=64 --batch_size=12 --n_layer=4 --n_head=4 --n_embd=128 --dropout=0.0`), tinytorch beside PyTorch.
+
+Two modes, both alternating the libraries iteration by iteration (or run by run) so that the machine's load
+hits both alike, at 1 and 2 intra-op threads:
+
+    python benchmarks/nanogpt.py [--iters 30] [--warmup 5] [--threads 1 2] [--json PATH]
+    python benchmarks/nanogpt.py --script DIR [--iters 30] [--threads 1 2]
+
+The first builds nanoGPT's model here (model.py's GPT: pre-LayerNorm blocks without bias, causal
+scaled_dot_product_attention, GELU MLP, tied embedding, GPT-2 init) and steps it exactly as train.py's loop
+does: get_batch from a uint16 token stream, forward with targets, backward, clip_grad_norm_(1.0), AdamW(lr
+6e-4 warm-up schedule, betas (0.9, 0.99), weight decay 0.1 on 2-D weights), zero_grad(set_to_none=True). Both
+libraries start from the same weights and read the same batches; the losses are printed side by side.
+
+--script DIR runs an unmodified nanoGPT checkout in DIR (train.py, model.py, configurator.py,
+config/train_shakespeare_char.py, data/shakespeare_char/{train,val}.bin, meta.pkl) as subprocesses:
+`python train.py config/train_shakespeare_char.py <recipe>` and the same under `python -m tinytorch.compat`,
+with OMP_NUM_THREADS set, and reads train.py's own `time ...ms` lines (median after the warm-up iterations).
+"""
+import argparse
+import math
+import os
+import re
+import statistics
+import subprocess
+import sys
+import time
+
+import numpy as np
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from harness import write_json  # noqa: E402
+
+# The README's CPU recipe (vocabulary: shakespeare_char's 65 characters).
+N_LAYER, N_HEAD, N_EMBD, BLOCK, BATCH, VOCAB = 4, 4, 128, 64, 12, 65
+RECIPE = ["--device=cpu", "--compile=False", "--eval_iters=20", "--log_interval=1", "--block_size=64",
+          "--batch_size=12", "--n_layer=4", "--n_head=4", "--n_embd=128", "--lr_decay_iters=2000", "--dropout=0.0"]
+
+
+def gpt(torch):
+    """nanoGPT's model.py GPT at the recipe's size (bias=False, dropout 0), built with `torch`'s API."""
+    nn, F = torch.nn, torch.nn.functional
+
+    class LayerNorm(nn.Module):
+        def __init__(self, ndim):
+            super().__init__()
+            self.weight = nn.Parameter(torch.ones(ndim))
+
+        def forward(self, x):
+            return F.layer_norm(x, self.weight.shape, self.weight, None, 1e-5)
+
+    class Block(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.ln_1, self.ln_2 = LayerNorm(N_EMBD), LayerNorm(N_EMBD)
+            self.c_attn = nn.Linear(N_EMBD, 3 * N_EMBD, bias=False)
+            self.attn_proj = nn.Linear(N_EMBD, N_EMBD, bias=False)
+            self.c_fc = nn.Linear(N_EMBD, 4 * N_EMBD, bias=False)
+            self.mlp_proj = nn.Linear(4 * N_EMBD, N_EMBD, bias=False)
+            self.gelu = nn.GELU()
+
+        def forward(self, x):
+            B, T, C = x.size()
+            q, k, v = self.c_attn(self.ln_1(x)).split(N_EMBD, dim=2)
+            k = k.view(B, T, N_HEAD, C // N_HEAD).transpose(1, 2)
+            q = q.view(B, T, N_HEAD, C // N_HEAD).transpose(1, 2)
+            v = v.view(B, T, N_HEAD, C // N_HEAD).transpose(1, 2)
+            y = F.scaled_dot_product_attention(q, k, v, attn_mask=None, dropout_p=0.0, is_causal=True)
+            x = x + self.attn_proj(y.transpose(1, 2).contiguous().view(B, T, C))
+            return x + self.mlp_proj(self.gelu(self.c_fc(self.ln_2(x))))
+
+    class GPT(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.wte, self.wpe = nn.Embedding(VOCAB, N_EMBD), nn.Embedding(BLOCK, N_EMBD)
+            self.h = nn.ModuleList([Block() for _ in range(N_LAYER)])
+            self.ln_f = LayerNorm(N_EMBD)
+            self.lm_head = nn.Linear(N_EMBD, VOCAB, bias=False)
+            self.wte.weight = self.lm_head.weight
+            for name, p in self.named_parameters():
+                if p.dim() == 2:
+                    std = 0.02 / math.sqrt(2 * N_LAYER) if name.endswith("proj.weight") else 0.02
+                    torch.nn.init.normal_(p, mean=0.0, std=std)
+
+        def forward(self, idx, targets):
+            pos = torch.arange(0, idx.size(1), dtype=torch.long, device=idx.device)
+            x = self.wte(idx) + self.wpe(pos)
+            for block in self.h:
+                x = block(x)
+            logits = self.lm_head(self.ln_f(x))
+            return F.cross_entropy(logits.view(-1, logits.size(-1)), targets.view(-1), ignore_index=-1)
+
+    return GPT()
+
+
+def get_lr(it: int, learning_rate=1e-3, warmup_iters=100, lr_decay_iters=2000, min_lr=1e-4) -> float:
+    """train.py's cosine schedule with warm-up (config/train_shakespeare_char.py's values)."""
+    if it < warmup_iters:
+        return learning_rate * (it + 1) / (warmup_iters + 1)
+    ratio = (it - warmup_iters) / (lr_decay_iters - warmup_iters)
+    return min_lr + 0.5 * (1.0 + math.cos(math.pi * ratio)) * (learning_rate - min_lr)
+
+
+class Trainer:
+    """One library's nanoGPT model, AdamW and iteration loop (train.py's, without eval and logging)."""
+
+    def __init__(self, torch, data: np.ndarray, state=None) -> None:
+        torch.manual_seed(1337)
+        self.torch, self.data = torch, data
+        self.model = gpt(torch)
+        if state is None:
+            state = {k: v.detach().numpy().copy() for k, v in self.model.state_dict().items()}
+        else:
+            self.model.load_state_dict({k: torch.from_numpy(v.copy()) for k, v in state.items()})
+        self.state = state
+        params = [p for p in self.model.parameters() if p.requires_grad]
+        groups = [{"params": [p for p in params if p.dim() >= 2], "weight_decay": 0.1},
+                  {"params": [p for p in params if p.dim() < 2], "weight_decay": 0.0}]
+        self.opt = torch.optim.AdamW(groups, lr=1e-3, betas=(0.9, 0.99))
+        self.rng = np.random.default_rng(0)  # both libraries draw the same batches
+        self.it, self.times, self.losses = 0, [], []
+
+    def get_batch(self):
+        torch = self.torch
+        ix = self.rng.integers(0, len(self.data) - BLOCK, BATCH)
+        x = torch.stack([torch.from_numpy(self.data[i:i + BLOCK].astype(np.int64)) for i in ix])
+        y = torch.stack([torch.from_numpy(self.data[i + 1:i + 1 + BLOCK].astype(np.int64)) for i in ix])
+        return x, y
+
+    def step(self) -> None:
+        torch = self.torch
+        t0 = time.perf_counter()
+        for group in self.opt.param_groups:
+            group["lr"] = get_lr(self.it)
+        x, y = self.get_batch()
+        loss = self.model(x, y)
+        loss.backward()
+        torch.nn.utils.clip_grad_norm_(self.model.parameters(), 1.0)
+        self.opt.step()
+        self.opt.zero_grad(set_to_none=True)
+        self.losses.append(loss.item())
+        self.times.append(time.perf_counter() - t0)
+        self.it += 1
+
+
+def char_data(n: int = 1 << 20, seed: int = 0) -> np.ndarray:
+    """A token stream in shakespeare_char's format (uint16 ids below 65)."""
+    return np.random.default_rng(seed).integers(0, VOCAB, n).astype(np.uint16)
+
+
+def in_process(args) -> dict:
+    import tinytorch
+    try:
+        import torch
+    except ImportError:
+        torch = None
+    data = char_data()
+    results = {"mode": "in-process", "iters": args.iters, "warmup": args.warmup, "threads": {}}
+    print(f"{'threads':>7} {'tinytorch ms':>13} {'torch ms':>10} {'ratio':>6} {'loss[0] tt / torch':>22} "
+          f"{'loss[-1] tt / torch':>22}")
+    for threads in args.threads:
+        tinytorch.set_num_threads(threads)
+        if torch is not None:
+            torch.set_num_threads(threads)
+        mine = Trainer(tinytorch, data)
+        theirs = Trainer(torch, data, state=mine.state) if torch is not None else None
+        for _ in range(args.iters):  # alternate iteration by iteration
+            mine.step()
+            if theirs is not None:
+                theirs.step()
+        row = {"tinytorch_ms": 1e3 * statistics.median(mine.times[args.warmup:]), "tinytorch_losses": mine.losses}
+        line = f"{threads:7d} {row['tinytorch_ms']:13.2f}"
+        if theirs is not None:
+            row.update(torch_ms=1e3 * statistics.median(theirs.times[args.warmup:]), torch_losses=theirs.losses)
+            row["ratio"] = row["tinytorch_ms"] / row["torch_ms"]
+            line += (f" {row['torch_ms']:10.2f} {row['ratio']:6.2f} {mine.losses[0]:10.4f} / {theirs.losses[0]:9.4f}"
+                     f" {mine.losses[-1]:10.4f} / {theirs.losses[-1]:9.4f}")
+        print(line, flush=True)
+        results["threads"][str(threads)] = row
+    _print_scaling(results)
+    return results
+
+
+def _print_scaling(results: dict) -> None:
+    rows = results["threads"]
+    if "1" in rows and "2" in rows:
+        for lib in ("tinytorch", "torch"):
+            if f"{lib}_ms" in rows["1"]:
+                s = rows["1"][f"{lib}_ms"] / rows["2"][f"{lib}_ms"]
+                results[f"{lib}_speedup_1_to_2"] = s
+                print(f"{lib}: 1 -> 2 threads speed-up {s:.2f}x")
+
+
+_TIME = re.compile(r"^iter (\d+): loss ([0-9.]+), time ([0-9.]+)ms")
+
+
+def _run_script(directory: str, compat: bool, threads: int, iters: int) -> list:
+    cmd = [sys.executable] + (["-m", "tinytorch.compat"] if compat else []) + [
+        "train.py", "config/train_shakespeare_char.py", *RECIPE, f"--max_iters={iters}",
+        f"--eval_interval={iters + 1000}", "--out_dir=/tmp/nanogpt_bench_out", "--always_save_checkpoint=False"]
+    env = dict(os.environ, OMP_NUM_THREADS=str(threads))
+    out = subprocess.run(cmd, cwd=directory, env=env, capture_output=True, text=True, check=True).stdout
+    return [float(m.group(3)) for m in map(_TIME.match, out.splitlines()) if m]
+
+
+def script(args) -> dict:
+    """train.py itself, under each library, run after run alternately."""
+    results = {"mode": "script", "iters": args.iters, "warmup": args.warmup, "threads": {}}
+    print(f"{'threads':>7} {'tinytorch ms':>13} {'torch ms':>10} {'ratio':>6}")
+    for threads in args.threads:
+        times = {"tinytorch": [], "torch": []}
+        for _ in range(args.runs):
+            for lib in ("tinytorch", "torch"):
+                times[lib] += _run_script(args.script, lib == "tinytorch", threads, args.iters)[args.warmup:]
+        row = {f"{lib}_ms": statistics.median(t) for lib, t in times.items()}
+        row["ratio"] = row["tinytorch_ms"] / row["torch_ms"]
+        print(f"{threads:7d} {row['tinytorch_ms']:13.2f} {row['torch_ms']:10.2f} {row['ratio']:6.2f}", flush=True)
+        results["threads"][str(threads)] = row
+    _print_scaling(results)
+    return results
+
+
+def main(argv=None) -> dict:
+    p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    p.add_argument("--iters", type=int, default=30)
+    p.add_argument("--warmup", type=int, default=5, help="iterations left out of the median")
+    p.add_argument("--threads", type=int, nargs="+", default=[1, 2])
+    p.add_argument("--script", help="a nanoGPT checkout to run train.py from, under both libraries")
+    p.add_argument("--runs", type=int, default=2, help="--script: runs of each library per thread count")
+    p.add_argument("--json", default=os.path.join(os.path.dirname(__file__), "results", "nanogpt.json"))
+    args = p.parse_args(argv)
+    results = script(args) if args.script else in_process(args)
+    write_json(args.json, results)
+    return results
+
+
+if __name__ == "__main__":
+    main()

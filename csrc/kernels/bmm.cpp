@@ -1,0 +1,57 @@
+// Batched matrix products, out[i] = a[i] b[i], on the intra-op pool: the batches (and blocks of rows of each)
+// are split over the threads and each block is one small_gemm product that reads a and b through their strides.
+// NumPy's matmul calls BLAS once per matrix, one matrix after another, and copies an operand whose matrices are
+// not laid out for BLAS; attention's products over (batch, head) views of a (B, T, 3C) array are exactly that
+// case: many small strided matrices. The Python side sends only batches of small matrices here (large ones
+// keep BLAS's cache blocking and its own threads).
+#include <vector>
+
+#include "kernels/cpu_kernels.h"
+#include "kernels/small_gemm.h"
+
+namespace tinytorch::cpu {
+
+namespace {
+
+constexpr int64_t kRows = 96;  // rows of a per work item (a multiple of the register tile's 6)
+
+template <class T>
+void bmm(const py::array& a, const py::array& b, py::array& out) {
+  const int nd = int(a.ndim());
+  const int64_t M = a.shape(nd - 2), K = a.shape(nd - 1), N = b.shape(nd - 1);
+  const int64_t item = sizeof(T);
+  for (const py::array* x : {&a, &b}) {
+    for (int d = 0; d < nd; ++d) {
+      if (x->strides(d) % item) throw py::value_error("bmm: unaligned operand");
+    }
+  }
+  const std::vector<int64_t> oa = batch_offsets(a), ob = batch_offsets(b);
+  const int64_t ars = a.strides(nd - 2) / item, acs = a.strides(nd - 1) / item;
+  const int64_t brs = b.strides(nd - 2) / item, bcs = b.strides(nd - 1) / item;
+  const T *ap = data_of<T>(a), *bp = data_of<T>(b);
+  T* op = data_of<T>(out);
+  const int64_t batches = int64_t(oa.size()), blocks = (M + kRows - 1) / kRows;
+  py::gil_scoped_release nogil;
+  const int64_t work = std::max<int64_t>(1, std::min(M, kRows) * N * K);
+  parallel_for(batches * blocks, std::max<int64_t>(1, kElementGrain * 8 / work), [&](int64_t begin, int64_t end) {
+    std::vector<T> panel;
+    for (int64_t w = begin; w < end; ++w) {
+      const int64_t i = w / blocks, r0 = (w % blocks) * kRows, rows = std::min(kRows, M - r0);
+      gemm<T>(rows, N, K, T(1), ap + oa[i] + r0 * ars, ars, acs, bp + ob[i], brs, bcs, T(0),
+              op + (i * M + r0) * N, N, panel);
+    }
+  });
+}
+
+}  // namespace
+
+void init_bmm(py::module_& m) {
+  m.def("bmm", [](const py::array& a, const py::array& b, py::array out) {
+    const Kind kind = check_product(a, b, out, 3, "bmm");
+    kind == Kind::f32 ? bmm<float>(a, b, out) : bmm<double>(a, b, out);
+  }, py::arg("a"), py::arg("b"), py::arg("out"),
+     "out[i] = a[i] @ b[i] over the batch dimensions (a and b any strides, broadcast views included; out "
+     "C-contiguous).");
+}
+
+}  // namespace tinytorch::cpu

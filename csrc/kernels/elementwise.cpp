@@ -1,0 +1,375 @@
+// The elementwise ops and sums of large CPU tensors, split over the intra-op pool (parallel.h) as ATen splits
+// its TensorIterator loops: arithmetic with a same-shape, scalar or trailing-broadcast operand, unary math,
+// ReLU's backward, where, casts between float32 and float64, strided copies to a contiguous array, fills and
+// sums over one block of axes. NumPy runs each of these on one core; the Python side (_ops/_cpu.py) sends an
+// op here only when the arrays are large enough for a second thread to pay and of a layout handled here.
+//
+// Built with -ffast-math like the other kernels, so every choice that must see NaN (ReLU, its backward) tests
+// the bits; arithmetic and the math functions propagate NaN on their own.
+#include <cmath>
+#include <cstring>
+#include <limits>
+
+#include "kernels/cpu_kernels.h"
+
+namespace tinytorch::cpu {
+
+namespace {
+
+enum Binary : int { kAdd = 0, kSub = 1, kMul = 2, kDiv = 3 };
+enum Unary : int { kNeg = 0, kExp = 1, kLog = 2, kTanh = 3, kSigmoid = 4, kRelu = 5, kSqrt = 6, kRsqrt = 7,
+                   kAbs = 8, kReciprocal = 9, kSquare = 10 };
+
+template <class T>
+using Bits = std::conditional_t<sizeof(T) == 4, int32_t, int64_t>;
+
+// Whether v is NaN, and whether it is <= 0 and not NaN, from its bits (vectorizable integer compares).
+template <class T>
+inline bool nan_of(T v) {
+  Bits<T> b;
+  std::memcpy(&b, &v, sizeof b);
+  constexpr Bits<T> kAbs = std::numeric_limits<Bits<T>>::max();
+  constexpr Bits<T> kInf = sizeof(T) == 4 ? Bits<T>(0x7f800000) : Bits<T>(0x7ff0000000000000ll);
+  return (b & kAbs) > kInf;
+}
+
+template <class T>
+inline bool not_positive(T v) {
+  Bits<T> b;
+  std::memcpy(&b, &v, sizeof b);
+  return b <= 0 && !nan_of(v);  // sign bit set or +0, and not a (negative) NaN
+}
+
+template <int kOp, class T>
+inline T apply(T a, T b) {
+  if constexpr (kOp == kAdd) return a + b;
+  if constexpr (kOp == kSub) return a - b;
+  if constexpr (kOp == kMul) return a * b;
+  return a / b;
+}
+
+// out[r, j] = x[r * xr + j * xc] op y[r * yr + j * yc] over rows [r0, r1) of `cols`: a column stride of 0 is a
+// scalar along the row (the four stride pairs are separate instantiations, so each inner loop vectorizes).
+template <int kOp, class T, int kXc, int kYc>
+TT_SIMD_CLONES void binary_rows(const T* __restrict x, int64_t xr, const T* __restrict y, int64_t yr,
+                                T* __restrict out, int64_t r0, int64_t r1, int64_t cols) {
+  for (int64_t r = r0; r < r1; ++r) {
+    const T* xp = x + r * xr;
+    const T* yp = y + r * yr;
+    T* o = out + r * cols;
+    for (int64_t j = 0; j < cols; ++j) o[j] = apply<kOp>(xp[j * kXc], yp[j * kYc]);
+  }
+}
+
+template <int kOp, class T>
+void binary_op(const T* x, int64_t nx, const T* y, int64_t ny, T* out, int64_t n) {
+  // A period p < n repeats along the rows of a (n / p, p) grid; a size of 1 is a scalar; n is the grid itself.
+  const int64_t cols = (nx > 1 && nx < n) ? nx : (ny > 1 && ny < n) ? ny : n;
+  const int64_t rows = n / cols;
+  const int64_t xr = nx == n ? cols : 0, yr = ny == n ? cols : 0;
+  auto loop = nx == 1 ? binary_rows<kOp, T, 0, 1> : ny == 1 ? binary_rows<kOp, T, 1, 0> : binary_rows<kOp, T, 1, 1>;
+  parallel_for(rows, std::max<int64_t>(1, kElementGrain / cols),
+               [&](int64_t r0, int64_t r1) { loop(x, xr, y, yr, out, r0, r1, cols); });
+}
+
+template <int kOp, class T>
+TT_SIMD_CLONES void unary_loop(const T* __restrict x, T* __restrict y, int64_t b, int64_t e) {
+  for (int64_t i = b; i < e; ++i) {
+    const T v = x[i];
+    if constexpr (kOp == kNeg) y[i] = -v;
+    if constexpr (kOp == kExp) y[i] = std::exp(v);
+    if constexpr (kOp == kLog) y[i] = std::log(v);
+    if constexpr (kOp == kTanh) y[i] = std::tanh(v);
+    if constexpr (kOp == kSigmoid) y[i] = T(1) / (T(1) + std::exp(-v));
+    if constexpr (kOp == kRelu) y[i] = not_positive(v) ? T(0) : v;
+    if constexpr (kOp == kSqrt) y[i] = std::sqrt(v);
+    if constexpr (kOp == kRsqrt) y[i] = std::sqrt(T(1) / v);  // not 1 / sqrt: GCC would use an estimate
+    if constexpr (kOp == kAbs) y[i] = std::abs(v);
+    if constexpr (kOp == kReciprocal) y[i] = T(1) / v;
+    if constexpr (kOp == kSquare) y[i] = v * v;
+  }
+}
+
+template <class T>
+void unary_op(int op, const T* x, T* y, int64_t n) {
+  using Loop = void (*)(const T*, T*, int64_t, int64_t);
+  static constexpr Loop loops[] = {unary_loop<kNeg, T>, unary_loop<kExp, T>, unary_loop<kLog, T>,
+                                   unary_loop<kTanh, T>, unary_loop<kSigmoid, T>, unary_loop<kRelu, T>,
+                                   unary_loop<kSqrt, T>, unary_loop<kRsqrt, T>, unary_loop<kAbs, T>,
+                                   unary_loop<kReciprocal, T>, unary_loop<kSquare, T>};
+  const Loop loop = loops[op];
+  parallel_for(n, kElementGrain, [&](int64_t b, int64_t e) { loop(x, y, b, e); });
+}
+
+// ReLU's backward (PyTorch's threshold_backward at 0): g where y > 0 or y is NaN, else 0.
+template <class T>
+TT_SIMD_CLONES void relu_backward_loop(const T* __restrict g, const T* __restrict y, T* __restrict out, int64_t b,
+                                       int64_t e) {
+  for (int64_t i = b; i < e; ++i) out[i] = not_positive(y[i]) ? T(0) : g[i];
+}
+
+template <class T>
+TT_SIMD_CLONES void where_loop(const bool* __restrict c, const T* __restrict a, int64_t sa, const T* __restrict b,
+                               int64_t sb, T* __restrict out, int64_t lo, int64_t hi) {
+  for (int64_t i = lo; i < hi; ++i) out[i] = c[i] ? a[i * sa] : b[i * sb];
+}
+
+template <class From, class To>
+TT_SIMD_CLONES void cast_loop(const From* __restrict x, To* __restrict y, int64_t b, int64_t e) {
+  for (int64_t i = b; i < e; ++i) y[i] = To(x[i]);
+}
+
+template <class T>
+TT_SIMD_CLONES void fill_loop(T* __restrict y, T v, int64_t b, int64_t e) {
+  for (int64_t i = b; i < e; ++i) y[i] = v;
+}
+
+// A strided array copied into another of the same shape: the innermost dimension is a loop (a memcpy when both
+// are contiguous along it), the others an odometer that starts at element `begin` (in row-major order).
+void copy_strided(const char* src, const std::vector<int64_t>& shape, const std::vector<int64_t>& sstr,
+                  char* dst, const std::vector<int64_t>& dstr, int64_t item, int64_t begin, int64_t end) {
+  const int nd = int(shape.size());
+  const int64_t inner = shape[nd - 1], is = sstr[nd - 1], id = dstr[nd - 1];
+  std::vector<int64_t> idx(nd, 0);
+  int64_t rest = begin / inner;
+  for (int d = nd - 2; d >= 0; --d) {
+    idx[d] = rest % shape[d];
+    rest /= shape[d];
+  }
+  int64_t j = begin % inner;
+  for (int64_t pos = begin; pos < end;) {
+    const char* s = src;
+    char* o = dst;
+    for (int d = 0; d < nd - 1; ++d) {
+      s += idx[d] * sstr[d];
+      o += idx[d] * dstr[d];
+    }
+    const int64_t len = std::min(inner - j, end - pos);
+    s += j * is;
+    o += j * id;
+    if (is == item && id == item) {
+      std::memcpy(o, s, len * item);
+    } else if (item == 4) {
+      for (int64_t k = 0; k < len; ++k) std::memcpy(o + k * id, s + k * is, 4);
+    } else if (item == 8) {
+      for (int64_t k = 0; k < len; ++k) std::memcpy(o + k * id, s + k * is, 8);
+    } else {
+      for (int64_t k = 0; k < len; ++k) std::memcpy(o + k * id, s + k * is, item);
+    }
+    pos += len;
+    j = 0;
+    for (int d = nd - 2; d >= 0; --d) {
+      if (++idx[d] < shape[d]) break;
+      idx[d] = 0;
+    }
+  }
+}
+
+// Sums over the middle axis of a contiguous (A, R, C) array into out (A, C); float32 accumulates in float64.
+template <class T>
+using Acc = double;
+
+template <class T>
+TT_SIMD_CLONES void sum_columns(const T* __restrict x, int64_t C, int64_t r0, int64_t r1,
+                                Acc<T>* __restrict acc) {
+  for (int64_t r = r0; r < r1; ++r) {
+    const T* row = x + r * C;
+    for (int64_t c = 0; c < C; ++c) acc[c] += Acc<T>(row[c]);
+  }
+}
+
+template <class T>
+TT_SIMD_CLONES Acc<T> sum_run(const T* __restrict x, int64_t n) {
+  Acc<T> s = 0;
+  for (int64_t i = 0; i < n; ++i) s += Acc<T>(x[i]);
+  return s;
+}
+
+template <class T>
+void sum_op(const T* x, int64_t A, int64_t R, int64_t C, T* out) {
+  if (C == 1 && A >= num_threads()) {  // many rows: one sum per row
+    parallel_for(A, std::max<int64_t>(1, kElementGrain / R),
+                 [&](int64_t a0, int64_t a1) {
+                   for (int64_t a = a0; a < a1; ++a) out[a] = T(sum_run(x + a * R, R));
+                 });
+    return;
+  }
+  // Few outputs: each chunk sums its share of R into its own partial row, then the partials are added.
+  const int64_t chunks = chunk_count(R, 0, std::max<int64_t>(1, kElementGrain / C));
+  std::vector<Acc<T>> partial(chunks * A * C, Acc<T>(0));
+  parallel_chunks(R, 0, std::max<int64_t>(1, kElementGrain / C), [&](int64_t chunk, int64_t r0, int64_t r1) {
+    for (int64_t a = 0; a < A; ++a) {
+      Acc<T>* acc = partial.data() + (chunk * A + a) * C;
+      if (C == 1) {
+        acc[0] += sum_run(x + a * R + r0, r1 - r0);
+      } else {
+        sum_columns(x + a * R * C, C, r0, r1, acc);
+      }
+    }
+  });
+  for (int64_t i = 0; i < A * C; ++i) {
+    Acc<T> s = 0;
+    for (int64_t c = 0; c < chunks; ++c) s += partial[c * A * C + i];
+    out[i] = T(s);
+  }
+}
+
+// The element count an operand of a binary op has: the output's, 1 (a scalar), or a period dividing it.
+int64_t operand_size(const py::array& a, int64_t n) {
+  const int64_t s = a.size();
+  if (s != n && s != 1 && (s == 0 || n % s)) {
+    throw py::value_error("elementwise_binary: an operand must have the output's size, 1 element, or a size that "
+                          "divides it (a trailing broadcast)");
+  }
+  return s;
+}
+
+}  // namespace
+
+void init_elementwise(py::module_& m) {
+  m.def("binary", [](int op, const py::array& x, const py::array& y, py::array out) {
+    const Kind kind = kind_of(out, "binary");
+    check({{&x, false}, {&y, false}, {&out, true}}, kind, "binary", -1);
+    if (op < kAdd || op > kDiv) throw py::value_error("binary: unknown op " + std::to_string(op));
+    const int64_t n = out.size(), nx = operand_size(x, n), ny = operand_size(y, n);
+    if (nx != n && ny != n && n > 1) throw py::value_error("binary: one operand must have the output's size");
+    auto run = [&](auto zero) {
+      using T = decltype(zero);
+      const T *xp = data_of<T>(x), *yp = data_of<T>(y);
+      T* o = data_of<T>(out);
+      py::gil_scoped_release nogil;
+      switch (op) {
+        case kAdd: binary_op<kAdd>(xp, nx, yp, ny, o, n); break;
+        case kSub: binary_op<kSub>(xp, nx, yp, ny, o, n); break;
+        case kMul: binary_op<kMul>(xp, nx, yp, ny, o, n); break;
+        default: binary_op<kDiv>(xp, nx, yp, ny, o, n); break;
+      }
+    };
+    if (n > 0) kind == Kind::f32 ? run(0.f) : run(0.0);
+  }, py::arg("op"), py::arg("x"), py::arg("y"), py::arg("out"),
+     "out = x op y (0 add, 1 sub, 2 mul, 3 div); an operand of 1 element is a scalar, one whose size divides the "
+     "output's repeats along its leading dimensions.");
+  m.def("unary", [](int op, const py::array& x, py::array out) {
+    const Kind kind = kind_of(x, "unary");
+    check({{&x, false}, {&out, true}}, kind, "unary");
+    if (op < kNeg || op > kSquare) throw py::value_error("unary: unknown op " + std::to_string(op));
+    auto run = [&](auto zero) {
+      using T = decltype(zero);
+      const T* xp = data_of<T>(x);
+      T* o = data_of<T>(out);
+      py::gil_scoped_release nogil;
+      unary_op<T>(op, xp, o, x.size());
+    };
+    kind == Kind::f32 ? run(0.f) : run(0.0);
+  }, py::arg("op"), py::arg("x"), py::arg("out"),
+     "out = f(x): 0 neg, 1 exp, 2 log, 3 tanh, 4 sigmoid, 5 relu, 6 sqrt, 7 rsqrt, 8 abs, 9 reciprocal, 10 square.");
+  m.def("relu_backward", [](const py::array& grad, const py::array& y, py::array out) {
+    const Kind kind = kind_of(y, "relu_backward");
+    check({{&grad, false}, {&y, false}, {&out, true}}, kind, "relu_backward");
+    auto run = [&](auto zero) {
+      using T = decltype(zero);
+      const T *g = data_of<T>(grad), *yp = data_of<T>(y);
+      T* o = data_of<T>(out);
+      py::gil_scoped_release nogil;
+      parallel_for(y.size(), kElementGrain, [&](int64_t b, int64_t e) { relu_backward_loop(g, yp, o, b, e); });
+    };
+    kind == Kind::f32 ? run(0.f) : run(0.0);
+  }, py::arg("grad"), py::arg("y"), py::arg("out"), "out = grad where y > 0 (or NaN), else 0.");
+  m.def("where", [](const py::array& cond, const py::array& a, const py::array& b, py::array out) {
+    const Kind kind = kind_of(out, "where");
+    check({{&a, false}, {&b, false}, {&out, true}}, kind, "where", -1);
+    const int64_t n = out.size();
+    if (!py::isinstance<py::array_t<bool>>(cond) || !(cond.flags() & py::array::c_style) || cond.size() != n) {
+      throw py::value_error("where: expected a C-contiguous bool condition of the output's size");
+    }
+    for (const py::array* v : {&a, &b}) {
+      if (v->size() != n && v->size() != 1) throw py::value_error("where: a and b must be scalars or full-size");
+    }
+    auto run = [&](auto zero) {
+      using T = decltype(zero);
+      const bool* c = static_cast<const bool*>(cond.data());
+      const T *ap = data_of<T>(a), *bp = data_of<T>(b);
+      const int64_t sa = a.size() == n ? 1 : 0, sb = b.size() == n ? 1 : 0;
+      T* o = data_of<T>(out);
+      py::gil_scoped_release nogil;
+      parallel_for(n, kElementGrain, [&](int64_t lo, int64_t hi) { where_loop(c, ap, sa, bp, sb, o, lo, hi); });
+    };
+    kind == Kind::f32 ? run(0.f) : run(0.0);
+  }, py::arg("cond"), py::arg("a"), py::arg("b"), py::arg("out"), "out = cond ? a : b (a, b full-size or scalars).");
+  m.def("cast", [](const py::array& x, py::array out) {
+    const Kind from = kind_of(x, "cast"), to = kind_of(out, "cast");
+    if (x.size() != out.size()) throw py::value_error("cast: x and out must have the same size");
+    for (const py::array* a : std::initializer_list<const py::array*>{&x, &out}) {
+      if (!(a->flags() & py::array::c_style)) throw py::value_error("cast: arrays must be C-contiguous");
+    }
+    if (!out.writeable()) throw py::value_error("cast: output array is read-only");
+    auto run = [&](auto f, auto t) {
+      using From = decltype(f);
+      using To = decltype(t);
+      const From* xp = data_of<From>(x);
+      To* o = data_of<To>(out);
+      py::gil_scoped_release nogil;
+      parallel_for(x.size(), kElementGrain, [&](int64_t b, int64_t e) { cast_loop(xp, o, b, e); });
+    };
+    if (from == Kind::f32 && to == Kind::f64) run(0.f, 0.0);
+    else if (from == Kind::f64 && to == Kind::f32) run(0.0, 0.f);
+    else throw py::type_error("cast: expected float32 -> float64 or float64 -> float32");
+  }, py::arg("x"), py::arg("out"), "out = x converted (float32 <-> float64).");
+  m.def("copy", [](const py::array& x, py::array out) {
+    if (!x.dtype().equal(out.dtype()) || x.ndim() != out.ndim() || !out.writeable()) {
+      throw py::value_error("copy: expected a writeable output of x's dtype and shape");
+    }
+    for (py::ssize_t d = 0; d < x.ndim(); ++d) {
+      if (x.shape(d) != out.shape(d)) throw py::value_error("copy: expected a writeable output of x's dtype and shape");
+    }
+    const int64_t n = x.size(), item = x.itemsize();
+    if (n == 0) return;
+    std::vector<int64_t> shape, sstr, dstr;  // dimensions of one element dropped
+    for (py::ssize_t d = 0; d < x.ndim(); ++d) {
+      if (x.shape(d) == 1) continue;
+      shape.push_back(x.shape(d));
+      sstr.push_back(x.strides(d));
+      dstr.push_back(out.strides(d));
+    }
+    if (shape.empty()) {
+      shape.push_back(1);
+      sstr.push_back(item);
+      dstr.push_back(item);
+    }
+    const char* src = static_cast<const char*>(x.data());
+    char* dst = static_cast<char*>(out.mutable_data());
+    py::gil_scoped_release nogil;
+    parallel_for(n, kElementGrain,
+                 [&](int64_t b, int64_t e) { copy_strided(src, shape, sstr, dst, dstr, item, b, e); });
+  }, py::arg("x"), py::arg("out"), "out[...] = x (same shape and dtype, any strides; the two must not overlap).");
+  m.def("fill", [](py::array out, double value) {
+    const Kind kind = kind_of(out, "fill");
+    check({{&out, true}}, kind, "fill", -1);
+    auto run = [&](auto zero) {
+      using T = decltype(zero);
+      T* o = data_of<T>(out);
+      const T v = T(value);
+      py::gil_scoped_release nogil;
+      parallel_for(out.size(), kElementGrain, [&](int64_t b, int64_t e) { fill_loop(o, v, b, e); });
+    };
+    kind == Kind::f32 ? run(0.f) : run(0.0);
+  }, py::arg("out"), py::arg("value"), "out[...] = value.");
+  m.def("sum", [](const py::array& x, int64_t A, int64_t R, int64_t C, py::array out) {
+    const Kind kind = kind_of(x, "sum");
+    check({{&x, false}, {&out, true}}, kind, "sum", -1);
+    if (A < 0 || R < 0 || C < 0 || A * R * C != x.size() || out.size() != A * C) {
+      throw py::value_error("sum: expected x of A*R*C elements and out of A*C");
+    }
+    auto run = [&](auto zero) {
+      using T = decltype(zero);
+      const T* xp = data_of<T>(x);
+      T* o = data_of<T>(out);
+      py::gil_scoped_release nogil;
+      sum_op<T>(xp, A, R, C, o);
+    };
+    kind == Kind::f32 ? run(0.f) : run(0.0);
+  }, py::arg("x"), py::arg("A"), py::arg("R"), py::arg("C"), py::arg("out"),
+     "out (A, C) = x (A, R, C) summed over R (float32 accumulates in float64).");
+}
+
+}  // namespace tinytorch::cpu

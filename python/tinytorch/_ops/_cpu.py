@@ -1,0 +1,148 @@
+"""Large CPU tensors' elementwise ops and sums on the intra-op thread pool (csrc/kernels/elementwise.cpp).
+
+Each helper takes NumPy arrays and returns the result, or None when the C++ kernel does not take them (too
+small, not float32/float64, a layout it does not handle), in which case the caller runs NumPy as before. Below
+two grains (2 x 32768 elements, ATen's grain size) one thread would do the whole op, and NumPy's loop does it
+as fast without the call, so small tensors (and the per-op overhead of tiny ones) never come here.
+"""
+from __future__ import annotations
+
+import numpy as np
+
+from .. import _C
+
+_k = _C._cpu
+MIN_SIZE = 1 << 16
+_ND = np.ndarray
+_F32, _F64 = np.dtype(np.float32), np.dtype(np.float64)
+
+ADD, SUB, MUL, DIV = 0, 1, 2, 3
+NEG, EXP, LOG, TANH, SIGMOID, RELU, SQRT, RSQRT, ABS, RECIPROCAL, SQUARE = range(11)
+
+
+def _big(x) -> bool:
+    """A C-contiguous float32/float64 array of at least MIN_SIZE elements."""
+    return type(x) is _ND and x.size >= MIN_SIZE and x.dtype in (_F32, _F64) and x.flags.c_contiguous
+
+
+def _operand(v, like):
+    """v as an array the kernel pairs with `like`: the same dtype, C-contiguous; a Python number becomes a
+    0-d array of like's dtype (a float tensor and a Python scalar keep the tensor's dtype). None if it can't."""
+    t = type(v)
+    if t is float or t is int:
+        return np.array(v, like.dtype)
+    if t is not _ND or v.dtype != like.dtype or not v.flags.c_contiguous:
+        return None
+    return v
+
+
+def _trailing(small, shape: tuple) -> bool:
+    """Whether `small` broadcasts against `shape` by repeating along its leading dimensions only."""
+    s = small.shape
+    while s and s[0] == 1:
+        s = s[1:]
+    return len(s) <= len(shape) and tuple(shape[len(shape) - len(s):]) == s
+
+
+def binary(op: int, x, y, out=None):
+    """x op y (ADD, SUB, MUL, DIV) when one side is a big array and the other the same shape, a scalar or a
+    trailing broadcast of it; `out` (optional) may be x itself, for in-place ops."""
+    big = x if type(x) is _ND and (type(y) is not _ND or x.size >= y.size) else y
+    if not _big(big):
+        return None
+    a, b = _operand(x, big), _operand(y, big)
+    if a is None or b is None:
+        return None
+    other = b if a is big else a
+    if other.shape != big.shape and other.size != 1 and (other.ndim > big.ndim or not _trailing(other, big.shape)):
+        return None
+    if out is not None and other.size > 1 and np.may_share_memory(out, other):
+        return None  # x[1:] += x[:-1]: NumPy buffers the overlap, the threads would not
+    if out is None:
+        out = np.empty(big.shape, big.dtype)
+    _k.binary(op, a, b, out)
+    return out
+
+
+def unary(op: int, x):
+    """f(x) for NEG, EXP, LOG, TANH, SIGMOID, RELU, SQRT, RSQRT, ABS, RECIPROCAL, SQUARE."""
+    if not _big(x):
+        return None
+    out = np.empty(x.shape, x.dtype)
+    _k.unary(op, x, out)
+    return out
+
+
+def relu_backward(g, y):
+    """g where y > 0 (ReLU's backward from its output)."""
+    if not (_big(y) and type(g) is _ND and g.dtype == y.dtype and g.shape == y.shape and g.flags.c_contiguous):
+        return None
+    out = np.empty(y.shape, y.dtype)
+    _k.relu_backward(g, y, out)
+    return out
+
+
+def where(cond, a, b):
+    """cond ? a : b for a bool condition and full-size or scalar a, b of one float dtype."""
+    big = a if type(a) is _ND and a.shape == cond.shape else b
+    if not (_big(big) and type(cond) is _ND and cond.dtype == np.bool_ and cond.shape == big.shape
+            and cond.flags.c_contiguous):
+        return None
+    x, y = _operand(a, big), _operand(b, big)
+    if x is None or y is None or (x.shape != big.shape and x.size != 1) or (y.shape != big.shape and y.size != 1):
+        return None
+    out = np.empty(big.shape, big.dtype)
+    _k.where(cond, x, y, out)
+    return out
+
+
+def cast(x, dtype):
+    """x converted between float32 and float64."""
+    dtype = np.dtype(dtype)
+    if not _big(x) or dtype not in (_F32, _F64) or dtype == x.dtype:
+        return None
+    out = np.empty(x.shape, dtype)
+    _k.cast(x, out)
+    return out
+
+
+def copy(x, out=None):
+    """A C-contiguous copy of x (any strides, any dtype), or x copied into `out` (same shape and dtype, any
+    strides, not overlapping x)."""
+    if type(x) is not _ND or x.size < MIN_SIZE or x.dtype.hasobject:
+        return None
+    if out is None:
+        out = np.empty(x.shape, x.dtype)
+    elif type(out) is not _ND or out.shape != x.shape or out.dtype != x.dtype or not out.flags.writeable:
+        return None
+    _k.copy(x, out)
+    return out
+
+
+def fill(x, value) -> bool:
+    """x[...] = value in place; False if not taken."""
+    if not _big(x) or type(value) not in (float, int, bool):
+        return False
+    _k.fill(x, float(value))
+    return True
+
+
+def sum(x, axes, keepdims: bool):  # noqa: A001 - reduction.sum's counterpart
+    """x summed over `axes` (None: all), a block of consecutive dimensions; float32 accumulates in float64."""
+    if not _big(x):
+        return None
+    nd = x.ndim
+    if axes is None:
+        axes = tuple(range(nd))
+    axes = sorted(a % nd for a in axes)
+    if not axes or axes != list(range(axes[0], axes[-1] + 1)):
+        return None
+    shape = x.shape
+    A = int(np.prod(shape[:axes[0]], dtype=np.int64))
+    R = int(np.prod(shape[axes[0]:axes[-1] + 1], dtype=np.int64))
+    C = int(np.prod(shape[axes[-1] + 1:], dtype=np.int64))
+    kept = tuple(1 if i in axes else s for i, s in enumerate(shape)) if keepdims else \
+        tuple(s for i, s in enumerate(shape) if i not in axes)
+    out = np.empty(kept, x.dtype)
+    _k.sum(x, A, R, C, out)
+    return out

@@ -1,0 +1,416 @@
+"""The intra-op thread pool and the kernels on it: elementwise ops, sums, casts, copies (csrc/kernels/
+elementwise.cpp through _ops/_cpu.py) and the fused attention (csrc/kernels/attention.cpp), at 1 and 2 threads,
+float32 and float64, around the grain size, on non-contiguous inputs and with NaN and infinities, against NumPy
+references (and the composite attention, and PyTorch when it is importable)."""
+import math
+import os
+
+import numpy as np
+import pytest
+
+import tinytorch
+from tinytorch import _C
+from tinytorch._ops import _cpu
+
+GRAIN = 1 << 15
+# Below two grains NumPy runs the op; at and above, the C++ kernels split it over the pool (3 chunks at 3 grains).
+SIZES = [_cpu.MIN_SIZE - 1, _cpu.MIN_SIZE, 3 * GRAIN + 7, 200_003]
+TOL = {np.float32: 2e-6, np.float64: 1e-13}
+
+
+@pytest.fixture(params=[1, 2])
+def threads(request):
+    before = tinytorch.get_num_threads()
+    tinytorch.set_num_threads(request.param)
+    assert _C._cpu.get_num_threads() == request.param
+    yield request.param
+    tinytorch.set_num_threads(before)
+
+
+def _data(n, dtype, seed=0, special=True):
+    x = np.random.default_rng(seed).standard_normal(n).astype(dtype) * 2
+    if special and n > 10:
+        x[[1, n // 2, n - 2]] = [np.nan, np.inf, -np.inf]
+    return x
+
+
+def _close(got, want, dtype):
+    np.testing.assert_allclose(got, want.astype(dtype), rtol=TOL[dtype], atol=TOL[dtype], equal_nan=True)
+
+
+# ------------------------------------------------------------------ the pool
+
+
+def test_pool_runs_every_index_once_on_several_threads(threads):
+    n = 8 * GRAIN + 3
+    x = np.arange(n, dtype=np.float64)
+    out = np.empty_like(x)
+    _C._cpu.unary(_cpu.NEG, x, out)  # one chunk per thread, each index written once
+    assert np.array_equal(out, -x)
+
+
+def test_set_num_threads_reaches_the_pool():
+    before = tinytorch.get_num_threads()
+    try:
+        for n in (3, 1, 2):
+            tinytorch.set_num_threads(n)
+            assert tinytorch.get_num_threads() == n == _C._cpu.get_num_threads()
+    finally:
+        tinytorch.set_num_threads(before)
+
+
+def test_openblas_stays_on_one_thread_when_the_pool_runs_the_products():
+    """One pool per process: with products on the pool, set_num_threads leaves OpenBLAS's own threads at one."""
+    import ctypes
+    from tinytorch import _threads
+    if not _threads.blas_on_pool:
+        pytest.skip("NumPy's BLAS has no cblas gemm to call")
+    getters = [getattr(ctypes.CDLL(p), n, None) for p in _threads._openblas_paths()
+               for n in ("scipy_openblas_get_num_threads64_", "openblas_get_num_threads")]
+    get = next(g for g in getters if g is not None)
+    get.restype = ctypes.c_int
+    before = tinytorch.get_num_threads()
+    try:
+        for n in (2, 3, 1):
+            tinytorch.set_num_threads(n)
+            assert get() == 1 and _C._cpu.get_num_threads() == n
+    finally:
+        tinytorch.set_num_threads(before)
+
+
+@pytest.mark.skipif(not hasattr(os, "fork"), reason="needs fork")
+def test_a_forked_child_gets_a_working_pool():
+    tinytorch.set_num_threads(2)
+    x = np.ones(4 * GRAIN, np.float32)
+    out = np.empty_like(x)
+    _C._cpu.unary(_cpu.EXP, x, out)  # the parent's pool threads exist now
+    pid = os.fork()
+    if pid == 0:  # the child: regions must neither hang nor run on threads that are gone
+        ok = True
+        for _ in range(20):
+            _C._cpu.unary(_cpu.NEG, x, out)
+            ok = ok and bool((out == -1).all())
+        os._exit(0 if ok else 1)
+    _, status = os.waitpid(pid, 0)
+    assert os.WIFEXITED(status) and os.WEXITSTATUS(status) == 0
+
+
+# ------------------------------------------------------------------ elementwise ops through tensor ops
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+@pytest.mark.parametrize("n", SIZES)
+def test_binary_ops_same_shape_scalar_and_trailing_broadcast(threads, dtype, n):
+    x, y = _data(n, dtype, 0), _data(n, dtype, 1)
+    X, Y = tinytorch.from_numpy(x), tinytorch.from_numpy(y)
+    x64, y64 = x.astype(np.float64), y.astype(np.float64)
+    with np.errstate(all="ignore"):
+        for got, want in ((X + Y, x64 + y64), (X - Y, x64 - y64), (X * Y, x64 * y64), (X / Y, x64 / y64),
+                          (X + 0.5, x64 + 0.5), (X * 3, x64 * 3), (2.0 - X, 2.0 - x64), (X / 4.0, x64 / 4.0)):
+            assert got.dtype == X.dtype
+            _close(got.numpy(), want, dtype)
+        rows = (n // 16) * 16
+        m = x[:rows].reshape(-1, 16)
+        b = _data(16, dtype, 2, special=False)
+        M, Bt = tinytorch.from_numpy(m), tinytorch.from_numpy(b)
+        _close((M + Bt).numpy(), m.astype(np.float64) + b, dtype)
+        _close((Bt * M).numpy(), b * m.astype(np.float64), dtype)
+        _close((M - Bt.reshape(1, 16)).numpy(), m.astype(np.float64) - b, dtype)
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+def test_in_place_ops_on_the_pool(threads, dtype):
+    x, y = _data(200_003, dtype, 0), _data(200_003, dtype, 1)
+    X = tinytorch.from_numpy(x.copy())
+    with np.errstate(all="ignore"):
+        X.add_(tinytorch.from_numpy(y))
+        X.mul_(0.5)
+        X.div_(tinytorch.from_numpy(y))
+        X.sub_(1.0)
+        _close(X.numpy(), (x.astype(np.float64) + y) * 0.5 / y - 1.0, dtype)
+    z = np.arange(200_003, dtype=dtype)
+    Z = tinytorch.from_numpy(z.copy())
+    Z[1:].add_(Z[:-1])  # overlapping operands: NumPy's buffered result, not a race between threads
+    z[1:] += z[:-1]
+    assert np.array_equal(Z.numpy(), z)
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+@pytest.mark.parametrize("n", SIZES)
+def test_unary_ops_match_numpy(threads, dtype, n):
+    x = _data(n, dtype)
+    X = tinytorch.from_numpy(x)
+    x64 = x.astype(np.float64)
+    with np.errstate(all="ignore"):
+        cases = [(-X, -x64), (X.exp(), np.exp(x64)), (X.abs().log(), np.log(np.abs(x64))), (X.tanh(), np.tanh(x64)),
+                 (X.sigmoid(), 1 / (1 + np.exp(-x64))), (X.relu(), np.where(np.isnan(x64), x64, np.maximum(x64, 0))),
+                 (X.abs().sqrt(), np.sqrt(np.abs(x64))), (X.abs().rsqrt(), 1 / np.sqrt(np.abs(x64))),
+                 (X.reciprocal(), 1 / x64), (X.square(), x64 * x64)]
+        for got, want in cases:
+            assert got.dtype == X.dtype
+            np.testing.assert_allclose(got.numpy(), want.astype(dtype), rtol=4 * TOL[dtype], atol=TOL[dtype],
+                                       equal_nan=True)
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+@pytest.mark.parametrize("n", SIZES)
+def test_relu_backward_and_where(threads, dtype, n):
+    x, g = _data(n, dtype, 0), _data(n, dtype, 1, special=False)
+    x[[0, 5]] = [0.0, -0.0]
+    X = tinytorch.tensor(x, requires_grad=True)
+    X.relu().backward(tinytorch.from_numpy(g))
+    want = np.where((x > 0) | np.isnan(x), g, 0)  # PyTorch's threshold_backward: NaN passes the gradient
+    assert np.array_equal(X.grad.numpy(), want.astype(dtype))
+    cond = x > 0
+    y = _data(n, dtype, 2)
+    got = tinytorch.where(tinytorch.from_numpy(cond), tinytorch.from_numpy(x), tinytorch.from_numpy(y))
+    assert np.array_equal(got.numpy(), np.where(cond, x, y), equal_nan=True)
+    got = tinytorch.where(tinytorch.from_numpy(cond), tinytorch.from_numpy(x), 0.0)
+    assert np.array_equal(got.numpy(), np.where(cond, x, dtype(0)), equal_nan=True)
+
+
+@pytest.mark.parametrize("n", SIZES)
+def test_casts_copies_and_fills(threads, n):
+    x = _data(n, np.float32)
+    X = tinytorch.from_numpy(x)
+    assert np.array_equal(X.double().numpy(), x.astype(np.float64), equal_nan=True)
+    assert np.array_equal(X.double().float().numpy(), x, equal_nan=True)
+    rows = n // 7
+    m = x[:rows * 7].reshape(rows, 7)
+    for view in (m.T, m[::2], m[:, ::-1], m.T[1:5]):
+        got = tinytorch.from_numpy(view).contiguous()
+        assert got.numpy().flags.c_contiguous and np.array_equal(got.numpy(), view, equal_nan=True)
+        assert np.array_equal(tinytorch.from_numpy(view).clone().numpy(), view, equal_nan=True)
+    dst = np.zeros((7, rows), np.float32).T  # into a strided destination (the conv's column matrix)
+    _C._cpu.copy(m, dst)
+    assert np.array_equal(dst, m, equal_nan=True)
+    i = np.arange(n, dtype=np.int64).reshape(-1, 1)[::3]  # other dtypes copy through the same kernel
+    assert np.array_equal(tinytorch.from_numpy(i).clone().numpy(), i)
+    z = tinytorch.empty(n).fill_(2.5)
+    assert (z.numpy() == 2.5).all()
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+@pytest.mark.parametrize("n", SIZES)
+def test_sums_over_blocks_of_axes(threads, dtype, n):
+    x = _data(n, dtype, special=False)
+    X = tinytorch.from_numpy(x)
+    x64 = x.astype(np.float64)
+    np.testing.assert_allclose(X.sum().item(), x64.sum(), rtol=1e-6 if dtype is np.float32 else 1e-12)
+    rows = n // 12
+    m = x[:rows * 12].reshape(rows, 3, 4)
+    M, m64 = tinytorch.from_numpy(m), m.astype(np.float64)
+    for dim in (0, 1, 2, (0, 1), (1, 2)):
+        for keepdim in (False, True):
+            got = M.sum(dim, keepdim=keepdim).numpy()
+            np.testing.assert_allclose(got, m64.sum(axis=dim, keepdims=keepdim), rtol=1e-5, atol=1e-3)
+    nan = x.copy()
+    nan[7] = np.nan
+    assert np.isnan(tinytorch.from_numpy(nan).sum().item())
+    inf = x.copy()
+    inf[[3, 9]] = [np.inf, -np.inf]
+    with np.errstate(invalid="ignore"):  # NumPy's own sum (below two grains) warns on inf - inf
+        assert np.isnan(tinytorch.from_numpy(inf).sum().item())
+
+
+def test_bias_gradient_sums_the_rows(threads):
+    x = tinytorch.randn(4096, 32, requires_grad=True)
+    b = tinytorch.randn(32, requires_grad=True)
+    (x + b).sum().backward()
+    np.testing.assert_allclose(b.grad.numpy(), np.full(32, 4096.0), rtol=1e-6)
+
+
+def test_kernels_reject_bad_operands():
+    out = np.empty(10, np.float32)
+    with pytest.raises(ValueError, match="divides"):
+        _C._cpu.binary(_cpu.ADD, np.ones(10, np.float32), np.ones(3, np.float32), out)
+    with pytest.raises(TypeError, match="share one dtype"):
+        _C._cpu.binary(_cpu.ADD, np.ones(10, np.float32), np.ones(10, np.float64), out)
+    with pytest.raises(ValueError, match="unknown op"):
+        _C._cpu.unary(99, np.ones(10, np.float32), out)
+    with pytest.raises(ValueError, match="A\\*R\\*C"):
+        _C._cpu.sum(np.ones(10, np.float32), 2, 3, 1, np.empty(2, np.float32))
+    with pytest.raises(TypeError, match="float32 -> float64"):
+        _C._cpu.cast(np.ones(10, np.float32), np.empty(10, np.float32))
+
+
+# ------------------------------------------------------------------ batched products
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+def test_batched_products_of_strided_views_and_broadcast_batches(threads, dtype):
+    rng = np.random.default_rng(6)
+    B, T, H, E = 3, 37, 4, 8
+    qkv = rng.standard_normal((B, T, 3 * H * E)).astype(dtype)
+    q = qkv[..., :H * E].reshape(B, T, H, E).transpose(0, 2, 1, 3)
+    k = qkv[..., H * E:2 * H * E].reshape(B, T, H, E).transpose(0, 2, 1, 3)
+    w = rng.standard_normal((E, 5)).astype(dtype)
+    cases = [(q, k.swapaxes(-1, -2)), (k.swapaxes(-1, -2), q), (q, w), (w.T[None, None], q.swapaxes(-1, -2)),
+             (q[:, :1], k.swapaxes(-1, -2)), (q[:, :, ::-1], w)]
+    for a, b in cases:
+        A, Bt = tinytorch.from_numpy(a), tinytorch.from_numpy(b)
+        got = (A @ Bt).numpy()
+        want = np.matmul(a.astype(np.float64), b.astype(np.float64))
+        np.testing.assert_allclose(got, want, rtol=1e-5 if dtype is np.float32 else 1e-12, atol=1e-5)
+
+
+def test_batched_products_gradcheck(threads):
+    rng = np.random.default_rng(7)  # 16 products of 16 x 16 x 16: just enough work for the pool
+    a, b = (tinytorch.tensor(rng.standard_normal((16, 16, 16)), requires_grad=True) for _ in range(2))
+    assert tinytorch.autograd.gradcheck(lambda x, y: x @ y, (a, b))
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+def test_matrix_products_by_blas_on_the_pool(threads, dtype):
+    """2-D and batched products split into blocks over the pool, operands read through their strides: plain,
+    transposed, sliced, broadcast, single rows and columns, and a layout BLAS cannot take (copied first)."""
+    from tinytorch import _threads
+    if not _threads.blas_on_pool:
+        pytest.skip("NumPy's BLAS has no cblas gemm to call")
+    rng = np.random.default_rng(8)
+    big = rng.standard_normal((300, 257)).astype(dtype)
+    w = rng.standard_normal((129, 257)).astype(dtype)
+    cases = [(big, w.T), (big[::2], w.T), (big.T[:100], big[:, :60]), (w, big.T), (big[:1], w.T), (big, w[:1].T),
+             (big[:, ::2], rng.standard_normal((129, 40)).astype(dtype)),  # no unit stride: copied for BLAS
+             (rng.standard_normal((3, 90, 257)).astype(dtype), w.T),  # a batch against one matrix
+             (rng.standard_normal((2, 1, 70, 300)).astype(dtype), rng.standard_normal((4, 300, 80)).astype(dtype))]
+    for a, b in cases:
+        got = (tinytorch.from_numpy(a) @ tinytorch.from_numpy(b)).numpy()
+        want = np.matmul(a.astype(np.float64), b.astype(np.float64))
+        np.testing.assert_allclose(got, want, rtol=2e-4 if dtype is np.float32 else 1e-12, atol=2e-3)
+    x = tinytorch.tensor(rng.standard_normal((6, 20)), requires_grad=True)  # linear's three products
+    lin = tinytorch.nn.Linear(20, 7).double()
+    assert tinytorch.autograd.gradcheck(lambda t: lin(t), (x,))
+
+
+def test_bmm_kernel_rejects_bad_shapes():
+    a = np.ones((2, 3, 4), np.float32)
+    with pytest.raises(ValueError, match="batch dimensions must match"):
+        _C._cpu.bmm(a, np.ones((3, 4, 5), np.float32), np.empty((2, 3, 5), np.float32))
+    with pytest.raises(ValueError, match="expected a"):
+        _C._cpu.bmm(a, np.ones((2, 5, 5), np.float32), np.empty((2, 3, 5), np.float32))
+    with pytest.raises(TypeError, match="share one dtype"):
+        _C._cpu.bmm(a, np.ones((2, 4, 5), np.float64), np.empty((2, 3, 5), np.float32))
+    from tinytorch import _threads
+    if _threads.blas_on_pool:
+        with pytest.raises(ValueError, match="unit stride"):
+            _C._cpu.gemm(a[:, :, ::2], np.ones((2, 2, 5), np.float32), np.empty((2, 3, 5), np.float32))
+        with pytest.raises(ValueError, match="K > 0"):
+            _C._cpu.gemm(np.ones((3, 0), np.float32), np.ones((0, 5), np.float32), np.empty((3, 5), np.float32))
+
+
+# ------------------------------------------------------------------ fused attention
+
+
+def _composite(q, k, v, mask=None, causal=False, scale=None):
+    """softmax(q k^T * scale + mask) v in float64 NumPy; fully masked rows give 0."""
+    q, k, v = (a.astype(np.float64) for a in (q, k, v))
+    s = q @ np.swapaxes(k, -1, -2) * (1 / math.sqrt(q.shape[-1]) if scale is None else scale)
+    L, S = s.shape[-2:]
+    if causal:
+        s = np.where(np.tril(np.ones((L, S), bool)), s, -np.inf)
+    if mask is not None:
+        s = np.where(mask, s, -np.inf) if mask.dtype == np.bool_ else s + mask
+    m = np.max(s, axis=-1, keepdims=True)
+    m = np.where(np.isfinite(m), m, 0)
+    e = np.exp(s - m)
+    tot = e.sum(-1, keepdims=True)
+    return (e / np.where(tot > 0, tot, np.inf)) @ v
+
+
+def _sdpa(q, k, v, **kw):
+    return tinytorch.nn.functional.scaled_dot_product_attention(q, k, v, **kw)
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+@pytest.mark.parametrize("shape", [(2, 3, 5, 8), (3, 70, 16), (1, 2, 33, 4), (40, 8)])
+@pytest.mark.parametrize("causal", [False, True])
+def test_fused_attention_matches_the_formula(threads, dtype, shape, causal):
+    rng = np.random.default_rng(0)
+    q, k = rng.standard_normal(shape).astype(dtype), rng.standard_normal(shape[:-2] + (shape[-2] + 3, shape[-1]))
+    k = k.astype(dtype)
+    v = rng.standard_normal(k.shape[:-1] + (6,)).astype(dtype)
+    got = _sdpa(*(tinytorch.from_numpy(a) for a in (q, k, v)), is_causal=causal, scale=0.3)
+    np.testing.assert_allclose(got.numpy(), _composite(q, k, v, causal=causal, scale=0.3),
+                               rtol=10 * TOL[dtype], atol=10 * TOL[dtype])
+
+
+def test_fused_attention_takes_split_head_views_and_lays_out_its_output_for_the_merge(threads):
+    B, T, H, E = 2, 9, 3, 4
+    X = tinytorch.randn(B, T, 3 * H * E)
+    q, k, v = (t.view(B, T, H, E).transpose(1, 2) for t in X.split(H * E, dim=2))
+    assert not q.is_contiguous()
+    y = _sdpa(q, k, v, is_causal=True)
+    assert y.transpose(1, 2).is_contiguous()  # (B, L, H, E) in memory: the merge back is a view
+    ref = _composite(*(t.numpy() for t in (q, k, v)), causal=True)
+    np.testing.assert_allclose(y.numpy(), ref, rtol=1e-5, atol=1e-6)
+
+
+@pytest.mark.parametrize("kind", ["bool", "float", "broadcast_bool"])
+def test_fused_attention_masks_and_fully_masked_rows(threads, kind):
+    rng = np.random.default_rng(1)
+    q, k, v = (rng.standard_normal((2, 3, 6, 5)) for _ in range(3))
+    if kind == "float":
+        mask = rng.standard_normal((2, 3, 6, 6))
+        mask[0, 1, 2] = -np.inf  # one row with every key masked: 0, not NaN
+    else:
+        mask = rng.random((6, 6) if kind == "broadcast_bool" else (2, 1, 6, 6)) > 0.4
+        mask[..., 3, :] = False
+    Q, K, V = (tinytorch.tensor(a, requires_grad=True) for a in (q, k, v))
+    y = _sdpa(Q, K, V, attn_mask=tinytorch.from_numpy(mask))
+    ref = _composite(q, k, v, mask=mask)
+    np.testing.assert_allclose(y.detach().numpy(), ref, rtol=1e-12, atol=1e-12)
+    y.sum().backward()
+    for t in (Q, K, V):
+        assert np.isfinite(t.grad.numpy()).all()
+
+
+def test_fused_attention_propagates_nan(threads):
+    q = np.random.default_rng(2).standard_normal((1, 2, 4, 8))
+    q[0, 1, 2, 3] = np.nan
+    y = _sdpa(*(tinytorch.from_numpy(a) for a in (q, q.copy(), q.copy()))).numpy()
+    assert np.isnan(y[0, 1]).all()  # every row of that head reads the NaN key or query
+    assert np.isfinite(y[0, 0]).all()
+
+
+@pytest.mark.parametrize("causal", [False, True])
+def test_fused_attention_gradcheck(threads, causal):
+    rng = np.random.default_rng(3)
+    q = tinytorch.tensor(rng.standard_normal((2, 2, 5, 3)), requires_grad=True)
+    k = tinytorch.tensor(rng.standard_normal((2, 2, 7, 3)), requires_grad=True)
+    v = tinytorch.tensor(rng.standard_normal((2, 2, 7, 4)), requires_grad=True)
+    mask = tinytorch.from_numpy(rng.standard_normal((5, 7))) if not causal else None
+    assert tinytorch.autograd.gradcheck(lambda a, b, c: _sdpa(a, b, c, attn_mask=mask, is_causal=causal),
+                                        (q, k, v))
+    assert tinytorch.autograd.gradgradcheck(lambda a, b, c: _sdpa(a, b, c, is_causal=causal), (q, k, v))
+
+
+def test_fused_attention_backward_matches_the_composite(threads):
+    rng = np.random.default_rng(4)
+    arrays = [rng.standard_normal((3, 4, 40, 16)).astype(np.float32) for _ in range(3)]
+    grads = []
+    for fused in (True, False):
+        q, k, v = (tinytorch.tensor(a, requires_grad=True) for a in arrays)
+        if fused:
+            y = _sdpa(q, k, v, is_causal=True)
+        else:  # dropout_p > 0 takes the composite path; p -> 0 is not allowed, so compare with it via probs @ v
+            from tinytorch._ops.nn import _sdpa_probs
+            y = _sdpa_probs(q, k, None, True, 0.25) @ v
+        (y * y).sum().backward()
+        grads.append([t.grad.numpy() for t in (q, k, v)])
+    for a, b in zip(*grads):
+        np.testing.assert_allclose(a, b, rtol=1e-4, atol=1e-5)
+
+
+def test_fused_attention_matches_pytorch(threads):
+    torch = pytest.importorskip("torch")
+    rng = np.random.default_rng(5)
+    arrays = [rng.standard_normal((2, 4, 64, 32)).astype(np.float32) for _ in range(3)]
+    out = {}
+    for lib in (tinytorch, torch):
+        q, k, v = (lib.tensor(a, requires_grad=True) for a in arrays)
+        y = lib.nn.functional.scaled_dot_product_attention(q, k, v, is_causal=True)
+        (y * y).sum().backward()
+        out[lib.__name__] = [y.detach().numpy()] + [t.grad.numpy() for t in (q, k, v)]
+    for a, b in zip(out["tinytorch"], out["torch"]):
+        np.testing.assert_allclose(a, b, rtol=1e-4, atol=1e-5)
