@@ -1,0 +1,111 @@
+// Bindings of the flight recorder, and what it learns from Python: shapes and the caller's stack.
+#include "python_fr.hpp"
+
+#include <frameobject.h>
+#include <pybind11/stl.h>
+
+#include <unordered_map>
+
+#include "backend.hpp"
+
+namespace py = pybind11;
+
+namespace tinytorch::dist::fr {
+namespace {
+
+constexpr int kMaxFrames = 64;
+
+// Names of a code object, made once: the cache holds a reference to the code object, so its address
+// cannot be reused for another while the entry exists. Only touched with the GIL held.
+std::shared_ptr<const CodeInfo> code_info(PyCodeObject* code) {
+  static auto* cache = new std::unordered_map<PyCodeObject*, std::shared_ptr<const CodeInfo>>();
+  auto it = cache->find(code);
+  if (it != cache->end()) return it->second;
+  py::handle c(reinterpret_cast<PyObject*>(code));
+  auto info = std::make_shared<CodeInfo>();
+  info->name = py::str(c.attr("co_name"));
+  info->filename = py::str(c.attr("co_filename"));
+  Py_INCREF(code);
+  cache->emplace(code, info);
+  return info;
+}
+
+// Innermost frame first, as PyTorch's dumps list them.
+std::vector<Frame> python_stack() {
+  std::vector<Frame> out;
+  PyFrameObject* f = PyEval_GetFrame();  // borrowed
+  Py_XINCREF(f);
+  while (f && static_cast<int>(out.size()) < kMaxFrames) {
+    PyCodeObject* code = PyFrame_GetCode(f);
+    out.push_back(Frame{code_info(code), PyFrame_GetLineNumber(f)});
+    Py_DECREF(code);
+    PyFrameObject* back = PyFrame_GetBack(f);
+    Py_DECREF(f);
+    f = back;
+  }
+  Py_XDECREF(f);
+  return out;
+}
+
+std::vector<int64_t> shape_of(py::handle a) {
+  std::vector<int64_t> shape;
+  for (py::handle d : a.attr("shape")) shape.push_back(d.cast<int64_t>());
+  return shape;
+}
+
+}  // namespace
+
+CallerInfo caller_info(py::handle arrays) {
+  CallerInfo info;
+  if (!FlightRecorder::get().enabled()) return info;
+  if (py::isinstance<py::tuple>(arrays) && py::len(arrays) == 2) {
+    info.output_sizes = {shape_of(arrays[py::int_(0)])};
+    info.input_sizes = {shape_of(arrays[py::int_(1)])};
+    info.has_sizes = true;
+  } else if (!arrays.is_none() && py::hasattr(arrays, "shape")) {
+    info.input_sizes = info.output_sizes = {shape_of(arrays)};
+    info.has_sizes = true;
+  }
+  if (config().include_stack_trace) info.frames = python_stack();
+  return info;
+}
+
+void bind_flight_recorder(py::module_& m) {
+  m.def("_fr_enabled", [] { return FlightRecorder::get().enabled(); },
+        "True when the flight recorder records (TORCH_FR_BUFFER_SIZE > 0).");
+  m.def("_dump_fr_trace",
+        [](bool include_collectives, bool include_stack_traces, bool only_active) {
+          std::string s;
+          {
+            py::gil_scoped_release r;
+            s = FlightRecorder::get().dump(include_collectives, include_stack_traces, only_active);
+          }
+          return py::bytes(s);
+        },
+        py::arg("includeCollectives") = true, py::arg("includeStackTraces") = true, py::arg("onlyActive") = false,
+        "This process's flight-recorder dump: PyTorch's pickle format, as bytes.");
+  m.def("_reset_fr_recording", [] { FlightRecorder::get().reset(); }, "Drop every recorded entry.");
+  m.def("_fr_dump_path", &dump_path, py::arg("global_rank"), "Where rank `global_rank` writes its dump.");
+  m.def("_fr_write_dump", &write_dump, py::arg("global_rank"), py::arg("include_stack_traces") = true,
+        py::arg("only_active") = false, py::call_guard<py::gil_scoped_release>(),
+        "Write this process's dump to the rank's dump file (temporary file, then rename); returns the path.");
+  m.def("_fr_config", [] {
+    const Config& c = config();
+    return py::dict(py::arg("buffer_size") = c.buffer_size, py::arg("include_stack_trace") = c.include_stack_trace,
+                    py::arg("include_only_active") = c.include_only_active,
+                    py::arg("dump_on_timeout") = c.dump_on_timeout, py::arg("coord_check_ms") = c.coord_check_ms,
+                    py::arg("wait_dump_ms") = c.wait_dump_ms);
+  }, "The flight recorder's settings, as read from the environment at first use.");
+
+  py::class_<DumpWatchdog, std::shared_ptr<DumpWatchdog>>(m, "DumpWatchdog")
+      .def(py::init([](const std::string& host, int port, const std::string& prefix, int rank, int world_size) {
+             auto w = std::make_shared<DumpWatchdog>(host, port, prefix, rank, world_size);
+             DumpWatchdog::set_active(w);
+             return w;
+           }),
+           py::arg("store_host"), py::arg("store_port"), py::arg("prefix"), py::arg("rank"), py::arg("world_size"),
+           py::call_guard<py::gil_scoped_release>())
+      .def("stop", &DumpWatchdog::stop, py::call_guard<py::gil_scoped_release>());
+}
+
+}  // namespace tinytorch::dist::fr
