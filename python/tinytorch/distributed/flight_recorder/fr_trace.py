@@ -19,7 +19,7 @@ from .loader import TraceError, read_dir
 
 __all__ = ["main"]
 
-logger = logging.getLogger("Flight Recorder")
+logger = logging.getLogger("tinytorch.flight_recorder")
 
 
 def build_parser() -> argparse.ArgumentParser:
