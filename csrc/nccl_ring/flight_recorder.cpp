@@ -530,7 +530,9 @@ void DumpWatchdog::stop() {
     std::lock_guard<std::mutex> g(g_active_mu);
     if (auto w = g_active.lock(); w.get() == this) g_active.reset();
   }
-  if (installed_sigusr1_) {
+  // Back to the default, unless someone (Python's signal module) has installed a handler of its own since.
+  struct sigaction now {};
+  if (installed_sigusr1_ && ::sigaction(SIGUSR1, nullptr, &now) == 0 && now.sa_handler == on_sigusr1) {
     struct sigaction sa {};
     sa.sa_handler = SIG_DFL;
     sigemptyset(&sa.sa_mask);

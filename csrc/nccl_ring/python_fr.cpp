@@ -15,30 +15,42 @@ namespace {
 
 constexpr int kMaxFrames = 64;
 
-// Names of a code object, made once: the cache holds a reference to the code object, so its address
-// cannot be reused for another while the entry exists. Only touched with the GIL held.
-std::shared_ptr<const CodeInfo> code_info(PyCodeObject* code) {
-  static auto* cache = new std::unordered_map<PyCodeObject*, std::shared_ptr<const CodeInfo>>();
+// A code object's names, made once, and its line numbers by instruction offset (a collective is called from
+// few places, so the line table is scanned once per call site). The cache holds a reference to the code
+// object, so its address cannot be reused for another. Only touched with the GIL held.
+struct CodeEntry {
+  std::shared_ptr<const CodeInfo> info;
+  std::unordered_map<int, int> line_of_lasti;
+};
+
+Frame frame_of(PyFrameObject* f) {
+  static auto* cache = new std::unordered_map<PyCodeObject*, CodeEntry>();
+  PyCodeObject* code = PyFrame_GetCode(f);
   auto it = cache->find(code);
-  if (it != cache->end()) return it->second;
-  py::handle c(reinterpret_cast<PyObject*>(code));
-  auto info = std::make_shared<CodeInfo>();
-  info->name = py::str(c.attr("co_name"));
-  info->filename = py::str(c.attr("co_filename"));
-  Py_INCREF(code);
-  cache->emplace(code, info);
-  return info;
+  if (it == cache->end()) {
+    py::handle c(reinterpret_cast<PyObject*>(code));
+    auto info = std::make_shared<CodeInfo>();
+    info->name = py::str(c.attr("co_name"));
+    info->filename = py::str(c.attr("co_filename"));
+    Py_INCREF(code);
+    it = cache->emplace(code, CodeEntry{std::move(info), {}}).first;
+  }
+  Py_DECREF(code);
+  const int lasti = PyFrame_GetLasti(f);
+  auto line = it->second.line_of_lasti.find(lasti);
+  if (line == it->second.line_of_lasti.end())
+    line = it->second.line_of_lasti.emplace(lasti, PyFrame_GetLineNumber(f)).first;
+  return Frame{it->second.info, line->second};
 }
 
 // Innermost frame first, as PyTorch's dumps list them.
 std::vector<Frame> python_stack() {
   std::vector<Frame> out;
+  out.reserve(16);
   PyFrameObject* f = PyEval_GetFrame();  // borrowed
   Py_XINCREF(f);
   while (f && static_cast<int>(out.size()) < kMaxFrames) {
-    PyCodeObject* code = PyFrame_GetCode(f);
-    out.push_back(Frame{code_info(code), PyFrame_GetLineNumber(f)});
-    Py_DECREF(code);
+    out.push_back(frame_of(f));
     PyFrameObject* back = PyFrame_GetBack(f);
     Py_DECREF(f);
     f = back;
@@ -47,10 +59,22 @@ std::vector<Frame> python_stack() {
   return out;
 }
 
-std::vector<int64_t> shape_of(py::handle a) {
-  std::vector<int64_t> shape;
-  for (py::handle d : a.attr("shape")) shape.push_back(d.cast<int64_t>());
-  return shape;
+// An array's shape (NumPy or CuPy: a tuple of ints); false for an object without one. The plain C API: this runs
+// for every op, and pybind11's conversions would cost about a microsecond more.
+bool shape_of(PyObject* a, std::vector<int64_t>& shape) {
+  PyObject* t = PyObject_GetAttrString(a, "shape");
+  if (t == nullptr || !PyTuple_Check(t)) {
+    Py_XDECREF(t);
+    PyErr_Clear();
+    return false;
+  }
+  const Py_ssize_t n = PyTuple_GET_SIZE(t);
+  shape.resize(n);
+  for (Py_ssize_t i = 0; i < n; ++i) shape[i] = PyLong_AsLongLong(PyTuple_GET_ITEM(t, i));
+  Py_DECREF(t);
+  if (!PyErr_Occurred()) return true;
+  PyErr_Clear();
+  return false;
 }
 
 }  // namespace
@@ -58,13 +82,16 @@ std::vector<int64_t> shape_of(py::handle a) {
 CallerInfo caller_info(py::handle arrays) {
   CallerInfo info;
   if (!FlightRecorder::get().enabled()) return info;
-  if (py::isinstance<py::tuple>(arrays) && py::len(arrays) == 2) {
-    info.output_sizes = {shape_of(arrays[py::int_(0)])};
-    info.input_sizes = {shape_of(arrays[py::int_(1)])};
-    info.has_sizes = true;
-  } else if (!arrays.is_none() && py::hasattr(arrays, "shape")) {
-    info.input_sizes = info.output_sizes = {shape_of(arrays)};
-    info.has_sizes = true;
+  PyObject* a = arrays.ptr();
+  if (PyTuple_Check(a) && PyTuple_GET_SIZE(a) == 2) {
+    info.output_sizes.resize(1);
+    info.input_sizes.resize(1);
+    info.has_sizes = shape_of(PyTuple_GET_ITEM(a, 0), info.output_sizes[0]) &&
+                     shape_of(PyTuple_GET_ITEM(a, 1), info.input_sizes[0]);
+  } else if (a != Py_None) {
+    info.input_sizes.resize(1);
+    info.has_sizes = shape_of(a, info.input_sizes[0]);
+    info.output_sizes = info.input_sizes;
   }
   if (config().include_stack_trace) info.frames = python_stack();
   return info;
