@@ -213,7 +213,13 @@ void ProcessGroupRing::execute(Job& job) {
       std::string msg = root_cause(e.what());
       if (kind == ErrorKind::Timeout && job.seq != 0) msg += diagnose_timeout(job.seq);
       fail(msg);
-      fr::on_collective_failure(trace_.global_rank(rank_));
+      bool destroying;
+      {
+        std::lock_guard<std::mutex> g(mu_);
+        destroying = stop_;
+      }
+      // A failure that destroy_process_group caused itself is no hang to explain.
+      if (!destroying) fr::on_collective_failure(trace_.global_rank(rank_));
       job.work->finish(kind == ErrorKind::None ? ErrorKind::Generic : kind, msg);
     }
   }

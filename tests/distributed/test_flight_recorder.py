@@ -276,7 +276,15 @@ def _dump_on_request(rank, ws, port, prefix):
     else:
         path = flight_recorder.dump()
     dist.all_reduce(np.ones(2, np.float32))  # training goes on
-    return path, flight_recorder.dump_path()
+    expected = flight_recorder.dump_path()
+    if rank == 0:
+        # An op that destroy_process_group itself fails is no hang: nobody dumps for it.
+        dist.all_reduce(np.ones(2, np.float32), async_op=True)
+        time.sleep(0.2)
+        dist.destroy_process_group()
+    else:
+        time.sleep(1.0)
+    return path, expected
 
 
 def test_sigusr1_and_the_api_dump_while_training_goes_on(tmp_path):
@@ -285,7 +293,7 @@ def test_sigusr1_and_the_api_dump_while_training_goes_on(tmp_path):
     for rank, (path, expected) in enumerate(res):
         assert path == expected == f"{prefix}{rank}"
         d = _load(path)
-        assert [e["collective_seq_id"] for e in d["entries"]] == [1, 2, 3]
+        assert [e["collective_seq_id"] for e in d["entries"]] == [1, 2, 3]  # the requested dumps, nothing later
         assert {e["state"] for e in d["entries"]} == {"completed"}
     assert not [n for n in os.listdir(tmp_path) if ".tmp" in n]  # written to a temporary file, then renamed
 
