@@ -200,9 +200,10 @@ int64_t FlightRecorder::record(Entry e) {
 }
 
 FlightRecorder::Entry* FlightRecorder::find_locked(int64_t id) {
-  // Ids are consecutive and the slot of id is id % capacity: an overwritten entry has another id there.
-  if (id < 0 || entries_.empty()) return nullptr;
-  Entry& e = entries_[static_cast<size_t>(id) % capacity_ % entries_.size()];
+  // Ids are consecutive from first_id_, each in slot (id - first_id_) % capacity: an overwritten entry has
+  // another id there, and an entry from before a reset is gone.
+  if (id < first_id_ || id >= next_id_) return nullptr;
+  Entry& e = entries_[static_cast<size_t>(id - first_id_) % capacity_];
   return e.id == id ? &e : nullptr;
 }
 
@@ -231,7 +232,7 @@ void FlightRecorder::reset() {
   std::lock_guard<std::mutex> g(mu_);
   entries_.clear();
   next_ = 0;
-  next_id_ = 0;
+  first_id_ = next_id_;  // ids are never reused: a Work issued before the reset must not find a new entry
 }
 
 std::shared_ptr<GroupInfo> FlightRecorder::new_group(std::string name, std::string desc, std::vector<int> ranks) {
@@ -276,100 +277,63 @@ std::string FlightRecorder::dump(bool include_collectives, bool include_stack_tr
 
   Pickler p;
   p.begin_dict();
-  p.str("version");
-  p.str(kVersion);
-  p.str("comm_lib_version");
-  p.str(libs.empty() ? "ring" : libs);
-  p.str("pg_config");
-  p.begin_dict();
+  p.key("version").str(kVersion);
+  p.key("comm_lib_version").str(libs.empty() ? "ring" : libs);
+  p.key("pg_config").begin_dict();
   for (const auto& [name, gi] : by_name) {
     p.str(name);
     p.begin_dict();
-    p.str("name");
-    p.str(gi->name);
-    p.str("desc");
-    p.str(gi->desc);
-    p.str("ranks");
-    p.str(ranks_str(gi->ranks));
+    p.key("name").str(gi->name);
+    p.key("desc").str(gi->desc);
+    p.key("ranks").str(ranks_str(gi->ranks));
     p.end_dict();
   }
   p.end_dict();
-  p.str("pg_status");
-  p.begin_dict();
+  p.key("pg_status").begin_dict();
   for (const auto& [id, gi] : by_id) {
     p.str(std::to_string(id));
     p.begin_dict();
-    p.str("last_enqueued_collective");
-    p.integer(gi->last_enqueued);
-    p.str("last_started_collective");
-    p.integer(gi->last_started);
-    p.str("last_completed_collective");
-    p.integer(gi->last_completed);
+    p.key("last_enqueued_collective").integer(gi->last_enqueued);
+    p.key("last_started_collective").integer(gi->last_started);
+    p.key("last_completed_collective").integer(gi->last_completed);
     p.end_dict();
   }
   p.end_dict();
   if (include_collectives) {
-    p.str("entries");
-    p.begin_list();
+    p.key("entries").begin_list();
     for (const Entry* e : order) {
       p.begin_dict();
-      p.str("record_id");
-      p.integer(e->id);
-      p.str("pg_id");
-      p.integer(e->group->pg_id);
-      p.str("process_group");
-      p.str(e->group->name);
+      p.key("record_id").integer(e->id);
+      p.key("pg_id").integer(e->group->pg_id);
+      p.key("process_group").str(e->group->name);  // a (name, desc) tuple
       p.str(e->group->desc);
       p.tuple2();
-      p.str("collective_seq_id");
-      p.integer(static_cast<int64_t>(e->collective_seq_id));
-      p.str("p2p_seq_id");
-      p.integer(static_cast<int64_t>(e->p2p_seq_id));
-      p.str("op_id");
-      p.integer(static_cast<int64_t>(e->op_id));
-      p.str("profiling_name");
-      p.str(e->profiling_name);
-      p.str("time_created_ns");
-      p.integer(e->time_created_ns);
-      if (e->completed_mono_ns && e->started_mono_ns) {
-        p.str("duration_ms");
-        p.real(static_cast<double>(e->completed_mono_ns - e->started_mono_ns) / 1e6);
-      }
-      p.str("input_sizes");
-      write_sizes(p, e->input_sizes);
-      p.str("input_dtypes");
-      write_dtypes(p, e->input_sizes.size(), e->dtype);
-      p.str("output_sizes");
-      write_sizes(p, e->output_sizes);
-      p.str("output_dtypes");
-      write_dtypes(p, e->output_sizes.size(), e->dtype);
-      p.str("state");
-      p.str(e->time_completed_ns ? "completed" : e->time_started_ns ? "started" : "scheduled");
-      p.str("time_discovered_started_ns");
-      write_optional_ns(p, e->time_started_ns);
-      p.str("time_discovered_completed_ns");
-      write_optional_ns(p, e->time_completed_ns);
-      p.str("retired");
-      p.boolean(e->retired);
-      p.str("timeout_ms");
-      p.integer(static_cast<int64_t>(e->timeout_ms));
-      p.str("is_p2p");
-      p.boolean(e->is_p2p);
-      p.str("thread_name");
-      p.str(e->thread_name);
-      p.str("thread_id");
-      p.str(e->thread_id);
+      p.key("collective_seq_id").integer(static_cast<int64_t>(e->collective_seq_id));
+      p.key("p2p_seq_id").integer(static_cast<int64_t>(e->p2p_seq_id));
+      p.key("op_id").integer(static_cast<int64_t>(e->op_id));
+      p.key("profiling_name").str(e->profiling_name);
+      p.key("time_created_ns").integer(e->time_created_ns);
+      if (e->completed_mono_ns && e->started_mono_ns)
+        p.key("duration_ms").real(static_cast<double>(e->completed_mono_ns - e->started_mono_ns) / 1e6);
+      write_sizes(p.key("input_sizes"), e->input_sizes);
+      write_dtypes(p.key("input_dtypes"), e->input_sizes.size(), e->dtype);
+      write_sizes(p.key("output_sizes"), e->output_sizes);
+      write_dtypes(p.key("output_dtypes"), e->output_sizes.size(), e->dtype);
+      p.key("state").str(e->time_completed_ns ? "completed" : e->time_started_ns ? "started" : "scheduled");
+      write_optional_ns(p.key("time_discovered_started_ns"), e->time_started_ns);
+      write_optional_ns(p.key("time_discovered_completed_ns"), e->time_completed_ns);
+      p.key("retired").boolean(e->retired);
+      p.key("timeout_ms").integer(static_cast<int64_t>(e->timeout_ms));
+      p.key("is_p2p").boolean(e->is_p2p);
+      p.key("thread_name").str(e->thread_name);
+      p.key("thread_id").str(e->thread_id);
       if (include_stack_traces) {
-        p.str("frames");
-        p.begin_list();
+        p.key("frames").begin_list();
         for (const Frame& f : e->frames) {
           p.begin_dict();
-          p.str("name");
-          p.str(f.code->name);
-          p.str("filename");
-          p.str(f.code->filename);
-          p.str("line");
-          p.integer(f.line);
+          p.key("name").str(f.code->name);
+          p.key("filename").str(f.code->filename);
+          p.key("line").integer(f.line);
           p.end_dict();
         }
         p.end_list();

@@ -100,7 +100,7 @@ class FlightRecorder {
   void finished(int64_t id, bool ok);
   // The dump: a pickled dict in PyTorch's format (version, comm_lib_version, pg_config, pg_status, entries).
   std::string dump(bool include_collectives, bool include_stack_traces, bool only_active);
-  // Drops every entry; record ids start again at 0.
+  // Drops every entry (record ids go on counting).
   void reset();
   std::shared_ptr<GroupInfo> new_group(std::string name, std::string desc, std::vector<int> ranks);
 
@@ -111,8 +111,9 @@ class FlightRecorder {
   size_t capacity_;
   std::mutex mu_;
   std::vector<Entry> entries_;
-  size_t next_ = 0;
-  int64_t next_id_ = 0;
+  size_t next_ = 0;        // the slot the next entry goes to
+  int64_t next_id_ = 0;    // the next entry's record id
+  int64_t first_id_ = 0;   // the record id of the first entry since the last reset (it sits in slot 0)
   int next_pg_id_ = 0;
   std::vector<std::weak_ptr<GroupInfo>> groups_;
 };

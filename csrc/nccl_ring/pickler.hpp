@@ -36,6 +36,11 @@ class Pickler {
     append_le(s.size(), 4);
     out_.append(s.data(), s.size());
   }
+  // A dict key; the value follows: p.key("name").str(v).
+  Pickler& key(std::string_view k) {
+    str(k);
+    return *this;
+  }
   // Between begin and end: key, value, key, value, ...
   void begin_dict() { out_ += "}("; }
   void end_dict() { out_ += 'u'; }

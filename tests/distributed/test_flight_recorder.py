@@ -237,6 +237,9 @@ def _recorder_settings(rank, ws, port, prefix):
         dumped = True
     except RuntimeError as e:
         dumped = str(e)
+    flight_recorder._reset_fr_recording()
+    dist.all_reduce(np.ones(3, np.float32))
+    after_reset = [(e["record_id"], e["collective_seq_id"]) for e in flight_recorder.trace()["entries"]]
     try:  # a mismatch: the group fails on every rank
         if rank == 1:
             dist.broadcast(np.ones(3, np.float32), 0)
@@ -244,7 +247,7 @@ def _recorder_settings(rank, ws, port, prefix):
             dist.all_reduce(np.ones(3, np.float32))
     except dist.DistError:
         pass
-    return flight_recorder.enabled(), [(e["record_id"], e["collective_seq_id"]) for e in entries], dumped
+    return flight_recorder.enabled(), [(e["record_id"], e["collective_seq_id"]) for e in entries], dumped, after_reset
 
 
 def test_buffer_size_wraps_and_zero_turns_recording_and_dumps_off(tmp_path):
@@ -254,9 +257,10 @@ def test_buffer_size_wraps_and_zero_turns_recording_and_dumps_off(tmp_path):
     off.mkdir()
     res = run_ranks(_recorder_settings, 2, str(small) + "/r", env={"TORCH_NCCL_TRACE_BUFFER_SIZE": "3"}, timeout=60)
     assert res[0][:2] == (True, [(2, 3), (3, 4), (4, 5)]) and res[0][2] is True
+    assert res[0][3] == [(5, 6)]  # after a reset: only the new entry, and record ids go on counting
     assert sorted(os.listdir(small)) == ["r0", "r1"]  # the explicit dump (then overwritten by the failure's)
     res = run_ranks(_recorder_settings, 2, str(off) + "/r", env={"TORCH_FR_BUFFER_SIZE": "0"}, timeout=60)
-    assert res[0][:2] == (False, [])
+    assert res[0][:2] == (False, []) and res[0][3] == []
     assert "TORCH_FR_BUFFER_SIZE=0" in res[0][2]
     assert os.listdir(off) == []  # nothing recorded, nothing dumped on failure
 

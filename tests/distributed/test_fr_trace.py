@@ -179,6 +179,17 @@ def test_missing_dump_files_stop_the_analysis_unless_allowed(tmp_path, capsys):
     assert code == 0 and "missing ranks: {1}" in err and "Missing dump files from ranks {2}" in err
 
 
+def test_a_frozen_rank_without_a_dump_is_the_suspect():
+    # Rank 2 was stopped (SIGSTOP) and could not dump; ranks 0 and 1 both wait in sequence number 2.
+    dumps = {r: dump([entry(0, 1), entry(1, 2, state="started")], world=3) for r in (0, 1)}
+    findings = analysis.analyze(dumps, allow_incomplete_ranks=True)
+    assert [(f.kind, f.seq, f.ranks) for f in findings][:2] == [("missing_dumps", None, {2}), ("undecided", 2, {2})]
+    text = "\n".join(findings[1].lines)
+    assert "We cannot decide what's wrong with this collective entry because we missed FR dumps from ranks ({2})" \
+        in text
+    assert "every rank that left a dump issued it (ranks {0, 1}; state started); look at rank 2 first" in text
+
+
 def test_just_print_entries_side_by_side_with_filters_and_stacks(tmp_path, capsys):
     dumps = missing_rank_dumps()
     dumps[0]["entries"].append(entry(3, 0, name="nccl:send 0->1", sizes=((2,),), p2p_seq=1))

@@ -373,7 +373,8 @@ def new_group(ranks: Optional[Sequence[int]] = None, timeout: Optional[Any] = No
         raise ValueError("new_group: ranks must not be empty")
     with _state_lock:
         _group_count += 1
-        name = f"group{_group_count}"
+        uid = _group_count  # PyTorch's group name: 1, 2, ... in creation order ("0" is the default group)
+        name = f"group{uid}"
     me = world.rank()
     if me not in ranks:
         return GroupMember.NON_GROUP_MEMBER
@@ -382,7 +383,7 @@ def new_group(ranks: Optional[Sequence[int]] = None, timeout: Optional[Any] = No
     root = getattr(world, "_root_store", world._store)
     store = PrefixStore(f"{_pg_prefix}/{name}", root)
     b = _make_backend(backend_name, store, ranks.index(me), len(ranks), timeout_s)
-    b._set_trace_group(name[len("group"):], group_desc or "undefined", ranks)
+    b._set_trace_group(str(uid), group_desc or "undefined", ranks)
     pg = ProcessGroup(b, backend_name, ranks.index(me), ranks, store, group_desc or name, timeout_s)
     with _state_lock:
         _groups[name] = pg

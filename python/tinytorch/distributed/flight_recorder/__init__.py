@@ -77,7 +77,7 @@ _dump_fr_trace_json = _dump_nccl_trace_json
 
 
 def _reset_fr_recording() -> None:
-    """Forget every recorded entry (record ids start again at 0)."""
+    """Forget every recorded entry (record ids go on counting, so no later entry is mistaken for an old op's)."""
     _cdist._reset_fr_recording()
 
 

@@ -100,7 +100,7 @@ def _numel(sizes: Sequence[Sequence[int]]) -> int:
 class Finding:
     """One thing the analyzer has to say, as the lines it prints."""
 
-    kind: str  # "missing_ranks" | "mismatch" | "p2p" | "missing_dumps" | "state"
+    kind: str  # "missing_ranks" | "mismatch" | "p2p" | "undecided" | "missing_dumps" | "state"
     group: Optional[Group]
     lines: List[str]
     seq: Optional[int] = None
@@ -235,6 +235,8 @@ def _check_collectives(trace: Trace, g: Group, mismatch_cap: int) -> List[Findin
     findings: List[Finding] = []
     mismatches = 0
     open_missing: Optional[Finding] = None
+    no_dump = {r for r in g.ranks if r not in trace.dumps}
+    undecided_told = False
     for seq in sorted(set().union(*(c.keys() for c in colls.values())) if colls else []):
         present = {r: c[seq] for r, c in colls.items() if seq in c}
         # A rank whose buffer wrapped past `seq` says nothing about it; one that never got there is missing.
@@ -256,6 +258,17 @@ def _check_collectives(trace: Trace, g: Group, mismatch_cap: int) -> List[Findin
                 findings.append(open_missing)
         else:
             open_missing = None
+            if no_dump and not undecided_told and any(op.state != "completed" for op in present.values()):
+                # Everyone we can see joined and it did not finish: the ranks we cannot see are the suspects.
+                undecided_told = True
+                lines = _header(f"Collective sequence number: {seq} did not complete", g, ref) + [
+                    f"We cannot decide what's wrong with this collective entry because we missed FR dumps from "
+                    f"ranks ({no_dump}) so we don't have enough information. If you want to debug further use -j "
+                    "to dump all raw trace",
+                    f"every rank that left a dump issued it ({_fmt_ranks(present)}; state "
+                    f"{', '.join(sorted({op.state for op in present.values()}))}); look at {_fmt_ranks(no_dump)} "
+                    "first (killed, frozen, or never got there)"]
+                findings.append(Finding("undecided", g, lines, seq, set(no_dump)))
         if mismatches >= mismatch_cap:
             continue
         # The signature most ranks share is taken as the expected one (ties: the lowest rank's).

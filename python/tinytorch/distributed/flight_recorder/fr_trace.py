@@ -104,7 +104,7 @@ def main(argv: Optional[Sequence[str]] = None) -> None:
         findings = analyze(dumps, args.allow_incomplete_ranks, args.mismatch_cap)
         for f in findings:
             logger.info("\n".join(f.lines))
-        if not any(f.kind in ("missing_ranks", "mismatch", "p2p") for f in findings):
+        if not any(f.kind in ("missing_ranks", "mismatch", "p2p", "undecided") for f in findings):
             logger.info(f"No errors found: every collective was joined by every rank of its group, with matching "
                         f"ops and sizes ({len(dumps)} ranks).")
     except TraceError as e:
