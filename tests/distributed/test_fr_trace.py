@@ -119,6 +119,12 @@ def test_pytorch_fr_trace_reads_the_fixtures_and_agrees(tmp_path, capsys, case):
         assert text in ours and text in theirs, (text, ours, theirs)
 
 
+def test_clean_dumps_say_so(tmp_path, capsys):
+    d = write(tmp_path, {r: dump([entry(0, 1), entry(1, 2)]) for r in range(2)})
+    code, _, err = run(capsys, d, "-p", "nccl_trace_rank_")
+    assert code == 0 and err.startswith("No errors found"), err
+
+
 def test_the_majority_is_taken_as_expected():
     dumps = {r: dump([entry(0, 1, sizes=((7,),) if r == 2 else ((4,),))], world=4) for r in range(4)}
     findings = analysis.analyze(dumps)
