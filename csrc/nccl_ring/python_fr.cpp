@@ -116,14 +116,6 @@ void bind_flight_recorder(py::module_& m) {
   m.def("_fr_write_dump", &write_dump, py::arg("global_rank"), py::arg("include_stack_traces") = true,
         py::arg("only_active") = false, py::call_guard<py::gil_scoped_release>(),
         "Write this process's dump to the rank's dump file (temporary file, then rename); returns the path.");
-  m.def("_fr_config", [] {
-    const Config& c = config();
-    return py::dict(py::arg("buffer_size") = c.buffer_size, py::arg("include_stack_trace") = c.include_stack_trace,
-                    py::arg("include_only_active") = c.include_only_active,
-                    py::arg("dump_on_timeout") = c.dump_on_timeout, py::arg("coord_check_ms") = c.coord_check_ms,
-                    py::arg("wait_dump_ms") = c.wait_dump_ms);
-  }, "The flight recorder's settings, as read from the environment at first use.");
-
   py::class_<DumpWatchdog, std::shared_ptr<DumpWatchdog>>(m, "DumpWatchdog")
       .def(py::init([](const std::string& host, int port, const std::string& prefix, int rank, int world_size) {
              auto w = std::make_shared<DumpWatchdog>(host, port, prefix, rank, world_size);

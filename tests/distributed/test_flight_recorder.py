@@ -1,5 +1,6 @@
 """Flight recorder on real processes: what it records, every rank's dump when one rank stops, the analyzer naming
 the rank and the sequence number it missed, mismatched collectives and sizes, SIGUSR1 and API dumps."""
+import json
 import os
 import pickle
 import signal
@@ -197,15 +198,19 @@ def _records(rank, ws, port, prefix):
     a.wait()
     b.wait()
     t = flight_recorder.trace()
+    as_json = json.loads(flight_recorder._dump_nccl_trace_json())
     dist.destroy_process_group()
-    return t, during
+    return t, during, as_json
 
 
 def test_entries_record_groups_sequence_numbers_sizes_and_states(tmp_path):
     from tinytorch.distributed.flight_recorder import analysis
 
     res = run_ranks(_records, 3, str(tmp_path / "rank_"), timeout=90)
-    traces = {r: t for r, (t, _) in enumerate(res)}
+    traces = {r: t for r, (t, _, _) in enumerate(res)}
+    as_json = res[0][2]  # PyTorch's JSON form: the same keys, lists for tuples, no frames
+    assert as_json["entries"][0]["process_group"] == ["1", "pair"] and "frames" not in as_json["entries"][0]
+    assert as_json["pg_config"] == traces[0]["pg_config"]
     assert res[0][1] == ["started", "scheduled"], res[0][1]
     t0 = traces[0]
     assert t0["version"] == "2.10"
