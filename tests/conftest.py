@@ -21,3 +21,9 @@ def device(request) -> str:
 def _seed():
     tinytorch.manual_seed(0)
     yield
+
+
+@pytest.fixture(autouse=True, scope="session")
+def _flight_recorder_dumps(tmp_path_factory):
+    """Flight-recorder dumps of tests whose collectives fail go to a temporary folder, not ~/.cache/torch."""
+    os.environ.setdefault("TORCH_FR_DUMP_TEMP_FILE", str(tmp_path_factory.mktemp("fr_dumps") / "rank_"))

@@ -158,6 +158,11 @@ std::shared_ptr<NcclWork> ProcessGroupNCCL::run(Kind kind, uintptr_t send, uintp
   }
   api_->cuEventRecord(end, stream_);
   auto work = std::make_shared<NcclWork>(what, rank_, timeout_s_, end, api_);
+  const bool p2p = kind == Kind::Send || kind == Kind::Recv;
+  const size_t in_count = kind == Kind::ReduceScatter ? count * size_ : count;
+  const size_t out_count = kind == Kind::AllGather ? count * size_ : count;
+  work->cpu().set_trace_id(
+      trace_.record("nccl", kind_name(kind), p2p ? 0 : ++collective_seq_, peer, t, in_count, out_count, timeout_s_));
   work->cpu().mark_started();  // enqueued on the stream: the GPU starts it once the stream reaches it
   if (keep) work->cpu().keep_alive(std::move(keep));
   pending_.push_back(Pending{work, deadline_after(timeout_s_), what});
@@ -176,6 +181,7 @@ void ProcessGroupNCCL::watchdog() {
   while (true) {
     std::vector<std::pair<std::shared_ptr<NcclWork>, std::string>> done, failed;
     ErrorKind fail_kind = ErrorKind::Generic;
+    bool newly_aborted = false;
     {
       std::unique_lock<std::mutex> lk(mu_);
       cv_.wait_for(lk, std::chrono::milliseconds(2), [&] { return stop_ || !pending_.empty(); });
@@ -204,10 +210,14 @@ void ProcessGroupNCCL::watchdog() {
           abort_locked("rank " + std::to_string(rank_) + ": " + check(async, "NCCL asynchronous error check"));
       }
       if (aborted_) {
+        newly_aborted = !failed_reported_;
+        failed_reported_ = true;
         for (auto& p : pending_) failed.emplace_back(p.work, abort_reason_);
         pending_.clear();
       }
     }
+    // Every rank dumps its flight recorder before this one's failure surfaces (and may end the process).
+    if (newly_aborted) fr::on_collective_failure(trace_.global_rank(rank_));
     // Completion callbacks may issue new collectives, so they run without mu_ held.
     for (auto& [w, _] : done) w->cpu().finish();
     for (auto& [w, msg] : failed) w->cpu().finish(fail_kind, msg);

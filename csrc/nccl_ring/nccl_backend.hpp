@@ -67,7 +67,8 @@ class ProcessGroupNCCL final : public Backend {
   nccl::ncclComm_t comm_ = nullptr;
   nccl::CUcontext ctx_ = nullptr;
   nccl::CUstream stream_ = nullptr;
-  uint64_t seq_ = 0;
+  uint64_t seq_ = 0;             // every op, for descriptions
+  uint64_t collective_seq_ = 0;  // collectives only, for the flight recorder
 
   struct Pending {
     std::shared_ptr<NcclWork> work;
@@ -79,6 +80,7 @@ class ProcessGroupNCCL final : public Backend {
   std::deque<Pending> pending_;
   bool stop_ = false;
   bool aborted_ = false;
+  bool failed_reported_ = false;  // the flight recorder heard of the abort
   std::string abort_reason_;
   std::thread watchdog_;
 };

@@ -144,6 +144,7 @@ CollectiveCtx ProcessGroupRing::ctx(Opcode opc, uint64_t seq, size_t count, DTyp
 }
 
 std::shared_ptr<Work> ProcessGroupRing::submit(bool async_op, uint64_t seq, const std::string& description, Keep keep,
+                                               const OpTrace& trace,
                                                std::function<void(const std::string&, Deadline)> run) {
   auto work = std::make_shared<Work>(description, rank_, opts_.timeout_s);
   if (keep) work->keep_alive(std::move(keep));
@@ -152,6 +153,9 @@ std::shared_ptr<Work> ProcessGroupRing::submit(bool async_op, uint64_t seq, cons
     if (stop_)
       throw DistError("rank " + std::to_string(rank_) + ": " + description +
                       ": the process group has been destroyed");
+    // Under mu_, so the recorder's order is the queue's order.
+    work->set_trace_id(trace_.record("ring", trace.op, seq, trace.peer, trace.t, trace.in_count, trace.out_count,
+                                     opts_.timeout_s));
     queue_.push_back(Job{work, "rank " + std::to_string(rank_) + ": " + description, seq, std::move(run)});
   }
   if (async_op) {
@@ -209,6 +213,13 @@ void ProcessGroupRing::execute(Job& job) {
       std::string msg = root_cause(e.what());
       if (kind == ErrorKind::Timeout && job.seq != 0) msg += diagnose_timeout(job.seq);
       fail(msg);
+      bool destroying;
+      {
+        std::lock_guard<std::mutex> g(mu_);
+        destroying = stop_;
+      }
+      // A failure that destroy_process_group caused itself is no hang to explain.
+      if (!destroying) fr::on_collective_failure(trace_.global_rank(rank_));
       job.work->finish(kind == ErrorKind::None ? ErrorKind::Generic : kind, msg);
     }
   }
@@ -286,7 +297,8 @@ std::shared_ptr<Work> ProcessGroupRing::allreduce(void* buf, size_t count, DType
                                                   Keep keep, bool async_op) {
   uint64_t seq = ++seq_;
   auto desc = describe(Opcode::AllReduce, seq, count, t, std::string(", ") + reduce_op_name(op));
-  return submit(async_op, seq, desc, std::move(keep), [=](const std::string& what, Deadline d) {
+  return submit(async_op, seq, desc, std::move(keep), {"all_reduce", t, count, count},
+                [=](const std::string& what, Deadline d) {
     ring_allreduce(links_.get(), ctx(Opcode::AllReduce, seq, count, t, op, 0, what, d), rank_, size_,
                    static_cast<char*>(buf), count, opts_.small_bytes, scratch_);
   });
@@ -296,7 +308,8 @@ std::shared_ptr<Work> ProcessGroupRing::reduce_scatter(void* out, const void* in
                                                        Keep keep, bool async_op, bool overwrite_input) {
   uint64_t seq = ++seq_;
   auto desc = describe(Opcode::ReduceScatter, seq, count, t, std::string(", ") + reduce_op_name(op));
-  return submit(async_op, seq, desc, std::move(keep), [=](const std::string& what, Deadline d) {
+  return submit(async_op, seq, desc, std::move(keep), {"reduce_scatter", t, count * size_, count},
+                [=](const std::string& what, Deadline d) {
     ring_reduce_scatter(links_.get(), ctx(Opcode::ReduceScatter, seq, count, t, op, 0, what, d), rank_, size_,
                         static_cast<char*>(out), static_cast<const char*>(in), count, scratch_, overwrite_input);
   });
@@ -306,7 +319,8 @@ std::shared_ptr<Work> ProcessGroupRing::allgather(void* out, const void* in, siz
                                                   Keep keep, bool async_op) {
   uint64_t seq = ++seq_;
   auto desc = describe(Opcode::AllGather, seq, count, t, "");
-  return submit(async_op, seq, desc, std::move(keep), [=](const std::string& what, Deadline d) {
+  return submit(async_op, seq, desc, std::move(keep), {"all_gather", t, count, count * size_},
+                [=](const std::string& what, Deadline d) {
     ring_allgather(links_.get(), ctx(Opcode::AllGather, seq, count, t, ReduceOp::SUM, 0, what, d), rank_, size_,
                    static_cast<char*>(out), static_cast<const char*>(in), count);
   });
@@ -317,7 +331,8 @@ std::shared_ptr<Work> ProcessGroupRing::broadcast(void* buf, size_t count, DType
   check_rank(root, "broadcast");
   uint64_t seq = ++seq_;
   auto desc = describe(Opcode::Broadcast, seq, count, t, ", root " + std::to_string(root));
-  return submit(async_op, seq, desc, std::move(keep), [=](const std::string& what, Deadline d) {
+  return submit(async_op, seq, desc, std::move(keep), {"broadcast", t, count, count},
+                [=](const std::string& what, Deadline d) {
     ring_broadcast(links_.get(), ctx(Opcode::Broadcast, seq, count, t, ReduceOp::SUM, root, what, d), rank_, size_,
                    static_cast<char*>(buf), count, root);
   });
@@ -329,7 +344,8 @@ std::shared_ptr<Work> ProcessGroupRing::reduce(void* buf, size_t count, DType t,
   uint64_t seq = ++seq_;
   auto desc = describe(Opcode::Reduce, seq, count, t, std::string(", ") + reduce_op_name(op) + ", root " +
                                                           std::to_string(root));
-  return submit(async_op, seq, desc, std::move(keep), [=](const std::string& what, Deadline d) {
+  return submit(async_op, seq, desc, std::move(keep), {"reduce", t, count, count},
+                [=](const std::string& what, Deadline d) {
     // An all-reduce of a copy: only the root's buffer changes, as the API promises.
     const size_t bytes = count * dtype_size(t);
     std::vector<char> tmp(static_cast<char*>(buf), static_cast<char*>(buf) + bytes);
@@ -342,7 +358,7 @@ std::shared_ptr<Work> ProcessGroupRing::reduce(void* buf, size_t count, DType t,
 std::shared_ptr<Work> ProcessGroupRing::barrier(bool async_op) {
   uint64_t seq = ++seq_;
   auto desc = std::string("barrier #") + std::to_string(seq);
-  return submit(async_op, seq, desc, nullptr, [=](const std::string& what, Deadline d) {
+  return submit(async_op, seq, desc, nullptr, {"barrier", DType::Int32, 1, 1}, [=](const std::string& what, Deadline d) {
     int32_t token = 0;
     ring_allreduce(links_.get(), ctx(Opcode::Barrier, seq, 1, DType::Int32, ReduceOp::SUM, 0, what, d), rank_, size_,
                    reinterpret_cast<char*>(&token), 1, opts_.small_bytes, scratch_);

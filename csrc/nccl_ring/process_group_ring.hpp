@@ -66,9 +66,17 @@ class ProcessGroupRing final : public Backend {
 
   CollectiveCtx ctx(Opcode opc, uint64_t seq, size_t count, DType t, ReduceOp op, int root, const std::string& what,
                     Deadline d) const;
-  // Queues a job; a synchronous one (async_op false) is then run by the caller if it is next.
+  // What the flight recorder notes about a job: the op's name, the peer of a send/recv, element counts.
+  struct OpTrace {
+    const char* op;
+    DType t;
+    size_t in_count, out_count;
+    int peer = -1;
+  };
+  // Records the job in the flight recorder and queues it; a synchronous one (async_op false) is then run by
+  // the caller if it is next.
   std::shared_ptr<Work> submit(bool async_op, uint64_t seq, const std::string& description, Keep keep,
-                               std::function<void(const std::string& what, Deadline)> run);
+                               const OpTrace& trace, std::function<void(const std::string& what, Deadline)> run);
   void execute(Job& job);
   std::string describe(Opcode opc, uint64_t seq, size_t count, DType t, const std::string& extra) const;
   void progress_loop();

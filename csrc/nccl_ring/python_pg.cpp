@@ -6,11 +6,14 @@
 
 #include "nccl_backend.hpp"
 #include "process_group_ring.hpp"
+#include "python_fr.hpp"
 
 namespace py = pybind11;
 
 namespace tinytorch::dist {
 namespace {
+
+using Keep = std::shared_ptr<void>;
 
 bool interpreter_alive() {
 #if PY_VERSION_HEX >= 0x030D0000
@@ -53,9 +56,25 @@ void add_py_callback(Work& w, py::function fn) {
   });
 }
 
+// Runs fn(kept arrays) without the GIL, inside a CallerScope that shows the flight recorder the arrays'
+// shapes and the caller's stack. `arrays` is the output array or an (output, input) tuple (or None).
+template <typename Fn>
+auto issue(py::object arrays, Fn&& fn) {
+  fr::CallerScope scope(fr::caller_info(arrays));
+  auto kk = keep(std::move(arrays));
+  py::gil_scoped_release r;
+  return fn(kk);
+}
+
 }  // namespace
 
+namespace fr {
+void bind_flight_recorder(py::module_& m);
+}
+
 void bind_process_groups(py::module_& m) {
+  fr::bind_flight_recorder(m);
+
   py::class_<Work, std::shared_ptr<Work>>(m, "Work")
       .def("wait", &Work::wait, py::arg("timeout") = -1.0, py::call_guard<py::gil_scoped_release>())
       .def("is_completed", &Work::is_completed)
@@ -71,7 +90,8 @@ void bind_process_groups(py::module_& m) {
       .def_property_readonly("rank", &Backend::rank)
       .def_property_readonly("size", &Backend::size)
       .def_property_readonly("name", &Backend::name)
-      .def("shutdown", &Backend::shutdown, py::call_guard<py::gil_scoped_release>());
+      .def("shutdown", &Backend::shutdown, py::call_guard<py::gil_scoped_release>())
+      .def("_set_trace_group", &Backend::set_trace_group, py::arg("name"), py::arg("desc"), py::arg("ranks"));
 
   py::class_<ProcessGroupRing, Backend, std::shared_ptr<ProcessGroupRing>>(m, "ProcessGroupRing")
       .def(py::init([](const std::string& host, int port, const std::string& prefix, int rank, int size, double timeout,
@@ -92,49 +112,53 @@ void bind_process_groups(py::module_& m) {
       .def_property_readonly("bytes_sent", &ProcessGroupRing::bytes_sent)
       .def("allreduce",
            [](ProcessGroupRing& pg, uintptr_t p, size_t n, int t, int op, py::object k, bool a) {
-             auto kk = keep(std::move(k));
-             py::gil_scoped_release r;
-             return pg.allreduce(as_ptr(p), n, dtype_from_int(t), reduce_op_from_int(op), kk, a);
+             return issue(std::move(k), [&](const Keep& kk) {
+               return pg.allreduce(as_ptr(p), n, dtype_from_int(t), reduce_op_from_int(op), kk, a);
+             });
            })
       .def("reduce_scatter",
            [](ProcessGroupRing& pg, uintptr_t out, uintptr_t in, size_t n, int t, int op, py::object k, bool a,
               bool overwrite_input) {
-             auto kk = keep(std::move(k));
-             py::gil_scoped_release r;
-             return pg.reduce_scatter(as_ptr(out), as_ptr(in), n, dtype_from_int(t), reduce_op_from_int(op), kk, a,
+             return issue(std::move(k), [&](const Keep& kk) {
+               return pg.reduce_scatter(as_ptr(out), as_ptr(in), n, dtype_from_int(t), reduce_op_from_int(op), kk, a,
                                       overwrite_input);
+             });
            },
            py::arg("out"), py::arg("in"), py::arg("count"), py::arg("dtype"), py::arg("op"), py::arg("keep"),
            py::arg("async_op"), py::arg("overwrite_input") = false)
       .def("allgather",
            [](ProcessGroupRing& pg, uintptr_t out, uintptr_t in, size_t n, int t, py::object k, bool a) {
-             auto kk = keep(std::move(k));
-             py::gil_scoped_release r;
-             return pg.allgather(as_ptr(out), as_ptr(in), n, dtype_from_int(t), kk, a);
+             return issue(std::move(k), [&](const Keep& kk) {
+               return pg.allgather(as_ptr(out), as_ptr(in), n, dtype_from_int(t), kk, a);
+             });
            })
       .def("broadcast",
            [](ProcessGroupRing& pg, uintptr_t p, size_t n, int t, int root, py::object k, bool a) {
-             auto kk = keep(std::move(k));
-             py::gil_scoped_release r;
-             return pg.broadcast(as_ptr(p), n, dtype_from_int(t), root, kk, a);
+             return issue(std::move(k), [&](const Keep& kk) {
+               return pg.broadcast(as_ptr(p), n, dtype_from_int(t), root, kk, a);
+             });
            })
       .def("reduce",
            [](ProcessGroupRing& pg, uintptr_t p, size_t n, int t, int op, int root, py::object k, bool a) {
-             auto kk = keep(std::move(k));
-             py::gil_scoped_release r;
-             return pg.reduce(as_ptr(p), n, dtype_from_int(t), reduce_op_from_int(op), root, kk, a);
+             return issue(std::move(k), [&](const Keep& kk) {
+               return pg.reduce(as_ptr(p), n, dtype_from_int(t), reduce_op_from_int(op), root, kk, a);
+             });
            })
-      .def("barrier", &ProcessGroupRing::barrier, py::arg("async_op") = true, py::call_guard<py::gil_scoped_release>())
+      .def("barrier",
+           [](ProcessGroupRing& pg, bool a) {
+             return issue(py::none(), [&](const Keep&) { return pg.barrier(a); });
+           },
+           py::arg("async_op") = true)
       .def("send",
            [](ProcessGroupRing& pg, uintptr_t p, size_t n, int t, int dst, int tag, py::object k, bool a) {
-             auto kk = keep(std::move(k));
-             py::gil_scoped_release r;
-             return pg.send(as_ptr(p), n, dtype_from_int(t), dst, tag, kk, a);
+             return issue(std::move(k), [&](const Keep& kk) {
+               return pg.send(as_ptr(p), n, dtype_from_int(t), dst, tag, kk, a);
+             });
            })
       .def("recv", [](ProcessGroupRing& pg, uintptr_t p, size_t n, int t, int src, int tag, py::object k, bool a) {
-        auto kk = keep(std::move(k));
-        py::gil_scoped_release r;
-        return pg.recv(as_ptr(p), n, dtype_from_int(t), src, tag, kk, a);
+        return issue(std::move(k), [&](const Keep& kk) {
+          return pg.recv(as_ptr(p), n, dtype_from_int(t), src, tag, kk, a);
+        });
       });
 
   py::class_<NcclWork, std::shared_ptr<NcclWork>>(m, "NcclWork")
@@ -156,10 +180,10 @@ void bind_process_groups(py::module_& m) {
       .def("run", [](ProcessGroupNCCL& pg, int kind, uintptr_t send, uintptr_t recv, size_t count, int t, int op,
                      int peer, uintptr_t stream, py::object k) {
         if (kind < 0 || kind > static_cast<int>(ProcessGroupNCCL::Kind::Recv)) throw DistError("bad NCCL op kind");
-        auto kk = keep(std::move(k));
-        py::gil_scoped_release r;
-        return pg.run(static_cast<ProcessGroupNCCL::Kind>(kind), send, recv, count, dtype_from_int(t),
+        return issue(std::move(k), [&](const Keep& kk) {
+          return pg.run(static_cast<ProcessGroupNCCL::Kind>(kind), send, recv, count, dtype_from_int(t),
                       reduce_op_from_int(op), peer, stream, kk);
+        });
       });
 
   m.def("nccl_load", [](const std::vector<std::string>& candidates) {

@@ -24,7 +24,8 @@ std::shared_ptr<Work> ProcessGroupRing::send(const void* buf, size_t count, DTyp
   if (dst == rank_) throw DistError("rank " + std::to_string(rank_) + ": send to itself is not supported");
   auto desc = "send to rank " + std::to_string(dst) + " (" + std::to_string(count) + " x " + dtype_name(t) +
               ", tag " + std::to_string(tag) + ")";
-  return submit(async_op, 0, desc, std::move(keep), [=](const std::string& what, Deadline d) {
+  return submit(async_op, 0, desc, std::move(keep), {"send", t, count, count, dst},
+                [=](const std::string& what, Deadline d) {
     Socket& s = peer(dst, d, what);
     P2PHeader h{kP2PMagic, tag, ++p2p_sent_[dst], count * dtype_size(t)};
     s.send_all(&h, sizeof(h), d, what);
@@ -38,7 +39,8 @@ std::shared_ptr<Work> ProcessGroupRing::recv(void* buf, size_t count, DType t, i
   if (src == rank_) throw DistError("rank " + std::to_string(rank_) + ": recv from itself is not supported");
   auto desc = "recv from rank " + std::to_string(src) + " (" + std::to_string(count) + " x " + dtype_name(t) +
               ", tag " + std::to_string(tag) + ")";
-  return submit(async_op, 0, desc, std::move(keep), [=](const std::string& what, Deadline d) {
+  return submit(async_op, 0, desc, std::move(keep), {"recv", t, count, count, src},
+                [=](const std::string& what, Deadline d) {
     Socket& s = peer(src, d, what);
     P2PHeader h{};
     uint64_t expect_seq = ++p2p_recvd_[src];

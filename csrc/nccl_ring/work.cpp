@@ -2,6 +2,8 @@
 
 #include <ctime>
 
+#include "flight_recorder.hpp"
+
 namespace tinytorch::dist {
 
 void throw_dist_error(ErrorKind kind, const std::string& message) {
@@ -22,6 +24,11 @@ int64_t Work::monotonic_ns() {
   timespec ts{};
   clock_gettime(CLOCK_MONOTONIC, &ts);
   return static_cast<int64_t>(ts.tv_sec) * 1000000000LL + ts.tv_nsec;
+}
+
+void Work::mark_started() {
+  start_ns_.store(monotonic_ns());
+  if (trace_id_ >= 0) fr::FlightRecorder::get().started(trace_id_);
 }
 
 bool Work::is_completed() {
@@ -77,6 +84,7 @@ void Work::finish(ErrorKind kind, const std::string& message) {
     message_ = message;
     cbs.swap(callbacks_);
   }
+  if (trace_id_ >= 0) fr::FlightRecorder::get().finished(trace_id_, kind == ErrorKind::None);
   cv_.notify_all();
   keepalive_.clear();
   for (auto& cb : cbs) cb();

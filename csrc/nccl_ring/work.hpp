@@ -37,10 +37,12 @@ class Work {
 
   // When the backend began moving this work's data and when it completed, in CLOCK_MONOTONIC ns (the
   // clock of Python's time.monotonic_ns()); 0 until then. DDP measures its overlap with backward from them.
-  void mark_started() { start_ns_.store(monotonic_ns()); }
+  void mark_started();
   int64_t start_ns() const { return start_ns_.load(); }
   int64_t end_ns() const { return end_ns_.load(); }
   static int64_t monotonic_ns();
+  // The flight recorder's id for this work (-1: not recorded); started and finished are reported to it.
+  void set_trace_id(int64_t id) { trace_id_ = id; }
 
  private:
   std::string description_;
@@ -55,6 +57,7 @@ class Work {
   std::vector<std::shared_ptr<void>> keepalive_;
   std::atomic<int64_t> start_ns_{0};
   std::atomic<int64_t> end_ns_{0};
+  int64_t trace_id_ = -1;
 };
 
 // Rethrows a DistError subclass matching `kind`.

@@ -85,3 +85,22 @@ def run_ranks(
     if errors:
         raise AssertionError("\n".join(f"rank {r} failed: {e}" for r, e in sorted(errors.items())))
     return results
+
+
+def pytorch_fr_trace(*args: Any) -> str:
+    """What PyTorch's own flight-recorder analyzer (torch.distributed.flight_recorder.fr_trace) reports on its
+    "Flight Recorder" logger for these command-line arguments; the caller skips the test without torch."""
+    import logging
+
+    from torch.distributed.flight_recorder.fr_trace import main
+
+    lines: List[str] = []
+    handler = logging.Handler()
+    handler.emit = lambda record: lines.append(record.getMessage())  # type: ignore[method-assign]
+    log = logging.getLogger("Flight Recorder")
+    log.addHandler(handler)
+    try:
+        main([str(a) for a in args])
+    finally:
+        log.removeHandler(handler)
+    return "\n".join(lines)

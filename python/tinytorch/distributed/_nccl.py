@@ -120,6 +120,9 @@ class NcclBackend:
     def shutdown(self) -> None:
         self._c.shutdown()
 
+    def _set_trace_group(self, name: str, desc: str, ranks: List[int]) -> None:
+        self._c._set_trace_group(name, desc, ranks)
+
 
 def make_nccl_backend(host: str, port: int, prefix: str, rank: int, size: int, timeout: float) -> NcclBackend:
     """Create the NCCL communicator for this rank (rank 0's unique id travels through the store)."""

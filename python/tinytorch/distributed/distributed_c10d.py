@@ -96,6 +96,7 @@ class ProcessGroup:
         self._debug_seq = 0
         self._object_seq = 0
         self._lock = threading.Lock()
+        self._fr_watchdog: Any = None  # the default group's flight-recorder dump watchdog
 
     def rank(self) -> int:
         """This process's rank within the group."""
@@ -116,6 +117,8 @@ class ProcessGroup:
 
     def _shutdown(self) -> None:
         self._backend.shutdown()
+        if self._fr_watchdog is not None:
+            self._fr_watchdog.stop()
 
     def _bytes_sent(self) -> int:
         """Payload bytes this rank's collectives have sent so far, counted by the ring backend (0 on NCCL)."""
@@ -209,12 +212,17 @@ def _unwrap_store(store: Store) -> tuple:
     return s, prefix
 
 
-def _make_backend(backend: str, store: Store, rank: int, size: int, timeout: float) -> Any:
+def _store_address(store: Store) -> tuple:
+    """(host, port, key prefix) of the TCPStore under `store`, as the C++ side connects to it."""
     tcp, prefix = _unwrap_store(store)
-    host = "127.0.0.1" if tcp.host in ("", "0.0.0.0") else tcp.host
+    return ("127.0.0.1" if tcp.host in ("", "0.0.0.0") else tcp.host), tcp.port, prefix
+
+
+def _make_backend(backend: str, store: Store, rank: int, size: int, timeout: float) -> Any:
+    host, port, prefix = _store_address(store)
     if backend == "ring":
         return _cdist.ProcessGroupRing(
-            host, tcp.port, prefix, rank, size, timeout,
+            host, port, prefix, rank, size, timeout,
             transport=os.environ.get("TINYTORCH_RING_TRANSPORT", "auto"),
             segment_bytes=int(os.environ.get("TINYTORCH_RING_SEGMENT_BYTES", 1 << 20)),
             small_bytes=int(os.environ.get("TINYTORCH_RING_SMALL_BYTES", 256 << 10)),
@@ -222,7 +230,7 @@ def _make_backend(backend: str, store: Store, rank: int, size: int, timeout: flo
         )
     from . import _nccl
 
-    return _nccl.make_nccl_backend(host, tcp.port, prefix, rank, size, timeout)
+    return _nccl.make_nccl_backend(host, port, prefix, rank, size, timeout)
 
 
 def init_process_group(
@@ -274,12 +282,24 @@ def init_process_group(
         _pg_prefix = f"pg{_generation}r{restart}"
         prefixed = PrefixStore(f"{_pg_prefix}/default_pg", store)
         b = _make_backend(backend, prefixed, rank, world_size, timeout_s)
+        b._set_trace_group("0", "default_pg", list(range(world_size)))  # PyTorch's name for the default group
         pg = ProcessGroup(b, backend, rank, list(range(world_size)), prefixed, group_name or "default_pg", timeout_s)
+        pg._fr_watchdog = _start_fr_watchdog(store, rank, world_size)
         pg._root_store = store  # keeps a hosted server alive as long as the group
         pg._hosts_store = hosts_store
         _default_pg = pg
         GroupMember.WORLD = pg
         _groups[pg._name] = pg
+
+
+def _start_fr_watchdog(root: Store, rank: int, world_size: int) -> Any:
+    """The flight recorder's dump watchdog of this job generation: it watches `<generation>/exception_dump` in the
+    root store, so a restarted job never sees an earlier run's request (None with the recorder off)."""
+    from . import flight_recorder
+
+    host, port, prefix = _store_address(root)
+    keys = f"{prefix}/{_pg_prefix}/" if prefix else f"{_pg_prefix}/"
+    return flight_recorder._start_watchdog(host, port, keys, rank, world_size)
 
 
 def destroy_process_group(group: Optional[ProcessGroup] = None) -> None:
@@ -353,7 +373,8 @@ def new_group(ranks: Optional[Sequence[int]] = None, timeout: Optional[Any] = No
         raise ValueError("new_group: ranks must not be empty")
     with _state_lock:
         _group_count += 1
-        name = f"group{_group_count}"
+        uid = _group_count  # PyTorch's group name: 1, 2, ... in creation order ("0" is the default group)
+        name = f"group{uid}"
     me = world.rank()
     if me not in ranks:
         return GroupMember.NON_GROUP_MEMBER
@@ -362,6 +383,7 @@ def new_group(ranks: Optional[Sequence[int]] = None, timeout: Optional[Any] = No
     root = getattr(world, "_root_store", world._store)
     store = PrefixStore(f"{_pg_prefix}/{name}", root)
     b = _make_backend(backend_name, store, ranks.index(me), len(ranks), timeout_s)
+    b._set_trace_group(str(uid), group_desc or "undefined", ranks)
     pg = ProcessGroup(b, backend_name, ranks.index(me), ranks, store, group_desc or name, timeout_s)
     with _state_lock:
         _groups[name] = pg
