@@ -8,7 +8,7 @@ namespace tinytorch {
 void init_cpu_kernels(pybind11::module_& m) {
   pybind11::module_ k = m.def_submodule(
       "_cpu", "Fused CPU kernels (GELU, erf, softmax, LayerNorm, index_add, AdamW, conv2d, BatchNorm, max pooling, "
-              "LSTM cell)");
+              "LSTM cell) and CRC-32C");
   cpu::init_gelu(k);
   cpu::init_softmax(k);
   cpu::init_layer_norm(k);
@@ -20,6 +20,7 @@ void init_cpu_kernels(pybind11::module_& m) {
   cpu::init_max_pool(k);
   cpu::init_lstm_cell(k);
   cpu::init_conv2d_grouped(k);
+  cpu::init_crc32c(k);
 }
 
 }  // namespace tinytorch

@@ -155,5 +155,6 @@ void init_batch_norm(py::module_& m);
 void init_max_pool(py::module_& m);
 void init_lstm_cell(py::module_& m);
 void init_conv2d_grouped(py::module_& m);
+void init_crc32c(py::module_& m);
 
 }  // namespace tinytorch::cpu
