@@ -31,7 +31,7 @@ def test_seeded_trials_recover_with_nothing_lost(tmp_path):
     for t in trials:
         assert t["recovery_s"] is not None and t["recovery_s"] >= 0
         if t["fault"] in ("kill-node", "kill-in-save", "stop-worker", "corrupt-checkpoint"):
-            assert t["restarts"] == 1 and t["rounds"] == 2
+            assert t["restarts"] == 1
         if t["fault"] == "kill-node":
             assert t["final_world"] == 1 and t["agent_exit_codes"][0] == 0
         if t["fault"] == "corrupt-checkpoint":

@@ -356,25 +356,54 @@ class Injected:
     facts: Dict[str, Any] = field(default_factory=dict)
 
 
-def _mid_step(j: Job, rng: random.Random, cfg: Config, last: Optional[int] = None) -> Tuple[int, float]:
-    """Wait until rank 0 finished a seeded step of the first attempt (at most ``last``), plus a seeded part of
-    a step."""
-    step = rng.randint(1, max(1, cfg.steps - 3 if last is None else last))
+def _full_round(j: Job, cfg: Config) -> Tuple[int, int]:
+    """The first round with every rank of both agents (round 0, unless the second agent came too late for it
+    and the group took it in later) and the step that round resumed from."""
+    start = wait_event(j, lambda e: e.rank == 0 and e.what.startswith("start ")
+                       and int(e.what.split()[2]) == cfg.world, cfg.trial_timeout)
+    resumed = wait_event(j, lambda e: e.rank == 0 and e.round == start.round and e.what.startswith("resumed "),
+                         cfg.trial_timeout)
+    return start.round, int(resumed.what.split()[1])
+
+
+def _later_save(save: int, resumed: int, cfg: Config) -> int:
+    """``save``, or the first checkpoint after ``resumed`` when the full round started past ``save``."""
+    if save > resumed:
+        return save
+    later = [s for s in cfg.saves() if s > resumed]
+    if not later:
+        raise JobEnded(f"the full group started at step {resumed}, after the last checkpoint")
+    return later[0]
+
+
+def _mid_step(j: Job, rng: random.Random, cfg: Config, last: Optional[int] = None) -> Tuple[int, int, float]:
+    """Wait until rank 0 of the full group finished a seeded step (at most ``last``), plus a seeded part of a
+    step; return (round, step, delay)."""
+    top = max(1, cfg.steps - 3 if last is None else last)
+    step = rng.randint(1, top)
     delay = rng.uniform(0, cfg.step_time)
-    wait_event(j, lambda e: e.round == 0 and e.rank == 0 and e.what == f"step {step}", cfg.trial_timeout)
+    round_, resumed = _full_round(j, cfg)
+    if step <= resumed:
+        step = resumed + 1 + (step - 1) % max(1, top - resumed)
+    wait_event(j, lambda e: e.round == round_ and e.rank == 0 and e.what == f"step {step}", cfg.trial_timeout)
     time.sleep(delay)
-    return step, delay
+    return round_, step, delay
 
 
-def fault_kill_worker(j: Job, rng: random.Random, cfg: Config, net: Optional[NetPair]) -> Injected:
-    rank = rng.randrange(cfg.world)
-    step, delay = _mid_step(j, rng, cfg)
-    os.kill(worker_pid(j, rank, 0), signal.SIGKILL)
-    return Injected(time.time(), f"step {step} +{delay * 1e3:.0f}ms, rank {rank}")
+def _signal_worker(sig: int, note: str) -> Callable[[Job, random.Random, Config, Optional[NetPair]], Injected]:
+    """A fault that sends ``sig`` to a seeded worker at a seeded moment."""
+
+    def inject(j: Job, rng: random.Random, cfg: Config, net: Optional[NetPair]) -> Injected:
+        rank = rng.randrange(cfg.world)
+        round_, step, delay = _mid_step(j, rng, cfg)
+        os.kill(worker_pid(j, rank, round_), sig)
+        return Injected(time.time(), f"step {step} +{delay * 1e3:.0f}ms, rank {rank}{note}")
+
+    return inject
 
 
 def fault_kill_node(j: Job, rng: random.Random, cfg: Config, net: Optional[NetPair]) -> Injected:
-    step, delay = _mid_step(j, rng, cfg)
+    _, step, delay = _mid_step(j, rng, cfg)
     j.agents[1].kill()  # the agent that does not host the store; its workers die with it (PR_SET_PDEATHSIG)
     return Injected(time.time(), f"step {step} +{delay * 1e3:.0f}ms, node 1 (ranks {cfg.nproc}-{cfg.world - 1})",
                     {"node_killed": True})
@@ -384,12 +413,14 @@ def fault_kill_in_save(j: Job, rng: random.Random, cfg: Config, net: Optional[Ne
     save = rng.choice(cfg.saves())
     rank = rng.randrange(cfg.world)
     delay = rng.uniform(0, 0.001)
-    wait_event(j, lambda e: e.round == 0 and e.rank == rank and e.what == f"saving {save}", cfg.trial_timeout)
+    round_, resumed = _full_round(j, cfg)
+    save = _later_save(save, resumed, cfg)
+    wait_event(j, lambda e: e.round == round_ and e.rank == rank and e.what == f"saving {save}", cfg.trial_timeout)
     time.sleep(delay)
-    pid = worker_pid(j, rank, 0)
+    pid = worker_pid(j, rank, round_)
     os.kill(pid, signal.SIGSTOP)  # frozen where it is; then the kill lands exactly there
     j.progress.poll()
-    inside = not any(e.round == 0 and e.rank == rank and e.what == f"saved {save}" for e in j.progress.events)
+    inside = not any(e.round == round_ and e.rank == rank and e.what == f"saved {save}" for e in j.progress.events)
     complete = os.path.exists(os.path.join(j.run_dir, "ckpt", f"step_{save}", ".metadata"))
     os.kill(pid, signal.SIGKILL)
     state = "metadata already written" if complete else "checkpoint left incomplete"
@@ -398,19 +429,14 @@ def fault_kill_in_save(j: Job, rng: random.Random, cfg: Config, net: Optional[Ne
                     {"save": save, "inside": inside, "complete": complete})
 
 
-def fault_stop_worker(j: Job, rng: random.Random, cfg: Config, net: Optional[NetPair]) -> Injected:
-    rank = rng.randrange(cfg.world)
-    step, delay = _mid_step(j, rng, cfg)
-    os.kill(worker_pid(j, rank, 0), signal.SIGSTOP)
-    return Injected(time.time(), f"step {step} +{delay * 1e3:.0f}ms, rank {rank} stopped")
-
-
 def fault_corrupt_checkpoint(j: Job, rng: random.Random, cfg: Config, net: Optional[NetPair]) -> Injected:
     save = rng.choice(cfg.saves()[1:] or cfg.saves())
     target = rng.choice([".metadata"] + [f"__{r}_0.distcp" for r in range(cfg.world)])
     mode = rng.choice(["flip", "truncate"])
     victim = rng.randrange(cfg.world)
-    wait_event(j, lambda e: e.round == 0 and e.rank == 0 and e.what == f"saved {save}", cfg.trial_timeout)
+    round_, resumed = _full_round(j, cfg)
+    save = _later_save(save, resumed, cfg)
+    wait_event(j, lambda e: e.round == round_ and e.rank == 0 and e.what == f"saved {save}", cfg.trial_timeout)
     path = os.path.join(j.run_dir, "ckpt", f"step_{save}", target)
     with open(path, "r+b") as f:
         size = f.seek(0, os.SEEK_END)
@@ -422,7 +448,7 @@ def fault_corrupt_checkpoint(j: Job, rng: random.Random, cfg: Config, net: Optio
             f.write(bytes([old ^ rng.randrange(1, 256)]))
         else:
             f.truncate(pos)
-    os.kill(worker_pid(j, victim, 0), signal.SIGKILL)  # the restart must read the damaged checkpoint
+    os.kill(worker_pid(j, victim, round_), signal.SIGKILL)  # the restart must read the damaged checkpoint
     what = f"byte {pos} of {size} flipped" if mode == "flip" else f"truncated to {pos} of {size} bytes"
     return Injected(time.time(), f"after save of step {save}: {target} {what}; rank {victim} killed",
                     {"save": save, "target": target})
@@ -432,7 +458,7 @@ def _net_window(j: Job, rng: random.Random, cfg: Config, net: Optional[NetPair],
                 clear: Callable[[], None]) -> Injected:
     assert net is not None
     window = rng.uniform(1.0, 3.0)
-    step, delay = _mid_step(j, rng, cfg, last=cfg.steps // 2)  # the window should end before the job does
+    _, step, delay = _mid_step(j, rng, cfg, last=cfg.steps // 2)  # the window should end before the job does
     how = apply()
     start = time.time()
     time.sleep(window)
@@ -481,8 +507,9 @@ def fault_net_cut(j: Job, rng: random.Random, cfg: Config, net: Optional[NetPair
 
 
 INJECT: Dict[str, Callable[[Job, random.Random, Config, Optional[NetPair]], Injected]] = {
-    "kill-worker": fault_kill_worker, "kill-node": fault_kill_node, "kill-in-save": fault_kill_in_save,
-    "stop-worker": fault_stop_worker, "corrupt-checkpoint": fault_corrupt_checkpoint,
+    "kill-worker": _signal_worker(signal.SIGKILL, ""), "kill-node": fault_kill_node,
+    "kill-in-save": fault_kill_in_save, "stop-worker": _signal_worker(signal.SIGSTOP, " stopped"),
+    "corrupt-checkpoint": fault_corrupt_checkpoint,
     "net-slow": fault_net_slow, "net-loss": fault_net_loss, "net-cut": fault_net_cut,
 }
 NETEM = False  # set by main() from network_support()
