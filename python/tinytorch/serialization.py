@@ -30,8 +30,9 @@ it), so a flipped byte anywhere (zip headers, directory, padding) is found too, 
 When that checksum holds, load skips the per-record CRC-32s; otherwise (PyTorch's files have no comment) every
 record's CRC-32 is checked, and a file whose comment checksum fails although every record's CRC-32 holds is
 reported as corrupt headers. mmap=True maps storages without reading them, so neither is checked then. A
-truncated or corrupted file raises a CheckpointError naming the file. `save` to a path writes a temporary file in the same directory, fsyncs it
-and renames it into place, so a failed or interrupted save leaves any previous checkpoint intact.
+truncated or corrupted file raises a CheckpointError naming the file. `save` to a path writes a temporary file
+in the same directory, fsyncs it and renames it into place, so a failed or interrupted save leaves any previous
+checkpoint intact.
 """
 from __future__ import annotations
 
@@ -51,6 +52,7 @@ from typing import Any, BinaryIO, Callable
 
 import numpy as np
 
+from . import _C
 from ._device import device as _device_cls, move, to_device
 from ._dtype import ALL as _ALL_DTYPES, dtype as _dtype_cls
 from ._tensor import Size, Tensor, _wrap
@@ -81,12 +83,6 @@ class CheckpointError(RuntimeError):
 
 def _fail(name: str, what: str) -> None:
     raise CheckpointError(f"tinytorch.load: {name}: {what}")
-
-
-def _crc32c(data: Any, value: int = 0) -> int:
-    from . import _C
-
-    return _C._cpu.crc32c(data, value)
 
 
 # ================================================================== save
@@ -244,7 +240,7 @@ class _ZipWriter:
     def _write(self, b: Any) -> None:
         self.f.write(b)
         self.pos += memoryview(b).nbytes
-        self.crc32c = _crc32c(b, self.crc32c)
+        self.crc32c = _C._cpu.crc32c(b, self.crc32c)
 
     def write_record(self, name: str, data: Any) -> None:
         mv = memoryview(data)
@@ -784,7 +780,7 @@ def _archive_checksum(f: BinaryIO, start: int, name: str) -> bool | None:
         got = f.readinto(view[:min(left, len(chunk))])
         if not got:
             break
-        crc = _crc32c(view[:got], crc)
+        crc = _C._cpu.crc32c(view[:got], crc)
         left -= got
     return crc == int(m.group(1), 16)
 

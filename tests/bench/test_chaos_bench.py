@@ -23,7 +23,8 @@ def test_seeded_trials_recover_with_nothing_lost(tmp_path):
     trials = res["trials"]
     assert json.loads(out.read_text())["trials"] == json.loads(json.dumps(trials))
     assert len(trials) == 5
-    bad = [(t["fault"], t["outcome"], t.get("agent_log_tail", "")[-1500:]) for t in trials if t["outcome"] != "recovered"]
+    bad = [(t["fault"], t["outcome"], t.get("agent_log_tail", "")[-1500:])
+           for t in trials if t["outcome"] != "recovered"]
     assert not bad, bad
     ran = {t["fault"] for t in trials}
     expected = set(faults) if res["network_skipped"] is None else set(faults) - {"net-cut"}

@@ -227,7 +227,7 @@ def _pdeathsig() -> None:
 
 
 class Job:
-    """The trial's two agents (second agent first: it waits for the store the first one hosts)."""
+    """The trial's two agents: agent 0 hosts the rendezvous store, agent 1 joins it."""
 
     def __init__(self, cfg: Config, run_dir: str, net: Optional[NetPair] = None) -> None:
         self.cfg, self.run_dir, self.net = cfg, run_dir, net
@@ -239,7 +239,7 @@ class Job:
 
     def _cmd(self, endpoint: str, is_host: bool) -> List[str]:
         c = self.cfg
-        conf = (f"is_host={int(is_host)},last_call_timeout=1,join_timeout=120,read_timeout=30,close_timeout=15")
+        conf = f"is_host={int(is_host)},last_call_timeout=1,join_timeout=120,read_timeout=30,close_timeout=15"
         return [sys.executable, "-m", "tinytorch.distributed.run", "--rdzv-backend", "c10d", "--nnodes", "1:2",
                 "--nproc-per-node", str(c.nproc), "--rdzv-endpoint", endpoint, "--rdzv-id", self.trial_id[:12],
                 "--max-restarts", str(c.max_restarts), "--monitor-interval", "0.1", "--shutdown-timeout", "2",
@@ -256,16 +256,18 @@ class Job:
             endpoint = f"{self.net.ip[0]}:29400"
         else:
             endpoint = f"127.0.0.1:{free_port()}"
-        # The second agent first: it retries the endpoint until the first one hosts the store, so both join
-        # round 0 together and it closes at two nodes at once.
+        # The second agent first: it retries the endpoint until the first one hosts the store, so both usually
+        # join round 0 together. Under load it may come after round 0 closed; the group then takes it in by
+        # scale-up, and the faults aim at the first round with both agents.
+        self.logs = [os.path.join(self.run_dir, f"agent{side}.log") for side in (0, 1)]
+        started = {}
         for side in (1, 0):
-            log = os.path.join(self.run_dir, f"agent{side}.log")
             prefix = self.net.exec_prefix(side) if self.net is not None else []
-            with open(log, "wb") as out:
-                p = subprocess.Popen(prefix + self._cmd(endpoint, side == 0), env=env, stdout=out,
-                                     stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL, preexec_fn=_pdeathsig)
-            self.agents.insert(0, p) if side == 0 else self.agents.append(p)
-        self.logs = [os.path.join(self.run_dir, f"agent{i}.log") for i in (0, 1)]
+            with open(self.logs[side], "wb") as out:
+                started[side] = subprocess.Popen(prefix + self._cmd(endpoint, side == 0), env=env, stdout=out,
+                                                 stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
+                                                 preexec_fn=_pdeathsig)
+        self.agents = [started[0], started[1]]
 
     def alive(self) -> bool:
         return any(p.poll() is None for p in self.agents)
@@ -325,8 +327,8 @@ class JobEnded(Exception):
     """The job ended before the moment chosen for the fault came."""
 
 
-def wait_event(j: Job, pred: Callable[[Event], bool], timeout: float) -> Event:
-    """Follow the job's progress until an event satisfies ``pred`` (polled every half millisecond)."""
+def wait_event(j: Job, pred: Callable[[Event], bool], timeout: float, interval: float = 0.005) -> Event:
+    """Follow the job's progress (every ``interval`` seconds) until an event satisfies ``pred``."""
     deadline = time.monotonic() + timeout
     for e in j.progress.events:
         if pred(e):
@@ -337,7 +339,7 @@ def wait_event(j: Job, pred: Callable[[Event], bool], timeout: float) -> Event:
                 return e
         if not j.alive():
             raise JobEnded("the job ended before the fault's moment")
-        time.sleep(0.0005)
+        time.sleep(interval)
     raise JobEnded(f"the fault's moment did not come within {timeout:.0f}s")
 
 
@@ -415,18 +417,25 @@ def fault_kill_in_save(j: Job, rng: random.Random, cfg: Config, net: Optional[Ne
     delay = rng.uniform(0, 0.001)
     round_, resumed = _full_round(j, cfg)
     save = _later_save(save, resumed, cfg)
-    wait_event(j, lambda e: e.round == round_ and e.rank == rank and e.what == f"saving {save}", cfg.trial_timeout)
+    # Polled every half millisecond: a save of this job takes a few milliseconds.
+    wait_event(j, lambda e: e.round == round_ and e.rank == rank and e.what == f"saving {save}", cfg.trial_timeout,
+               interval=0.0005)
     time.sleep(delay)
     pid = worker_pid(j, rank, round_)
     os.kill(pid, signal.SIGSTOP)  # frozen where it is; then the kill lands exactly there
     j.progress.poll()
     inside = not any(e.round == round_ and e.rank == rank and e.what == f"saved {save}" for e in j.progress.events)
-    complete = os.path.exists(os.path.join(j.run_dir, "ckpt", f"step_{save}", ".metadata"))
+    # Whether the victim's own file of this save is in place: if not, no rank can complete the checkpoint (its
+    # metadata needs every rank's file), so the restart must not resume from it. If it is, rank 0 may still
+    # write the metadata and the checkpoint is whole.
+    began = wait_event(j, lambda e: e.rank == rank and e.round == round_ and e.what.startswith("start "), 60).t
+    mine = os.path.join(j.run_dir, "ckpt", f"step_{save}", f"__{rank}_0.distcp")
+    written = os.path.exists(mine) and os.stat(mine).st_mtime >= began
     os.kill(pid, signal.SIGKILL)
-    state = "metadata already written" if complete else "checkpoint left incomplete"
+    state = "its file written" if written else "its file not written: the checkpoint cannot complete"
     return Injected(time.time(), f"save of step {save} +{delay * 1e3:.1f}ms, rank {rank} "
                                  f"({'inside dcp.save' if inside else 'just after dcp.save'}; {state})",
-                    {"save": save, "inside": inside, "complete": complete})
+                    {"save": save, "inside": inside, "file_written": written})
 
 
 def fault_corrupt_checkpoint(j: Job, rng: random.Random, cfg: Config, net: Optional[NetPair]) -> Injected:
@@ -609,8 +618,9 @@ def run_trial(index: int, fault: str, rng: random.Random, cfg: Config, work: str
             ts = [e.t for e in events if e.rank == 0 and e.what.startswith("step ")]
             gaps = [b - a for a, b in zip(ts, ts[1:]) if b > inj.facts["window_start"] and a < inj.end]
             rec["facts"]["longest_step_gap_s"] = max(gaps, default=None)
-        if fault == "kill-in-save" and not inj.facts["complete"] and resumes.get(fault_round + 1) == inj.facts["save"]:
-            problems.append(f"resumed from step_{inj.facts['save']}, whose save the kill interrupted")
+        if fault == "kill-in-save" and not inj.facts["file_written"] and \
+                resumes.get(fault_round + 1) == inj.facts["save"]:
+            problems.append(f"resumed from step_{inj.facts['save']}, which lacks the killed rank's file")
         if fault == "corrupt-checkpoint":
             save, target = inj.facts["save"], inj.facts["target"]
             refused = [e for e in events if e.round == fault_round + 1 and e.what.startswith(f"unusable {save} ")]

@@ -21,6 +21,7 @@ from typing import Any, Dict, List, Optional, Tuple
 
 import numpy as np
 
+from ... import _C
 from ..._tensor import Tensor, _wrap
 from .. import distributed_c10d as c10d
 from ..tensor._api import DTensor, chunk_bounds
@@ -41,13 +42,6 @@ class CheckpointException(RuntimeError):
     def __init__(self, msg: str, failures: Optional[Dict[int, str]] = None) -> None:
         super().__init__(msg)
         self.failures = dict(failures or {})
-
-
-def crc32c(data: Any, value: int = 0) -> int:
-    """CRC-32C of a contiguous buffer (bytes, memoryview, NumPy array), continuing from ``value``."""
-    from ... import _C
-
-    return _C._cpu.crc32c(data, value)
 
 
 class FileSystemWriter:
@@ -144,7 +138,7 @@ def _host(a: Any) -> np.ndarray:
     return np.ascontiguousarray(a if type(a) is np.ndarray else a.get())
 
 
-def _atomic_write(path: str, chunks: List[bytes], sync: bool = True) -> None:
+def _atomic_write(path: str, chunks: List[Any], sync: bool = True) -> None:
     tmp = f"{path}.tmp{os.getpid()}"
     try:
         with open(tmp, "wb") as f:
@@ -212,7 +206,8 @@ def save(state_dict: Dict[str, Any], *, checkpoint_id: Any = None, storage_write
         meta["files"].update(g["files"])
     if rank == 0:
         body = json.dumps(meta).encode()
-        _atomic_write(os.path.join(path, METADATA), [f"{FORMAT} crc32c={crc32c(body):08x}\n".encode(), body], sync)
+        header = f"{FORMAT} crc32c={_C._cpu.crc32c(body):08x}\n".encode()
+        _atomic_write(os.path.join(path, METADATA), [header, body], sync)
     if dist:
         c10d.barrier(group=process_group)
     return meta
@@ -235,7 +230,7 @@ def _write_rank_file(state_dict: Dict[str, Any], path: str, rank: int, sync: boo
                 offs, sizes = _box(leaf)
                 data = _host(leaf._data).reshape(-1).view(np.uint8)
                 pieces.append({"key": key, "offsets": offs, "sizes": sizes, "file": fname, "rank": rank,
-                               "start": offset, "nbytes": data.nbytes, "crc32c": crc32c(data)})
+                               "start": offset, "nbytes": data.nbytes, "crc32c": _C._cpu.crc32c(data)})
                 chunks.append(data)
                 offset += data.nbytes
         else:
@@ -264,7 +259,7 @@ def _read_meta(path: str) -> dict:
         if m is None:
             raise CheckpointException(f"dcp.load: {mpath} is corrupt or not a tinytorch distributed checkpoint: its "
                                       f"first line is {head[:60]!r}, expected '{FORMAT} crc32c=<8 hex digits>'")
-        want, got = int(m.group(1), 16), crc32c(body)
+        want, got = int(m.group(1), 16), _C._cpu.crc32c(body)
         if got != want:
             raise CheckpointException(f"dcp.load: {mpath} (written by rank 0) is corrupt: CRC-32C of its "
                                       f"{len(body)} bytes of metadata is {got:#010x}, the recorded one {want:#010x}")
@@ -399,7 +394,7 @@ class _Files:
             raise CheckpointException(f"dcp.load: {fpath} (written by rank {writer}) is truncated: item {item} "
                                       f"needs bytes {piece['start']}..{end}")
         if "crc32c" in piece:  # format 1 recorded none
-            got = crc32c(raw)
+            got = _C._cpu.crc32c(raw)
             if got != piece["crc32c"]:
                 raise CheckpointException(
                     f"dcp.load: {fpath} (written by rank {writer}) is corrupt: item {item} (offsets "
