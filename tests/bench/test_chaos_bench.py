@@ -16,13 +16,14 @@ def test_fault_order_is_seeded_and_fair():
 
 def test_seeded_trials_recover_with_nothing_lost(tmp_path):
     out = tmp_path / "chaos.json"
-    faults = ["kill-node", "kill-in-save", "stop-worker", "corrupt-checkpoint", "net-cut"]
-    res = main(["chaos", "--trials", "5", "--seed", "3", "--faults", ",".join(faults), "--steps", "12",
+    # The hang (stop-worker) waits out a process group timeout: it is left to the bench's own runs.
+    faults = ["kill-node", "kill-in-save", "corrupt-checkpoint", "net-cut"]
+    res = main(["chaos", "--trials", "4", "--seed", "3", "--faults", ",".join(faults), "--steps", "12",
                 "--ckpt-every", "3", "--nproc-per-node", "1", "--timeout", "8", "--work-dir", str(tmp_path / "w"),
                 "--json", str(out)])
     trials = res["trials"]
     assert json.loads(out.read_text())["trials"] == json.loads(json.dumps(trials))
-    assert len(trials) == 5
+    assert len(trials) == 4
     bad = [(t["fault"], t["outcome"], t.get("agent_log_tail", "")[-1500:])
            for t in trials if t["outcome"] != "recovered"]
     assert not bad, bad
@@ -31,7 +32,7 @@ def test_seeded_trials_recover_with_nothing_lost(tmp_path):
     assert ran == expected
     for t in trials:
         assert t["recovery_s"] is not None and t["recovery_s"] >= 0
-        if t["fault"] in ("kill-node", "kill-in-save", "stop-worker", "corrupt-checkpoint"):
+        if t["fault"] in ("kill-node", "kill-in-save", "corrupt-checkpoint"):
             assert t["restarts"] == 1
         if t["fault"] == "kill-node":
             assert t["final_world"] == 1 and t["agent_exit_codes"][0] == 0
