@@ -93,7 +93,7 @@ def checkpoints(run_dir: str) -> List[int]:
     return sorted(steps, reverse=True)
 
 
-def _resume(torch: Any, model: Any, opt: Any, run_dir: str, note: _Progress, rank: int) -> int:
+def _resume(model: Any, opt: Any, run_dir: str, note: _Progress, rank: int) -> int:
     """Load the newest checkpoint that loads; return the step to continue from (0 when none does)."""
     import tinytorch.distributed.checkpoint as dcp
     from tinytorch.distributed.checkpoint.state_dict import (get_model_state_dict, get_optimizer_state_dict,
@@ -138,7 +138,7 @@ def train(run_dir: str, steps: int, ckpt_every: int, timeout: float, step_time: 
             fully_shard(layer)
     fully_shard(model)
     opt = torch.optim.AdamW(model.parameters(), lr=LR)
-    first = _resume(torch, model, opt, run_dir, note, rank)
+    first = _resume(model, opt, run_dir, note, rank)
     note(f"resumed {first}")
     per = GLOBAL_BATCH // world
     for step in range(first, steps):

@@ -22,7 +22,7 @@ from typing import Any, Dict, List, Optional, Tuple
 import numpy as np
 
 from ... import _C
-from ..._tensor import Tensor, _wrap
+from ..._tensor import Tensor
 from .. import distributed_c10d as c10d
 from ..tensor._api import DTensor, chunk_bounds
 from ..tensor.placement_types import Replicate, Shard
