@@ -1,12 +1,16 @@
 """save / load / load(mmap=True) of a GPT-shaped state dict (W3's model: width 256, 4 layers, plus AdamW's two
-moments per weight), tinytorch beside PyTorch, both writing the same zip format to a file in --dir.
+moments per weight), tinytorch beside PyTorch, both writing the same zip format to a file in --dir; then the
+same state as a distributed checkpoint (dcp.save / dcp.load in one process) and what the checksums cost:
+CRC-32C (tinytorch's, csrc/kernels/crc32c.cpp) and zlib's CRC-32 over the same bytes.
 Median of --reps calls each. Prints a table, writes JSON.
 
     python benchmarks/serialization.py [--reps 5] [--dir /tmp] [--json PATH]
 """
 import argparse
 import os
+import shutil
 import tempfile
+import zlib
 from typing import Dict
 
 import numpy as np
@@ -55,10 +59,25 @@ def main() -> None:
             "file_mb": os.path.getsize(path) / 2 ** 20,
         }
         os.unlink(path)
-    print(f"{'':10s} {'save ms':>9s} {'load ms':>9s} {'mmap ms':>9s} {'file MB':>8s}")
+        dcp = __import__(f"{name}.distributed.checkpoint", fromlist=["save"])
+        ckpt = os.path.join(args.dir, f"bench_dcp_{name}")
+        fresh = state(lib)
+        kw = {"no_dist": True} if name == "tinytorch" else {}
+        dcp.save(obj, checkpoint_id=ckpt, **kw)
+        results[name]["dcp_save_ms"] = median_ms(lambda: dcp.save(obj, checkpoint_id=ckpt, **kw), args.reps)
+        results[name]["dcp_load_ms"] = median_ms(lambda: dcp.load(fresh, checkpoint_id=ckpt, **kw), args.reps)
+        shutil.rmtree(ckpt)
+    print(f"{'':10s} {'save ms':>9s} {'load ms':>9s} {'mmap ms':>9s} {'file MB':>8s} {'dcp save':>9s} {'dcp load':>9s}")
     for name, r in results.items():
-        print(f"{name:10s} {r['save_ms']:9.1f} {r['load_ms']:9.1f} {r['load_mmap_ms']:9.1f} {r['file_mb']:8.1f}")
-    write_json(args.json, {"reps": args.reps, "results": results})
+        print(f"{name:10s} {r['save_ms']:9.1f} {r['load_ms']:9.1f} {r['load_mmap_ms']:9.1f} {r['file_mb']:8.1f} "
+              f"{r['dcp_save_ms']:9.1f} {r['dcp_load_ms']:9.1f}")
+    flat = np.concatenate([v.numpy().ravel() for v in state(tinytorch)["model"].values()] * 3).view(np.uint8)
+    crc = {"bytes": int(flat.nbytes), "zlib_crc32_ms": median_ms(lambda: zlib.crc32(flat), args.reps)}
+    if hasattr(tinytorch._C._cpu, "crc32c"):
+        crc["crc32c_ms"] = median_ms(lambda: tinytorch._C._cpu.crc32c(flat), args.reps)
+        print(f"checksums over {flat.nbytes / 2 ** 20:.1f} MB: CRC-32C {crc['crc32c_ms']:.1f} ms, "
+              f"zlib CRC-32 {crc['zlib_crc32_ms']:.1f} ms")
+    write_json(args.json, {"reps": args.reps, "results": results, "checksums": crc, "load_avg": os.getloadavg()})
 
 
 if __name__ == "__main__":

@@ -378,3 +378,80 @@ def test_console_script_is_declared():
 
     (ep,) = [e for e in entry_points(group="console_scripts") if e.name == "tinytorch-run"]
     assert ep.value == "tinytorch.distributed.run:main"
+
+
+def test_a_stopped_worker_is_continued_so_the_forwarded_signal_ends_it(agents, tmp_path):
+    out = tmp_path / "out"
+    out.mkdir()
+    a = agents("--standalone", "--nproc-per-node", "2", str(WORKERS / "sleep_worker.py"), str(out))
+    pids = _read_pids(out, 2)
+    worker0 = int((out / "pids_0").read_text().split()[0])
+    os.kill(worker0, signal.SIGSTOP)  # a hung worker
+    a.proc.send_signal(signal.SIGTERM)
+    # Ended by the SIGTERM (143), not by the SIGKILL that follows the grace period (137).
+    assert a.finish(timeout=20) == 128 + signal.SIGTERM, a.err
+    assert _wait_dead(pids) == []
+
+
+# ------------------------------------------------------------------ elastic membership (c10d, --nnodes MIN:MAX)
+
+def _progress(run: Path) -> list[tuple[int, int, str]]:
+    """(round, rank, event) of the chaos job's progress files (tinytorch.bench._chaos_train)."""
+    out = []
+    for p in sorted((run / "progress").glob("rank*.log")):
+        for line in p.read_text().splitlines():
+            _, _, rnd, what = line.split(" ", 3)
+            out.append((int(rnd), int(p.stem[4:]), what))
+    return out
+
+
+def test_a_node_that_arrives_is_taken_in_and_training_goes_on_at_world_4(agents, tmp_path):
+    from tinytorch.bench._chaos_train import reference_losses
+
+    run, steps = tmp_path / "run", 40
+    job = ["-m", "tinytorch.bench._chaos_train", "--run-dir", str(run), "--steps", str(steps), "--ckpt-every", "4",
+           "--step-time", "0.25"]
+    # --max-restarts 0: taking a node in is a membership change, not a restart.
+    common = ["--rdzv-backend", "c10d", "--nnodes", "1:2", "--nproc-per-node", "2", "--max-restarts", "0"]
+    a = agents(*common, "--rdzv-endpoint", "127.0.0.1:0", "--rdzv-conf", "is_host=1,last_call_timeout=0.5", *job)
+    port = a.store_port()
+    deadline = time.monotonic() + TIMEOUT
+    while (0, 0, "saved 4") not in _progress(run):  # node A alone has trained and checkpointed at world 2
+        assert time.monotonic() < deadline and a.proc.poll() is None, a.err
+        time.sleep(0.05)
+    b = agents(*common, "--rdzv-endpoint", f"127.0.0.1:{port}", *job)
+    assert a.finish(timeout=180) == 0, a.err
+    assert b.finish(timeout=60) == 0, b.err
+    assert "[default] Detected 1 new nodes from group_rank=0; will restart worker group" in a.err
+    assert "attempt 1: node 1/2, ranks 2..3 of 4" in b.err and "attempt 0" not in b.err  # B waited for round 1
+    events = _progress(run)
+    starts = {(r, k): w for r, k, w in events if w.startswith("start ")}
+    assert sorted(starts) == [(0, 0), (0, 1), (1, 0), (1, 1), (1, 2), (1, 3)]
+    assert all(" world 2 " in starts[(0, k)] for k in (0, 1))
+    assert all(" world 4 " in w and w.endswith("restarts 0") for (r, _), w in starts.items() if r == 1)
+    # Round 1 resumed from the newest checkpoint round 0 had written, on every rank.
+    last_saved = max(int(w.split()[1]) for r, k, w in events if r == 0 and k == 0 and w.startswith("saved "))
+    assert {w for r, _, w in events if r == 1 and w.startswith("resumed ")} == {f"resumed {last_saved}"}
+    losses = [json.loads(line) for line in (run / "losses.jsonl").read_text().splitlines()]
+    assert {rec["step"] for rec in losses} == set(range(steps))
+    assert {(rec["round"], rec["world"]) for rec in losses} == {(0, 2), (1, 4)}
+    assert [rec["step"] for rec in losses if rec["round"] == 1] == list(range(last_saved, steps))
+    ref = reference_losses(steps)
+    for rec in losses:
+        assert rec["loss"] == pytest.approx(ref[rec["step"]], rel=1e-10, abs=0)
+
+
+def test_a_node_waiting_when_the_job_finishes_leaves_cleanly(agents, tmp_path):
+    out = tmp_path / "out"
+    out.mkdir()
+    # MAX is 1: the second node is a spare; it is never taken in, and the job's end releases it.
+    common = ["--rdzv-backend", "c10d", "--nnodes", "1:1", "--no-python", "/bin/sh", "-c",
+              f"sleep 3; echo done > {out}/$RANK"]
+    a = agents("--rdzv-endpoint", "127.0.0.1:0", "--rdzv-conf", "is_host=1", *common)
+    port = a.store_port()
+    b = agents("--rdzv-endpoint", f"127.0.0.1:{port}", *common)
+    assert a.finish() == 0, a.err
+    assert b.finish() == 0, b.err
+    assert "the job finished before this node was taken in; leaving" in b.err
+    assert "attempt" not in b.err and "Detected" not in a.err
+    assert [p.name for p in out.iterdir()] == ["0"]

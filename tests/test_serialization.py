@@ -4,6 +4,7 @@ import io
 import mmap
 import os
 import pickle
+import re
 import struct
 import zipfile
 from collections import Counter, OrderedDict
@@ -552,6 +553,28 @@ def test_corrupted_records_are_detected(tmp_path):
         tinytorch.load(path)
     path.write_bytes(b"PK\x03\x04" + bytes(100))
     with pytest.raises(RuntimeError, match=r"bad\.pt: file is truncated or corrupted: not a readable zip"):
+        tinytorch.load(path)
+
+
+def test_every_flipped_byte_of_a_saved_file_is_reported(tmp_path):
+    # Headers, directory, padding and comment included: the archive comment's CRC-32C covers what the
+    # records' CRC-32s do not.
+    buf = io.BytesIO()
+    tinytorch.save({"w": tinytorch.arange(6, dtype=tinytorch.float32), "n": 5}, buf)
+    good = buf.getvalue()
+    assert re.fullmatch(rb"tinytorch crc32c=[0-9a-f]{8}", good[-25:])
+    path = tmp_path / "flip.pt"
+    for pos in range(len(good)):
+        for mask in (0x01, 0x80):
+            bad = bytearray(good)
+            bad[pos] ^= mask
+            path.write_bytes(bytes(bad))
+            with pytest.raises(serialization.CheckpointError, match=r"flip\.pt: "):
+                tinytorch.load(path)
+    with_headers = bytearray(good)
+    with_headers[good.rfind(b"PK\x01\x02") + 12] ^= 0x01  # the directory's time field: no record's data
+    path.write_bytes(bytes(with_headers))
+    with pytest.raises(serialization.CheckpointError, match="zip headers or the directory are corrupted"):
         tinytorch.load(path)
 
 

@@ -8,7 +8,7 @@ namespace tinytorch {
 void init_cpu_kernels(pybind11::module_& m) {
   pybind11::module_ k = m.def_submodule(
       "_cpu", "Fused CPU kernels (GELU, erf, softmax, LayerNorm, index_add, AdamW, conv2d, BatchNorm, max pooling, "
-              "LSTM cell, attention, matrix products, elementwise ops and sums)");
+              "LSTM cell, attention, matrix products, elementwise ops and sums) and CRC-32C");
   k.def("set_num_threads", &cpu::set_num_threads, pybind11::arg("n"),
         "The intra-op thread count of every kernel here (0: one per core).");
   k.def("get_num_threads", &cpu::num_threads, "The intra-op thread count in effect.");
@@ -28,6 +28,7 @@ void init_cpu_kernels(pybind11::module_& m) {
   cpu::init_elementwise(k);
   cpu::init_bmm(k);
   cpu::init_gemm(k);
+  cpu::init_crc32c(k);
 }
 
 }  // namespace tinytorch

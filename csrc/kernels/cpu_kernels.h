@@ -167,5 +167,6 @@ void init_attention(py::module_& m);
 void init_elementwise(py::module_& m);
 void init_bmm(py::module_& m);
 void init_gemm(py::module_& m);
+void init_crc32c(py::module_& m);
 
 }  // namespace tinytorch::cpu

@@ -24,10 +24,15 @@ weights) are written once and load as views of one storage, with their strides a
 magic; _serialization_legacy.py). With weights_only=True (the default) the pickle is read by a restricted
 unpickler that only builds tensors, storages, containers, numbers, strings, dtypes, devices, sizes and the
 globals PyTorch's weights_only loader admits (plus those added by add_safe_globals): a file that names any
-other callable is refused before anything from it runs. Every record's CRC-32 is checked (mmap=True maps
-storages without reading them, so their CRCs are not checked), so a truncated or corrupted file raises a
-CheckpointError naming the file. `save` to a path writes a temporary file in the same directory, fsyncs it
-and renames it into place, so a failed or interrupted save leaves any previous checkpoint intact.
+other callable is refused before anything from it runs. tinytorch.save also puts the CRC-32C of every byte
+before it in the archive's comment (`tinytorch crc32c=<8 hex digits>`; zip readers, PyTorch's included, ignore
+it), so a flipped byte anywhere (zip headers, directory, padding) is found too, not only in a record's data.
+When that checksum holds, load skips the per-record CRC-32s; otherwise (PyTorch's files have no comment) every
+record's CRC-32 is checked, and a file whose comment checksum fails although every record's CRC-32 holds is
+reported as corrupt headers. mmap=True maps storages without reading them, so neither is checked then. A
+truncated or corrupted file raises a CheckpointError naming the file. `save` to a path writes a temporary file
+in the same directory, fsyncs it and renames it into place, so a failed or interrupted save leaves any previous
+checkpoint intact.
 """
 from __future__ import annotations
 
@@ -36,6 +41,7 @@ import importlib
 import io
 import os
 import pickle
+import re
 import struct
 import sys
 import tempfile
@@ -46,6 +52,7 @@ from typing import Any, BinaryIO, Callable
 
 import numpy as np
 
+from . import _C
 from ._device import device as _device_cls, move, to_device
 from ._dtype import ALL as _ALL_DTYPES, dtype as _dtype_cls
 from ._tensor import Size, Tensor, _wrap
@@ -58,6 +65,10 @@ DEFAULT_PROTOCOL = 2
 _ALIGN = 64
 _ZIP64_LIMIT = 0xFFFFFFFF  # sizes and offsets from here on need zip64 fields (a module constant so tests can lower it)
 _ARCHIVE = "archive"
+# The archive's zip comment: the CRC-32C of every archive byte before it (the end record's comment length included).
+_COMMENT = re.compile(rb"tinytorch crc32c=([0-9a-f]{8})")
+_COMMENT_LEN = 25
+_EOCD_LEN = 22
 
 # PyTorch's legacy storage classes by tinytorch dtype name: the storage type written in persistent ids.
 _STORAGE_TYPE_OF = {"float64": "DoubleStorage", "float32": "FloatStorage", "float16": "HalfStorage",
@@ -224,10 +235,12 @@ class _ZipWriter:
         self.central: list[bytes] = []
         self._id_a = 0xcbf29ce484222325  # serialization id: two 64-bit FNV-1a hashes of (name, crc, size)
         self._id_b = 0x84222325cbf29ce4
+        self.crc32c = 0  # of every byte written so far: the archive comment records it
 
     def _write(self, b: Any) -> None:
         self.f.write(b)
         self.pos += memoryview(b).nbytes
+        self.crc32c = _C._cpu.crc32c(b, self.crc32c)
 
     def write_record(self, name: str, data: Any) -> None:
         mv = memoryview(data)
@@ -276,7 +289,8 @@ class _ZipWriter:
         self._write(struct.pack("<IQHHIIQQQQ", 0x06064B50, 44, 45, 45, 0, 0, n, n, cd_size, cd_offset))
         self._write(struct.pack("<IIQI", 0x07064B50, 0, eocd64_offset, 1))
         self._write(struct.pack("<IHHHHIIH", 0x06054B50, 0, 0, min(n, 0xFFFF), min(n, 0xFFFF),
-                                min(cd_size, 0xFFFFFFFF), min(cd_offset, 0xFFFFFFFF), 0))
+                                min(cd_size, 0xFFFFFFFF), min(cd_offset, 0xFFFFFFFF), _COMMENT_LEN))
+        self.f.write(f"tinytorch crc32c={self.crc32c:08x}".encode("ascii"))
 
 
 def _save_to(obj: Any, f: BinaryIO, pickle_protocol: int, disable_byteorder_record: bool) -> None:
@@ -744,11 +758,41 @@ def _restore_location(storage: TypedStorage, location: str, map_location: Any) -
     return type(storage)(move(storage._array, dev), storage.dtype)
 
 
-class _ZipReader:
-    """Reads a PyTorch zip checkpoint: records' CRCs checked, storages read or memory-mapped once per key."""
+def _archive_checksum(f: BinaryIO, start: int, name: str) -> bool | None:
+    """Check the CRC-32C tinytorch.save records in the archive comment against the bytes from ``start``: True
+    when it holds, None when the file has no such comment (PyTorch's files); raise when it does not hold."""
+    end = f.seek(0, io.SEEK_END)
+    tail_len = min(end - start, _EOCD_LEN + _COMMENT_LEN)
+    f.seek(end - tail_len)
+    tail = f.read(tail_len)
+    m = _COMMENT.fullmatch(tail[-_COMMENT_LEN:])
+    if m is None:
+        at = tail.rfind(b"PK\x05\x06")  # the end record (a comment of ours holds no such bytes)
+        if at >= 0 and len(tail) >= at + _EOCD_LEN and struct.unpack("<H", tail[at + 20:at + 22])[0] == _COMMENT_LEN:
+            _fail(name, f"file is truncated or corrupted: the archive comment is {tail[at + _EOCD_LEN:]!r}, not "
+                        f"{_COMMENT_LEN} bytes of 'tinytorch crc32c=<8 hex digits>'")
+        return None  # no comment of ours: a file from PyTorch (or damaged where the zip reader will notice)
+    f.seek(start)
+    crc, left = 0, end - _COMMENT_LEN - start
+    chunk = bytearray(8 << 20)
+    view = memoryview(chunk)
+    while left > 0:
+        got = f.readinto(view[:min(left, len(chunk))])
+        if not got:
+            break
+        crc = _C._cpu.crc32c(view[:got], crc)
+        left -= got
+    return crc == int(m.group(1), 16)
 
-    def __init__(self, f: BinaryIO, name: str, map_location: Any, mmap_path: str | None) -> None:
+
+class _ZipReader:
+    """Reads a PyTorch zip checkpoint: records' CRCs checked (unless the whole archive's checksum was), storages
+    read or memory-mapped once per key."""
+
+    def __init__(self, f: BinaryIO, name: str, map_location: Any, mmap_path: str | None,
+                 check_records: bool = True) -> None:
         self.f, self.name, self.map_location, self.mmap_path = f, name, map_location, mmap_path
+        self.check_records = check_records
         try:
             self.zf = zipfile.ZipFile(f)
         except (zipfile.BadZipFile, zipfile.LargeZipFile, OSError, ValueError, EOFError, struct.error) as e:
@@ -782,6 +826,9 @@ class _ZipReader:
             _fail(self.name, f"record {self.prefix + record!r} is missing: the file is truncated or corrupted")
 
     def _data_offset(self, info: zipfile.ZipInfo) -> int:
+        if info.header_offset < 0:
+            _fail(self.name, f"record {info.filename!r}: negative header offset {info.header_offset}: the file is "
+                             "corrupted")
         self.f.seek(info.header_offset)
         head = self.f.read(30)
         if len(head) != 30 or head[:4] != b"PK\x03\x04":
@@ -795,7 +842,7 @@ class _ZipReader:
         try:
             with self.zf.open(info) as fh:
                 data = fh.read()
-        except (zipfile.BadZipFile, OSError, EOFError, zlib.error) as e:
+        except (zipfile.BadZipFile, OSError, EOFError, zlib.error, ValueError, NotImplementedError) as e:
             _fail(self.name, f"record {info.filename!r}: {e}: the file is truncated or corrupted")
         if len(data) != info.file_size:
             _fail(self.name, f"record {info.filename!r}: read {len(data)} of {info.file_size} bytes: the file is "
@@ -823,10 +870,11 @@ class _ZipReader:
         got = self.f.readinto(view) if n else 0
         if got != n:
             _fail(self.name, f"record {info.filename!r}: read {got} of {n} bytes: the file is truncated")
-        crc = zlib.crc32(view)
-        if crc != info.CRC:
-            _fail(self.name, f"record {info.filename!r}: CRC-32 mismatch (stored {info.CRC:#010x}, computed "
-                             f"{crc:#010x}): the file is corrupted")
+        if self.check_records:
+            crc = zlib.crc32(view)
+            if crc != info.CRC:
+                _fail(self.name, f"record {info.filename!r}: CRC-32 mismatch (stored {info.CRC:#010x}, computed "
+                                 f"{crc:#010x}): the file is corrupted")
         return arr
 
     def persistent_load(self, pid: Any) -> TypedStorage:
@@ -856,7 +904,27 @@ class _ZipReader:
 
 def _load_zip(f: BinaryIO, name: str, map_location: Any, weights_only: bool, mmap_path: str | None,
               pickle_module: Any, pickle_load_args: dict) -> Any:
-    reader = _ZipReader(f, name, map_location, mmap_path)
+    start = f.tell()
+    whole = None if mmap_path else _archive_checksum(f, start, name)
+    f.seek(start)
+    try:
+        reader = _ZipReader(f, name, map_location, mmap_path, check_records=whole is not True)
+        obj = _unpickle_zip(reader, name, weights_only, pickle_module, pickle_load_args)
+    except CheckpointError:
+        raise
+    except Exception as e:
+        if whole is False:  # damaged headers make zipfile or the unpickler fail in many ways: say what it is
+            _fail(name, f"the archive's CRC-32C (in its comment) does not match and reading it failed "
+                        f"({type(e).__name__}: {e}): the file is corrupted")
+        raise
+    if whole is False:  # every record's data checked out: the damage is in the headers around them
+        _fail(name, "the archive's CRC-32C (in its comment) does not match although every record's CRC-32 does: "
+                    "zip headers or the directory are corrupted")
+    return obj
+
+
+def _unpickle_zip(reader: "_ZipReader", name: str, weights_only: bool, pickle_module: Any,
+                  pickle_load_args: dict) -> Any:
     data = reader.read_record("data.pkl")
     if weights_only:
         unpickler = _WeightsUnpickler(io.BytesIO(data), reader.persistent_load, **pickle_load_args)

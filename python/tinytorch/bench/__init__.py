@@ -1,10 +1,11 @@
 """tinytorch-bench: collective sweeps (nccl-tests' table), DDP/ZeRO training benchmarks, a scale simulator
-and its validation on measured runs.
+and its validation on measured runs, seeded fault trials of the launcher and checkpoints.
 
     tinytorch-bench collectives --nproc 2 --op all_reduce --min-bytes 1M --max-bytes 16M --json sweep.json
     tinytorch-bench train --nproc 2 --model W3 --strategy ddp
     tinytorch-bench simulate --params 7.5e9 --world 64 --strategy ddp,zero1,zero2,zero3
     tinytorch-bench validate --json validate.json
+    tinytorch-bench chaos --trials 50 --seed 0 --json chaos.json
 
 Also `python -m tinytorch.bench ...`; under `tinytorch-run ... -m tinytorch.bench collectives` every launched
 rank takes part and rank 0 prints. See docs/benchmarks.md.
@@ -15,7 +16,7 @@ import argparse
 import sys
 from typing import Any, List, Optional
 
-SUBCOMMANDS = ("collectives", "train", "simulate", "validate")
+SUBCOMMANDS = ("collectives", "train", "simulate", "validate", "chaos")
 
 
 def build_parser() -> argparse.ArgumentParser:

@@ -278,7 +278,9 @@ def init_process_group(
             raise ValueError("pass either init_method or store, not both")
         _generation += 1
         _group_count = 0
-        restart = os.environ.get("TORCHELASTIC_RESTART_COUNT", "0")
+        # Under tinytorch-run the agent store outlives attempts: keys are per rendezvous round (a membership
+        # change starts a round without counting as a restart); other launchers give the restart count.
+        restart = os.environ.get("TINYTORCH_RDZV_ROUND") or os.environ.get("TORCHELASTIC_RESTART_COUNT", "0")
         _pg_prefix = f"pg{_generation}r{restart}"
         prefixed = PrefixStore(f"{_pg_prefix}/default_pg", store)
         b = _make_backend(backend, prefixed, rank, world_size, timeout_s)

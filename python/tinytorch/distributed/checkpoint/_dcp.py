@@ -3,19 +3,26 @@ the pieces of tensors that rank owns, and `.metadata` (written last, by rank 0) 
 global shape, dtype and which box of it each file holds. Loading reads, for every tensor of the state dict
 given, the boxes that overlap the part this rank needs, so a checkpoint saved at one world size loads at another.
 
-Files: `__<rank>_0.distcp` (raw little-endian array bytes, back to back) and `.metadata` (JSON). Every file is
-written to a temporary name, fsynced and renamed; `.metadata` appears only after every rank's file is in place.
+Files: `__<rank>_0.distcp` (raw little-endian array bytes, back to back) and `.metadata`: a first line
+`tinytorch-dcp-2 crc32c=<8 hex digits>` (the CRC-32C of the rest) and then JSON. Every file is written to a
+temporary name, fsynced and renamed; `.metadata` appears only after every rank's file is in place. Each piece's
+CRC-32C (csrc/kernels/crc32c.cpp) and each file's size are recorded in the metadata and checked when the piece
+is read, so a truncated file or a flipped byte is reported (naming the file, the item and the rank that wrote
+it) instead of loaded. A failure on any rank fails save/load on every rank (CheckpointException, as PyTorch's
+DCP), and load changes nothing in the state dict unless every rank read everything it needs.
 """
 from __future__ import annotations
 
 import json
 import math
 import os
+import re
 from typing import Any, Dict, List, Optional, Tuple
 
 import numpy as np
 
-from ..._tensor import Tensor, _wrap
+from ... import _C
+from ..._tensor import Tensor
 from .. import distributed_c10d as c10d
 from ..tensor._api import DTensor, chunk_bounds
 from ..tensor.placement_types import Replicate, Shard
@@ -23,11 +30,18 @@ from ..tensor.placement_types import Replicate, Shard
 __all__ = ["save", "load", "FileSystemWriter", "FileSystemReader", "CheckpointException"]
 
 METADATA = ".metadata"
-FORMAT = "tinytorch-dcp-1"
+FORMAT = "tinytorch-dcp-2"
+_FORMAT_1 = "tinytorch-dcp-1"  # plain JSON metadata without checksums: still read
+_HEADER = re.compile(rb"tinytorch-dcp-2 crc32c=([0-9a-f]{8})")
 
 
 class CheckpointException(RuntimeError):
-    """A checkpoint could not be written or read (names the file and what was wrong)."""
+    """A checkpoint could not be written or read (names the file and what was wrong). ``failures`` maps each
+    rank that failed to its error message."""
+
+    def __init__(self, msg: str, failures: Optional[Dict[int, str]] = None) -> None:
+        super().__init__(msg)
+        self.failures = dict(failures or {})
 
 
 class FileSystemWriter:
@@ -124,7 +138,7 @@ def _host(a: Any) -> np.ndarray:
     return np.ascontiguousarray(a if type(a) is np.ndarray else a.get())
 
 
-def _atomic_write(path: str, chunks: List[bytes], sync: bool = True) -> None:
+def _atomic_write(path: str, chunks: List[Any], sync: bool = True) -> None:
     tmp = f"{path}.tmp{os.getpid()}"
     try:
         with open(tmp, "wb") as f:
@@ -148,6 +162,19 @@ def _dir(checkpoint_id: Any, storage: Any, what: str) -> str:
     return os.fspath(checkpoint_id)
 
 
+def _message(error: Optional[BaseException]) -> Optional[str]:
+    return None if error is None else f"{type(error).__name__}: {error}"
+
+
+def _fail_together(what: str, failures: Dict[int, str], error: Optional[BaseException]) -> None:
+    """Raise on every rank when any rank failed (this rank's own error is chained as the cause)."""
+    if not failures:
+        return
+    detail = "\n".join(f"  rank {r}: {m}" for r, m in sorted(failures.items()))
+    raise CheckpointException(f"{what} failed on rank{'s' if len(failures) > 1 else ''} "
+                              f"{', '.join(map(str, sorted(failures)))}:\n{detail}", failures) from error
+
+
 def save(state_dict: Dict[str, Any], *, checkpoint_id: Any = None, storage_writer: Optional[FileSystemWriter] = None,
          planner: Any = None, process_group: Any = None, no_dist: bool = False) -> Dict[str, Any]:
     """Write state_dict (nested dicts of DTensors, tensors and plain values) as a distributed checkpoint; every
@@ -155,9 +182,42 @@ def save(state_dict: Dict[str, Any], *, checkpoint_id: Any = None, storage_write
     path = _dir(checkpoint_id, storage_writer, "save")
     dist = c10d.is_initialized() and not no_dist
     rank = c10d.get_rank(process_group) if dist else 0
+    sync = storage_writer.sync_files if storage_writer is not None else True
+    mine: Optional[dict] = None
+    error: Optional[BaseException] = None
+    try:
+        mine = _write_rank_file(state_dict, path, rank, sync)
+    except Exception as e:  # every rank must reach the exchange below, or the others would wait for it
+        error = e
+    if not dist:
+        if error is not None:
+            raise error
+        parts = [mine]
+    else:
+        gathered: list = [None] * c10d.get_world_size(process_group)
+        c10d.all_gather_object(gathered, (mine, _message(error)), group=process_group)
+        # No metadata unless every rank's file is in place: a checkpoint missing a piece is never taken.
+        _fail_together(f"dcp.save to {path}", {r: m for r, (_, m) in enumerate(gathered) if m is not None}, error)
+        parts = [g[0] for g in gathered]
+    meta = {"format": FORMAT, "tensors": {}, "values": parts[0]["values"], "pieces": [], "files": {}}
+    for g in parts:
+        meta["tensors"].update(g["tensors"])
+        meta["pieces"].extend(g["pieces"])
+        meta["files"].update(g["files"])
+    if rank == 0:
+        body = json.dumps(meta).encode()
+        header = f"{FORMAT} crc32c={_C._cpu.crc32c(body):08x}\n".encode()
+        _atomic_write(os.path.join(path, METADATA), [header, body], sync)
+    if dist:
+        c10d.barrier(group=process_group)
+    return meta
+
+
+def _write_rank_file(state_dict: Dict[str, Any], path: str, rank: int, sync: bool) -> dict:
+    """Write this rank's pieces to its file; return what the metadata says about them."""
     os.makedirs(path, exist_ok=True)
     fname = f"__{rank}_0.distcp"
-    chunks: List[bytes] = []
+    chunks: List[Any] = []
     pieces: List[dict] = []
     tensors: Dict[str, dict] = {}
     values: Dict[str, Any] = {}
@@ -168,41 +228,42 @@ def save(state_dict: Dict[str, Any], *, checkpoint_id: Any = None, storage_write
             tensors[key] = {"shape": list(leaf.shape), "dtype": str(leaf._data.dtype)}
             if _writes(leaf):
                 offs, sizes = _box(leaf)
-                data = _host(leaf._data).tobytes()
-                pieces.append({"key": key, "offsets": offs, "sizes": sizes, "file": fname, "start": offset,
-                               "nbytes": len(data)})
+                data = _host(leaf._data).reshape(-1).view(np.uint8)
+                pieces.append({"key": key, "offsets": offs, "sizes": sizes, "file": fname, "rank": rank,
+                               "start": offset, "nbytes": data.nbytes, "crc32c": _C._cpu.crc32c(data)})
                 chunks.append(data)
-                offset += len(data)
+                offset += data.nbytes
         else:
             values[key] = _encode(leaf)
-    sync = storage_writer.sync_files if storage_writer is not None else True
     _atomic_write(os.path.join(path, fname), chunks, sync)
-    mine = {"pieces": pieces, "tensors": tensors, "values": values}
-    if dist:
-        gathered: list = [None] * c10d.get_world_size(process_group)
-        c10d.all_gather_object(gathered, mine, group=process_group)
-    else:
-        gathered = [mine]
-    meta = {"format": FORMAT, "tensors": {}, "values": gathered[0]["values"], "pieces": []}
-    for g in gathered:
-        meta["tensors"].update(g["tensors"])
-        meta["pieces"].extend(g["pieces"])
-    if rank == 0:
-        old = os.path.join(path, METADATA)
-        _atomic_write(old, [json.dumps(meta).encode()], sync)
-    if dist:
-        c10d.barrier(group=process_group)
-    return meta
+    return {"pieces": pieces, "tensors": tensors, "values": values,
+            "files": {fname: {"rank": rank, "nbytes": offset}}}
 
 
 def _read_meta(path: str) -> dict:
     mpath = os.path.join(path, METADATA)
     try:
         with open(mpath, "rb") as f:
-            meta = json.loads(f.read().decode())
+            raw = f.read()
     except FileNotFoundError:
         raise CheckpointException(f"dcp.load: {mpath} does not exist: {path} is not a complete distributed "
                                   "checkpoint (metadata is written last, once every rank's file is in place)") from None
+    head, _, body = raw.partition(b"\n")
+    m = _HEADER.fullmatch(head)
+    try:
+        if m is None and raw.startswith(b"{"):
+            meta = json.loads(raw.decode())  # format 1: no checksums to check
+            if meta.get("format") == _FORMAT_1:
+                return meta
+            raise CheckpointException(f"dcp.load: {mpath} is not a tinytorch distributed checkpoint")
+        if m is None:
+            raise CheckpointException(f"dcp.load: {mpath} is corrupt or not a tinytorch distributed checkpoint: its "
+                                      f"first line is {head[:60]!r}, expected '{FORMAT} crc32c=<8 hex digits>'")
+        want, got = int(m.group(1), 16), _C._cpu.crc32c(body)
+        if got != want:
+            raise CheckpointException(f"dcp.load: {mpath} (written by rank 0) is corrupt: CRC-32C of its "
+                                      f"{len(body)} bytes of metadata is {got:#010x}, the recorded one {want:#010x}")
+        meta = json.loads(body.decode())
     except (ValueError, UnicodeDecodeError) as e:
         raise CheckpointException(f"dcp.load: {mpath} is corrupt ({e})") from None
     if meta.get("format") != FORMAT:
@@ -221,37 +282,61 @@ def _intersect(a_off, a_size, b_off, b_size):
 def load(state_dict: Dict[str, Any], *, checkpoint_id: Any = None, storage_reader: Optional[FileSystemReader] = None,
          planner: Any = None, process_group: Any = None, no_dist: bool = False) -> None:
     """Fill state_dict in place from a checkpoint: each tensor (DTensor or plain) gets the part of the saved global
-    tensor it holds, whatever world size saved it; plain values are replaced by the saved ones."""
-    import ml_dtypes  # noqa: F401  (registers bfloat16 with NumPy)
+    tensor it holds, whatever world size saved it; plain values are replaced by the saved ones. Every piece read
+    is checked against its recorded checksum; if any rank finds a problem, every rank raises and none changes its
+    state dict (the pieces are read into fresh arrays first, so this rank's share is held twice meanwhile)."""
     path = _dir(checkpoint_id, storage_reader, "load")
+    dist = c10d.is_initialized() and not no_dist
+    rank = c10d.get_rank(process_group) if dist else 0
+    updates: List[Tuple[Tuple, Any]] = []
+    error: Optional[BaseException] = None
+    try:
+        updates = _read_updates(state_dict, path, rank)
+    except Exception as e:  # every rank must reach the exchange below, or the others would wait for it
+        error = e
+    if not dist:
+        if error is not None:
+            raise error
+    else:
+        gathered: list = [None] * c10d.get_world_size(process_group)
+        c10d.all_gather_object(gathered, _message(error), group=process_group)
+        _fail_together(f"dcp.load from {path}", {r: m for r, m in enumerate(gathered) if m is not None}, error)
+    for p, value in updates:
+        if isinstance(value, np.ndarray):
+            leaf = _leaf(state_dict, p)
+            data = leaf._data
+            if type(data) is not np.ndarray:
+                import cupy
+                data[...] = cupy.asarray(value.astype(data.dtype, copy=False))
+            else:
+                data[...] = value.astype(data.dtype, copy=False)
+            leaf._bump_version()
+        else:
+            _assign(state_dict, p, value)
+
+
+def _read_updates(state_dict: Dict[str, Any], path: str, rank: int) -> List[Tuple[Tuple, Any]]:
+    """(path, new value) for every leaf of state_dict the checkpoint holds: for a tensor, the array of the part
+    this rank needs, built from checked pieces."""
+    import ml_dtypes  # noqa: F401  (registers bfloat16 with NumPy)
     meta = _read_meta(path)
     by_key: Dict[str, List[dict]] = {}
     for piece in meta["pieces"]:
         by_key.setdefault(piece["key"], []).append(piece)
-    files: Dict[str, Any] = {}
-
-    def file_bytes(name: str) -> Any:
-        if name not in files:
-            fpath = os.path.join(path, name)
-            try:
-                files[name] = np.memmap(fpath, dtype=np.uint8, mode="r") if os.path.getsize(fpath) else \
-                    np.zeros(0, np.uint8)
-            except FileNotFoundError:
-                raise CheckpointException(f"dcp.load: {fpath} is missing from the checkpoint") from None
-        return files[name]
-
-    leaves = _flatten(state_dict)
-    for p, leaf in leaves:
+    files = _Files(path, meta)
+    updates: List[Tuple[Tuple, Any]] = []
+    for p, leaf in _flatten(state_dict):
         key = _key(p)
+        item = ".".join(map(str, p))
         if not isinstance(leaf, Tensor):
             if key in meta["values"]:
-                _assign(state_dict, p, _decode(meta["values"][key]))
+                updates.append((p, _decode(meta["values"][key])))
             continue
         info = meta["tensors"].get(key)
         if info is None:
-            raise CheckpointException(f"dcp.load: the checkpoint in {path} has no tensor {'.'.join(map(str, p))}")
+            raise CheckpointException(f"dcp.load: the checkpoint in {path} has no tensor {item}")
         if list(leaf.shape) != info["shape"]:
-            raise CheckpointException(f"dcp.load: {'.'.join(map(str, p))} has shape {info['shape']} in the "
+            raise CheckpointException(f"dcp.load: {item} has shape {info['shape']} in the "
                                       f"checkpoint but {list(leaf.shape)} in the state dict given")
         dt = np.dtype(info["dtype"])
         offs, sizes = _box(leaf)
@@ -262,25 +347,78 @@ def load(state_dict: Dict[str, Any], *, checkpoint_id: Any = None, storage_reade
             if inter is None:
                 continue
             lo, hi = inter
-            raw = file_bytes(piece["file"])[piece["start"]:piece["start"] + piece["nbytes"]]
-            if raw.size != piece["nbytes"]:
-                raise CheckpointException(f"dcp.load: {os.path.join(path, piece['file'])} is truncated")
-            src = raw.view(dt).reshape(piece["sizes"])
+            src = files.piece(piece, item).view(dt).reshape(piece["sizes"])
             src_idx = tuple(slice(l - o, h - o) for l, h, o in zip(lo, hi, piece["offsets"]))
             dst_idx = tuple(slice(l - o, h - o) for l, h, o in zip(lo, hi, offs))
             out[dst_idx] = src[src_idx]
             covered += math.prod(h - l for l, h in zip(lo, hi))
         if covered != math.prod(sizes):
             raise CheckpointException(f"dcp.load: the checkpoint in {path} does not cover all of "
-                                      f"{'.'.join(map(str, p))} (saved pieces hold {covered} of the "
+                                      f"{item} (saved pieces hold {covered} of the "
                                       f"{math.prod(sizes)} elements this rank needs)")
-        data = leaf._data
-        if type(data) is not np.ndarray:
-            import cupy
-            data[...] = cupy.asarray(out.astype(data.dtype, copy=False))
-        else:
-            data[...] = out.astype(data.dtype, copy=False)
-        leaf._bump_version()
+        updates.append((p, out))
+    return updates
+
+
+class _Files:
+    """The checkpoint's rank files, mapped once each; hands out a piece's bytes after checking them."""
+
+    def __init__(self, path: str, meta: dict) -> None:
+        self.path = path
+        self.info: Dict[str, dict] = meta.get("files", {})
+        self.maps: Dict[str, Any] = {}
+
+    def file(self, name: str) -> Any:
+        """The bytes of rank file ``name``, mapped; its size checked against the metadata."""
+        if name not in self.maps:
+            fpath = os.path.join(self.path, name)
+            try:
+                size = os.path.getsize(fpath)
+                self.maps[name] = np.memmap(fpath, dtype=np.uint8, mode="r") if size else np.zeros(0, np.uint8)
+            except FileNotFoundError:
+                raise CheckpointException(f"dcp.load: {fpath} is missing from the checkpoint") from None
+            want = self.info.get(name, {}).get("nbytes")
+            if want is not None and size != want:
+                raise CheckpointException(
+                    f"dcp.load: {fpath} (written by rank {self.info[name].get('rank', '?')}) has {size} bytes, the "
+                    f"metadata says {want}: the file is {'truncated' if size < want else 'corrupt'}")
+        return self.maps[name]
+
+    def piece(self, piece: dict, item: str) -> Any:
+        """The bytes of one saved piece of ``item``, checked against its recorded size and CRC-32C."""
+        fpath = os.path.join(self.path, piece["file"])
+        writer = piece.get("rank", "?")
+        end = piece["start"] + piece["nbytes"]
+        raw = self.file(piece["file"])[piece["start"]:end]
+        if raw.size != piece["nbytes"]:
+            raise CheckpointException(f"dcp.load: {fpath} (written by rank {writer}) is truncated: item {item} "
+                                      f"needs bytes {piece['start']}..{end}")
+        if "crc32c" in piece:  # format 1 recorded none
+            got = _C._cpu.crc32c(raw)
+            if got != piece["crc32c"]:
+                raise CheckpointException(
+                    f"dcp.load: {fpath} (written by rank {writer}) is corrupt: item {item} (offsets "
+                    f"{piece['offsets']}, sizes {piece['sizes']}, bytes {piece['start']}..{end}) has CRC-32C "
+                    f"{got:#010x}, the recorded one {piece['crc32c']:#010x}")
+        return raw
+
+
+def _verify(path: str) -> None:
+    """Check every file and piece of the checkpoint in ``path`` against its metadata (no state dict needed);
+    raise CheckpointException naming the first problem."""
+    meta = _read_meta(path)
+    files = _Files(path, meta)
+    for name in meta.get("files", {}):
+        files.file(name)
+    for piece in meta["pieces"]:
+        files.piece(piece, ".".join(map(str, json.loads(piece["key"]))))
+
+
+def _leaf(root: Any, path: Tuple) -> Any:
+    obj = root
+    for k in path:
+        obj = obj[k]
+    return obj
 
 
 def _assign(root: Any, path: Tuple, value: Any) -> None:

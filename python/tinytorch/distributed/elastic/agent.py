@@ -1,8 +1,12 @@
-"""LocalElasticAgent: rendezvous, start the local workers, watch them, restart the group on failure.
+"""LocalElasticAgent: rendezvous, start the local workers, watch them, restart the group on failure
+or when nodes arrive.
 
 Restarts are all-or-nothing across nodes: a node whose worker fails stops its workers and asks
 every node (through the store) to start the next round; when no restarts remain it aborts the job,
-publishing the root cause so every agent prints the same summary.
+publishing the root cause so every agent prints the same summary. Under ``--nnodes MIN:MAX`` a node
+that arrives while the group runs waits at the rendezvous; the agents see it at their monitor
+interval and restart the group with it (scale-up). As in torchrun, only failures use up
+``--max-restarts``; membership changes do not.
 """
 from __future__ import annotations
 
@@ -19,7 +23,8 @@ from typing import Optional
 
 from .multiprocessing.api import Std, WorkerProcess, parse_std, start_worker_process, stop_processes
 from .multiprocessing.errors import ChildFailedError, ProcessFailure
-from .rendezvous import PeerEvent, RendezvousClosedError, RendezvousHandler, RendezvousInfo
+from .rendezvous import (PeerEvent, RendezvousClosedError, RendezvousGracefulExitError, RendezvousHandler,
+                         RendezvousInfo)
 
 __all__ = ["WorkerSpec", "WorkerState", "WorkerGroup", "RunResult", "SignalException", "LocalElasticAgent"]
 
@@ -44,6 +49,7 @@ class WorkerState(str, enum.Enum):
 
     INIT = "INIT"
     HEALTHY = "HEALTHY"
+    STOPPED = "STOPPED"  # stopped to take in new nodes
     SUCCEEDED = "SUCCEEDED"
     FAILED = "FAILED"
 
@@ -136,47 +142,69 @@ class LocalElasticAgent:
 
     def _invoke_run(self) -> RunResult:
         spec = self.spec
-        restart = 0
+        round_ = 0
         while True:
             try:
-                info = self.rdzv.next_rendezvous(restart)
+                info = self.rdzv.next_rendezvous(round_)
             except RendezvousClosedError as e:
                 return self._peer_abort_result(e.payload or {})
-            restart = info.round  # a late c10d node may join a later round
-            self._start_workers(info, restart)
-            outcome, payload = self._monitor(restart)
+            except RendezvousGracefulExitError as e:
+                log(f"{e}; leaving")
+                self.group.state = WorkerState.SUCCEEDED
+                return RunResult(WorkerState.SUCCEEDED, note=str(e))
+            round_ = info.round  # a late c10d node may join a later round
+            self._start_workers(info)
+            outcome, payload = self._monitor(info)
             if outcome == WorkerState.SUCCEEDED:
-                ev = self.rdzv.exit_barrier(restart, spec.exit_barrier_timeout)
+                ev = self.rdzv.exit_barrier(round_, spec.exit_barrier_timeout)
                 if ev is None:
+                    self.rdzv.finish()
                     self.group.state = WorkerState.SUCCEEDED
                     return RunResult(WorkerState.SUCCEEDED)
                 if ev.kind == "abort":
                     return self._peer_abort_result(ev.payload or {})
                 self._stop_workers()  # reaps what the finished workers may have left in their groups
-                log(f"another node failed ({(ev.payload or {}).get('reason', '')}); restarting the group")
-                restart += 1
+                log(f"{self._describe(ev.payload)}; restarting the group")
+                round_ += 1
                 continue
             if outcome == WorkerState.FAILED:
                 failures: dict[int, ProcessFailure] = payload
                 self._stop_workers()
                 _, root = ChildFailedError(spec.entrypoint_name, failures).get_first_failure()
                 reason = (f"rank {root.rank} on {root.hostname} exited with {root.exit_description()}")
-                if restart < spec.max_restarts:
-                    log(f"worker group failed ({reason}); restarting "
-                        f"({restart + 1}/{spec.max_restarts})")
-                    self.rdzv.request_restart(restart, {"reason": reason})
-                    restart += 1
+                if info.restart_count < spec.max_restarts:
+                    held = self.rdzv.request_restart(round_, {"reason": reason, "cause": "failure",
+                                                              "failures": info.restart_count + 1})
+                    log(f"worker group failed ({reason}); restarting ({held['failures']}/{spec.max_restarts})")
+                    round_ += 1
                     continue
                 log(f"worker group failed ({reason}); no restarts left (--max-restarts={spec.max_restarts})")
                 self.rdzv.abort({"reason": reason, "root_cause": root.to_dict()})
                 return RunResult(WorkerState.FAILED, failures, return_code=1)
+            if outcome == WorkerState.STOPPED:
+                waiting: int = payload
+                log(f"[{spec.role}] Detected {waiting} new nodes from group_rank={info.group_rank}; "
+                    "will restart worker group")
+                self.rdzv.request_restart(round_, {"reason": f"{waiting} new node(s) waiting to join",
+                                                   "cause": "membership", "failures": info.restart_count})
+                self._stop_workers()
+                round_ += 1
+                continue
             # A peer decided: stop our (healthy) workers and follow.
             ev = payload
             self._stop_workers()
             if ev.kind == "abort":
                 return self._peer_abort_result(ev.payload or {})
-            log(f"another node failed ({(ev.payload or {}).get('reason', '')}); restarting the group")
-            restart += 1
+            log(f"{self._describe(ev.payload)}; restarting the group")
+            round_ += 1
+
+    @staticmethod
+    def _describe(payload: Optional[dict]) -> str:
+        """Say why another node restarted the group."""
+        payload = payload or {}
+        if payload.get("cause") == "membership":
+            return f"the group is taking in new nodes ({payload.get('reason', '')})"
+        return f"another node failed ({payload.get('reason', '')})"
 
     def _peer_abort_result(self, payload: dict) -> RunResult:
         reason = payload.get("reason", "another node failed")
@@ -186,7 +214,7 @@ class LocalElasticAgent:
                          note=f"stopped because another node failed: {reason}", return_code=1)
 
     # -------------------------------------------------------------- workers
-    def _worker_env(self, info: RendezvousInfo, local_rank: int, restart: int) -> dict[str, str]:
+    def _worker_env(self, info: RendezvousInfo, local_rank: int) -> dict[str, str]:
         spec = self.spec
         base = info.base_rank()
         role_base, role_world = info.role_rank_and_size()
@@ -203,7 +231,8 @@ class LocalElasticAgent:
             "ROLE_WORLD_SIZE": str(role_world),
             "MASTER_ADDR": info.master_addr,
             "MASTER_PORT": str(info.master_port),
-            "TORCHELASTIC_RESTART_COUNT": str(restart),
+            "TORCHELASTIC_RESTART_COUNT": str(info.restart_count),
+            "TINYTORCH_RDZV_ROUND": str(info.round),
             "TORCHELASTIC_MAX_RESTARTS": str(spec.max_restarts),
             "TORCHELASTIC_RUN_ID": spec.run_id,
             "TORCHELASTIC_USE_AGENT_STORE": "True",
@@ -217,19 +246,19 @@ class LocalElasticAgent:
                     f"{spec.local_world_size} workers on this node to avoid oversubscription")
         return env
 
-    def _start_workers(self, info: RendezvousInfo, restart: int) -> None:
+    def _start_workers(self, info: RendezvousInfo) -> None:
         spec = self.spec
         self.group.info = info
-        self.group.restart_count = restart
+        self.group.restart_count = info.restart_count
         self.group.workers = []
         base = info.base_rank()
-        log(f"attempt {restart}: node {info.group_rank}/{info.group_world_size}, "
+        log(f"attempt {info.round}: node {info.group_rank}/{info.group_world_size}, "
             f"ranks {base}..{base + spec.local_world_size - 1} of {info.world_size()}, "
             f"store {info.master_addr}:{info.master_port}")
         for lr in range(spec.local_world_size):
             rank = base + lr
-            env = self._worker_env(info, lr, restart)
-            rank_dir = os.path.join(self._log_root, f"attempt_{restart}", str(rank))
+            env = self._worker_env(info, lr)
+            rank_dir = os.path.join(self._log_root, f"attempt_{info.round}", str(rank))
             os.makedirs(rank_dir, exist_ok=True)
             env["TORCHELASTIC_ERROR_FILE"] = os.path.join(rank_dir, "error.json")
             self.group.workers.append(start_worker_process(
@@ -241,8 +270,9 @@ class LocalElasticAgent:
             ))
         self.group.state = WorkerState.HEALTHY
 
-    def _monitor(self, restart: int) -> tuple[WorkerState, object]:
-        """Poll until all workers succeeded, one failed, or a peer asked for a restart or abort."""
+    def _monitor(self, info: RendezvousInfo) -> tuple[WorkerState, object]:
+        """Poll until all workers succeeded, one failed, a peer asked for a restart or abort (INIT), or
+        nodes wait to join (STOPPED, with their number)."""
         while True:
             time.sleep(self.spec.monitor_interval)
             codes = [w.poll() for w in self.group.workers]
@@ -259,9 +289,13 @@ class LocalElasticAgent:
                 for w in self.group.workers:
                     w.close_logs()
                 return WorkerState.SUCCEEDED, None
-            ev: Optional[PeerEvent] = self.rdzv.peer_event(restart)
+            ev: Optional[PeerEvent] = self.rdzv.peer_event(info.round)
             if ev is not None:
                 return WorkerState.INIT, ev
+            waiting = self.rdzv.num_nodes_waiting(info.round)
+            if waiting:
+                self.group.state = WorkerState.STOPPED
+                return WorkerState.STOPPED, waiting
 
     def _stop_workers(self, sig: int = signal.SIGTERM) -> None:
         if self.group.workers:

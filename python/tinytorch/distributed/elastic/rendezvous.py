@@ -4,15 +4,19 @@ One agent hosts the store on a listening socket it binds itself and keeps for th
 (``master_listen_fd``), so there is no pick-a-free-port-then-close race and the store outlives
 worker restarts. The other agents connect as clients, bounded by ``read_timeout``.
 
-Rounds: round ``r`` is attempt ``r`` (its number is ``TORCHELASTIC_RESTART_COUNT``). In each round
-every agent publishes a descriptor; once all have arrived, every agent computes the same ranks
-from the same descriptors. Keys, all under ``tt_rdzv/<run_id>/``:
+Rounds: round ``r`` is attempt ``r`` (workers see it as ``TINYTORCH_RDZV_ROUND``; their
+``TORCHELASTIC_RESTART_COUNT`` counts only the failures before it). In each round every agent
+publishes a descriptor; once all have arrived, every agent computes the same ranks from the same
+descriptors. Keys, all under ``tt_rdzv/<run_id>/``:
 
 - ``r<r>/claim/<node_rank>``, ``r<r>/node/<group_rank>``: static backend membership
-- ``r<r>/joined``, ``r<r>/size``, ``r<r>/node/<i>``: c10d backend membership (join order, closed size)
-- ``r<r>/restart``: a node's workers failed and it asked every node to start round ``r+1``
+- ``r<r>/joined``, ``r<r>/size``, ``r<r>/slot/<i>``: c10d backend membership (join order, closed size);
+  ``joined - size`` nodes arrived after the round closed and wait for the next one (scale-up)
+- ``r<r>/restart``: the group starts round ``r+1``: its value says why (a failure, or nodes waiting
+  to join) and how many failures the job has had, so every agent counts restarts alike
 - ``r<r>/done``: count of nodes whose workers all succeeded (the exit barrier)
 - ``abort``: the job failed for good; the value names the root cause
+- ``finished``: the job succeeded; a node still waiting to join leaves without error
 - ``left``: count of agents that are leaving; the host keeps the store up until all have left
 
 Workers use the same store (``TORCHELASTIC_USE_AGENT_STORE=True``): their ``MASTER_ADDR`` and
@@ -36,6 +40,7 @@ __all__ = [
     "RendezvousConnectionError",
     "RendezvousTimeoutError",
     "RendezvousClosedError",
+    "RendezvousGracefulExitError",
     "RendezvousParameters",
     "RendezvousInfo",
     "RendezvousHandler",
@@ -63,6 +68,10 @@ class RendezvousClosedError(RendezvousError):
     def __init__(self, msg: str, payload: Optional[dict] = None) -> None:
         super().__init__(msg)
         self.payload = payload
+
+
+class RendezvousGracefulExitError(RendezvousError):
+    """The job finished while this node waited to be taken in: nothing is left for it to do."""
 
 
 @dataclass
@@ -97,6 +106,7 @@ class RendezvousInfo:
     nodes: list[dict] = field(default_factory=list)  # descriptors in group-rank order
     master_addr: str = ""
     master_port: int = 0
+    restart_count: int = 0  # failures before this round (membership changes do not count)
 
     def base_rank(self) -> int:
         """Return the global rank of this node's local rank 0."""
@@ -116,7 +126,8 @@ class RendezvousInfo:
 
 @dataclass
 class PeerEvent:
-    """Something another node decided: ``kind`` is "restart" or "abort"; ``payload`` names the cause."""
+    """Something another node decided: ``kind`` is "restart" or "abort"; ``payload`` names the cause
+    (for a restart, also ``cause``: "failure" or "membership", and ``failures``: the job's count so far)."""
 
     kind: str
     payload: Optional[dict] = None
@@ -193,6 +204,7 @@ class RendezvousHandler:
         self._listen_sock: Optional[socket.socket] = None
         self._prefix = f"tt_rdzv/{p.run_id}/"
         self._last_size = 1
+        self._last_round = 0
         self._left = False
         self._store_lost = False
 
@@ -303,6 +315,8 @@ class RendezvousHandler:
         payload = self._abort_payload()
         if payload is not None:
             raise RendezvousClosedError(f"the job was aborted by another node: {payload.get('reason', '')}", payload)
+        if self._check("finished"):
+            raise RendezvousGracefulExitError("the job finished before this node was taken in")
 
     @_store_op
     def next_rendezvous(self, round_: int) -> RendezvousInfo:
@@ -317,7 +331,10 @@ class RendezvousHandler:
             raise RendezvousError(f"nodes disagree on --max-restarts ({sorted(restarts)}); use one value on every node")
         info.master_addr = self.params.endpoint_host
         info.master_port = self.port
+        if info.round > 0 and self._check(f"r{info.round - 1}/restart"):
+            info.restart_count = int(self._get_json(f"r{info.round - 1}/restart").get("failures", 0))
         self._last_size = info.group_world_size
+        self._last_round = info.round
         return info
 
     def _wait_for(self, keys: list[str], deadline: float, what: str) -> None:
@@ -402,10 +419,22 @@ class RendezvousHandler:
         return None
 
     @_store_op
-    def request_restart(self, round_: int, payload: dict) -> None:
-        """Ask every node to stop its workers and join round ``round_ + 1``."""
-        if not self._check(f"r{round_}/restart"):
-            self._set_json(f"r{round_}/restart", payload)
+    def num_nodes_waiting(self, round_: int) -> int:
+        """Return how many nodes arrived after round ``round_`` closed and wait to be taken in (c10d only).
+
+        Nodes beyond MAX are not counted (they are spares), nor are any once a node of the round has
+        finished: the group is ending, a restart would only run finished work again."""
+        if self.params.backend != "c10d" or not self._check(f"r{round_}/size") or self._counter(f"r{round_}/done"):
+            return 0
+        size = int(self._raw_get(self._k(f"r{round_}/size")))
+        return max(0, min(self._counter(f"r{round_}/joined"), self.params.max_nodes) - size)
+
+    @_store_op
+    def request_restart(self, round_: int, payload: dict) -> dict:
+        """Ask every node to stop its workers and join round ``round_ + 1``; return the request that holds
+        (another node's, when two asked at once: the first writer wins)."""
+        value = self.store.compare_set(self._k(f"r{round_}/restart"), "", json.dumps(payload))
+        return json.loads(value.decode() if isinstance(value, (bytes, bytearray)) else value)
 
     def abort(self, payload: dict) -> None:
         """Mark the job failed for good; peers stop their workers and exit non-zero."""
@@ -415,6 +444,11 @@ class RendezvousHandler:
             self.store.compare_set(self._k("abort"), "", json.dumps(payload))
         except Exception:
             pass  # store already gone: peers will notice that on their own
+
+    @_store_op
+    def finish(self) -> None:
+        """Mark the job succeeded, so that a node still waiting to join leaves instead of waiting on."""
+        self.store.set(self._k("finished"), "1")
 
     @_store_op
     def exit_barrier(self, round_: int, timeout: float) -> Optional[PeerEvent]:
@@ -442,8 +476,12 @@ class RendezvousHandler:
                 self._left = True
                 self.store.add(self._k("left"), 1)
             if self.is_host:
+                # Nodes still waiting to join the last round count too: they must see "finished" before the store goes.
+                expected = self._last_size
+                if self.params.backend == "c10d":
+                    expected = max(expected, self._counter(f"r{self._last_round}/joined"))
                 deadline = time.monotonic() + self.params.close_timeout
-                while self._counter("left") < self._last_size and time.monotonic() < deadline:
+                while self._counter("left") < expected and time.monotonic() < deadline:
                     time.sleep(self.params.poll_interval)
         except Exception:
             pass  # leaving anyway; a dead store is not an error at this point

@@ -195,6 +195,8 @@ def stop_processes(workers: list[WorkerProcess], sig: int = signal.SIGTERM, time
     """Send ``sig`` to every worker's process group, SIGKILL whatever is left after ``timeout``, reap all."""
     for w in workers:
         w.signal_group(sig)
+        if sig != signal.SIGKILL:
+            w.signal_group(signal.SIGCONT)  # a stopped worker (SIGSTOP, a hang) acts on sig only once continued
     deadline = time.monotonic() + timeout
     for w in workers:
         try:
