@@ -458,15 +458,23 @@ time.sleep(120)
 
 
 def test_workers_exit_when_the_main_process_is_killed():
-    p = subprocess.Popen([sys.executable, "-c", _ORPHAN_SCRIPT], stdout=subprocess.PIPE, text=True)
+    p = subprocess.Popen([sys.executable, "-c", _ORPHAN_SCRIPT], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                         text=True)
     try:
-        pids = [int(x) for x in p.stdout.readline().split()]
-        assert len(pids) == 2 and not any(_gone(q) for q in pids)
+        line = p.stdout.readline()
+        pids = [int(x) for x in line.split()]
+        assert len(pids) == 2 and not any(_gone(q) for q in pids), (line, p.poll())
         p.kill()
         p.wait(timeout=10)
-        assert _wait_gone(pids, 20)  # each worker notices its parent is gone within MP_STATUS_CHECK_INTERVAL
+        # Each worker notices its parent is gone within MP_STATUS_CHECK_INTERVAL.
+        assert _wait_gone(pids, 20), [open(f"/proc/{q}/stat").read() for q in pids if not _gone(q)]
     finally:
         p.kill()
+        p.wait(timeout=10)
+        err = p.stderr.read()
+        p.stdout.close()
+        p.stderr.close()
+    assert "Traceback" not in err, err
 
 
 # ------------------------------------------------------------------ shared memory

@@ -9,6 +9,9 @@ last mapping and descriptor are gone. A block is unmapped when the last array ov
 `dumps` pickles an object with every CPU tensor replaced by a reference to a block (a tensor already in
 one, such as a batch that default_collate stacked in a worker, costs no copy; any other is copied once,
 all of them into one block); `loads` maps the received descriptors and rebuilds the tensors over them.
+A receiver that frees a block it got tells the sender (its id back over the socket), and the sender's
+Recycler reuses the block for a later batch of the same size: its pages already exist, so the batch's
+stack is its only cost, rather than faulting in and zeroing fresh memory every batch.
 """
 from __future__ import annotations
 
@@ -17,7 +20,11 @@ import io
 import mmap
 import os
 import pickle
+import socket
+import struct
+import sys
 import weakref
+from collections import OrderedDict
 from typing import Any, List, Optional, Tuple
 
 import numpy as np
@@ -36,10 +43,19 @@ _libc.munmap.argtypes = [ctypes.c_void_p, ctypes.c_size_t]
 _MAP_FAILED = ctypes.c_void_p(-1).value
 
 
-def _release(addr: int, size: int, fd: int) -> None:
+_BLOCK_ID = struct.Struct("q")
+
+
+def _release(addr: int, size: int, fd: int, give_back: Optional[Tuple[socket.socket, int]]) -> None:
     _libc.munmap(addr, size)
     if fd >= 0:
         os.close(fd)
+    if give_back is not None:
+        sock, block_id = give_back
+        try:  # never blocks: a finalizer may run anywhere
+            sock.send(_BLOCK_ID.pack(block_id), socket.MSG_DONTWAIT)
+        except OSError:
+            pass  # the sender is gone or not listening: it allocates anew
 
 
 class SharedBlock:
@@ -48,7 +64,8 @@ class SharedBlock:
 
     __slots__ = ("fd", "size", "addr", "__array_interface__", "_finalizer", "__weakref__")
 
-    def __init__(self, fd: int, size: int, keep_fd: bool) -> None:
+    def __init__(self, fd: int, size: int, keep_fd: bool,
+                 give_back: Optional[Tuple[socket.socket, int]] = None) -> None:
         # ctypes' mmap rather than the mmap module's, which keeps a duplicate descriptor per mapping:
         # a process holding many batches would run out of descriptors.
         addr = _libc.mmap(None, size, mmap.PROT_READ | mmap.PROT_WRITE, mmap.MAP_SHARED, fd, 0)
@@ -59,7 +76,7 @@ class SharedBlock:
             os.close(fd)
         self.fd, self.size, self.addr = (fd if keep_fd else -1), size, addr
         self.__array_interface__ = {"shape": (size,), "typestr": "|u1", "data": (addr, False), "version": 3}
-        self._finalizer = weakref.finalize(self, _release, addr, size, self.fd)
+        self._finalizer = weakref.finalize(self, _release, addr, size, self.fd, give_back)
         self._finalizer.atexit = False  # the process's exit frees it anyway
 
     @classmethod
@@ -74,14 +91,14 @@ class SharedBlock:
             raise
 
     @classmethod
-    def from_fd(cls, fd: int) -> "SharedBlock":
-        """Map a received descriptor (and close it)."""
+    def from_fd(cls, fd: int, give_back: Optional[Tuple[socket.socket, int]] = None) -> "SharedBlock":
+        """Map a received descriptor (and close it); when freed, send give_back's id over its socket."""
         try:
             size = os.fstat(fd).st_size
         except BaseException:
             os.close(fd)
             raise
-        return cls(fd, size, keep_fd=False)
+        return cls(fd, size, keep_fd=False, give_back=give_back)
 
     def array(self, dtype: np.dtype, shape: tuple, offset: int = 0, strides: Optional[tuple] = None) -> np.ndarray:
         """An array over this block's bytes (it keeps the block mapped)."""
@@ -97,13 +114,67 @@ def block_of(array: Any) -> Optional[SharedBlock]:
     return None
 
 
+class Recycler:
+    """Blocks a sending process (a DataLoader worker) lent to the receiver and blocks given back, so that a
+    later batch of the same size reuses them. Only blocks it allocated itself are lent, and a given-back
+    block is reused only when nothing in this process still refers to it."""
+
+    MAX_LENT = 16  # beyond this many outstanding, the oldest are forgotten (and freed here)
+    MAX_FREE = 4
+
+    def __init__(self, sock: socket.socket) -> None:
+        self.sock = sock
+        self.own: "weakref.WeakSet[SharedBlock]" = weakref.WeakSet()
+        self.lent: "OrderedDict[int, SharedBlock]" = OrderedDict()
+        self.free: List[SharedBlock] = []
+        self.next_id = 0
+
+    def allocate(self, size: int) -> SharedBlock:
+        """A block of `size` bytes: a given-back one when there is one, else a new one."""
+        self._collect()
+        for i in range(len(self.free)):
+            if self.free[i].size == size and sys.getrefcount(self.free[i]) == 2:  # self.free and the argument
+                return self.free.pop(i)
+        block = SharedBlock.allocate(size)
+        self.own.add(block)
+        return block
+
+    def lend(self, block: SharedBlock) -> int:
+        """The id the receiver gives back when it frees `block` (-1: not ours to reuse)."""
+        if block not in self.own:
+            return -1
+        block_id, self.next_id = self.next_id, self.next_id + 1
+        self.lent[block_id] = block
+        if len(self.lent) > self.MAX_LENT:
+            self.lent.popitem(last=False)
+        return block_id
+
+    def _collect(self) -> None:
+        while True:
+            try:
+                msg = self.sock.recv(_BLOCK_ID.size, socket.MSG_DONTWAIT)
+            except OSError:  # nothing waiting (BlockingIOError), or the receiver is gone
+                return
+            if len(msg) != _BLOCK_ID.size:
+                return
+            block = self.lent.pop(_BLOCK_ID.unpack(msg)[0], None)
+            if block is not None:
+                self.free.append(block)
+                del self.free[:-self.MAX_FREE]
+
+
+recycler: Optional[Recycler] = None
+"""Set in a DataLoader worker: where its shared blocks come from and go back to."""
+
+
 def empty_shared(shape: tuple, dtype: np.dtype) -> np.ndarray:
-    """An uninitialized array in a new shared block (a plain array when it is empty or memfd is missing)."""
+    """An uninitialized array in a shared block (a plain array when it is empty or memfd is missing)."""
     dtype = np.dtype(dtype)
     nbytes = int(np.prod(shape, dtype=np.int64)) * dtype.itemsize
     if nbytes == 0 or not AVAILABLE:
         return np.empty(shape, dtype)
-    return SharedBlock.allocate(nbytes).array(dtype, tuple(shape))
+    block = recycler.allocate(nbytes) if recycler is not None else SharedBlock.allocate(nbytes)
+    return block.array(dtype, tuple(shape))
 
 
 def share_array(array: np.ndarray) -> np.ndarray:
@@ -153,34 +224,38 @@ class _Pickler(pickle.Pickler):
         return ("copy", type(obj), offset, a.shape, a.dtype.str, obj._requires_grad)
 
 
-def dumps(obj: Any) -> Tuple[bytes, List[int], List[SharedBlock]]:
-    """Pickle obj for another process: (bytes, descriptors to send with them, blocks to keep alive until sent).
-    Tensors not yet in shared memory are copied, all into one new block whose descriptor comes last."""
+def dumps(obj: Any) -> Tuple[bytes, List[int], List[int], List[SharedBlock]]:
+    """Pickle obj for another process: (bytes, descriptors to send with them, the blocks' ids for giving
+    them back (-1: not to give back), the blocks, to keep alive until sent). Tensors not yet in shared
+    memory are copied, all into one block whose descriptor comes last."""
     if not AVAILABLE:
-        return pickle.dumps(obj, protocol=pickle.HIGHEST_PROTOCOL), [], []
+        return pickle.dumps(obj, protocol=pickle.HIGHEST_PROTOCOL), [], [], []
     buf = io.BytesIO()
     p = _Pickler(buf)
     p.dump(obj)
     blocks = p.blocks
     if p.pending:
-        extra = SharedBlock.allocate(p.pending_bytes)
+        size = p.pending_bytes
+        extra = recycler.allocate(size) if recycler is not None else SharedBlock.allocate(size)
         for a, offset in p.pending:
             np.copyto(extra.array(a.dtype, a.shape, offset), a)
         blocks = blocks + [extra]
-    return buf.getvalue(), [b.fd for b in blocks], blocks
+    ids = [recycler.lend(b) if recycler is not None else -1 for b in blocks]
+    return buf.getvalue(), [b.fd for b in blocks], ids, blocks
 
 
 class _Unpickler(pickle.Unpickler):
-    def __init__(self, file: io.BytesIO, fds: List[int]) -> None:
+    def __init__(self, file: io.BytesIO, fds: List[int], ids: List[int], sock: Optional[socket.socket]) -> None:
         super().__init__(file)
-        self.fds = fds
+        self.fds, self.ids, self.sock = fds, ids, sock
         self.blocks: dict = {}
 
     def _block(self, slot: int) -> SharedBlock:
         block = self.blocks.get(slot)
         if block is None:
             fd, self.fds[slot] = self.fds[slot], -1
-            block = self.blocks[slot] = SharedBlock.from_fd(fd)
+            give_back = (self.sock, self.ids[slot]) if self.sock is not None and self.ids[slot] >= 0 else None
+            block = self.blocks[slot] = SharedBlock.from_fd(fd, give_back)
         return block
 
     def persistent_load(self, pid: Any) -> Tensor:
@@ -197,11 +272,13 @@ class _Unpickler(pickle.Unpickler):
         return t
 
 
-def loads(payload: bytes, fds: List[int]) -> Any:
-    """Rebuild what dumps pickled, mapping the received descriptors (each is closed, used or not)."""
+def loads(payload: bytes, fds: List[int], ids: Optional[List[int]] = None,
+          sock: Optional[socket.socket] = None) -> Any:
+    """Rebuild what dumps pickled, mapping the received descriptors (each is closed, used or not); a block
+    with an id is given back over `sock` when freed."""
     fds = list(fds)
     try:
-        return _Unpickler(io.BytesIO(payload), fds).load()
+        return _Unpickler(io.BytesIO(payload), fds, ids or [-1] * len(fds), sock).load()
     finally:
         for fd in fds:
             if fd >= 0:

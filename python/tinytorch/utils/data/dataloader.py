@@ -355,20 +355,20 @@ class _WorkerPool:
     def decode(self, msg: tuple) -> tuple:
         """A worker's message -> (worker_id, idx, data), mapping the shared memory its descriptors name."""
         from ... import _shared_memory
-        worker_id, idx, payload, nfds = msg
+        worker_id, idx, payload, ids = msg
         fds: list = []
-        if nfds:
+        if ids:
             try:
-                _, fds, _, _ = socket.recv_fds(self.sockets[worker_id], 1, nfds)
+                _, fds, _, _ = socket.recv_fds(self.sockets[worker_id], 1, len(ids))
             except OSError as e:
-                raise RuntimeError(f"DataLoader worker {worker_id} sent a batch but its {nfds} shared memory "
+                raise RuntimeError(f"DataLoader worker {worker_id} sent a batch but its {len(ids)} shared memory "
                                    f"descriptor(s) did not arrive: {e}") from e
-            if len(fds) != nfds:
+            if len(fds) != len(ids):
                 for fd in fds:
                     os.close(fd)
                 raise RuntimeError(f"DataLoader worker {worker_id} sent {len(fds)} shared memory descriptor(s) for "
-                                   f"a batch that needs {nfds} (is the open file limit, ulimit -n, too low?)")
-        return (worker_id, idx, _shared_memory.loads(payload, fds))
+                                   f"a batch that needs {len(ids)} (is the open file limit, ulimit -n, too low?)")
+        return (worker_id, idx, _shared_memory.loads(payload, fds, ids, self.sockets[worker_id]))
 
     def stop(self, worker_id: int) -> None:
         """Send the worker its final None (once): it exits after its current task."""

@@ -1,9 +1,10 @@
 """The worker process: its loop, its seeds and get_worker_info() (PyTorch's _utils/worker.py).
 
 A worker receives (task index, sampler index) on its own index queue, fetches and collates, and puts
-(worker id, task index, pickled data, descriptor count) on the result queue shared by all workers. The
+(worker id, task index, pickled data, ids of the blocks whose descriptors it sent) on the result queue shared by all workers. The
 shared-memory blocks of the batch's tensors travel beside it as file descriptors over the worker's Unix
-socket (tinytorch._shared_memory), sent before the message, so the main process finds them waiting."""
+socket (tinytorch._shared_memory), sent before the message, so the main process finds them waiting; the
+main process sends back over the same socket the ids of blocks it freed, which the worker reuses."""
 from __future__ import annotations
 
 import faulthandler
@@ -79,13 +80,13 @@ def _send(sock: socket.socket, data_queue: Any, worker_id: int, idx: Any, data: 
     """Hand (idx, data) to the main process: the shared blocks' descriptors first, then the message."""
     from .... import _shared_memory
     try:
-        payload, fds, blocks = _shared_memory.dumps(data)
+        payload, fds, ids, blocks = _shared_memory.dumps(data)
     except Exception:  # noqa: BLE001 - e.g. an unpicklable batch: the main process raises it
-        payload, fds, blocks = _shared_memory.dumps(ExceptionWrapper(where=f"in DataLoader worker process "
-                                                                           f"{worker_id}"))
+        payload, fds, ids, blocks = _shared_memory.dumps(ExceptionWrapper(where=f"in DataLoader worker process "
+                                                                                f"{worker_id}"))
     if fds:
         socket.send_fds(sock, [b"f"], fds)
-    data_queue.put((worker_id, idx, payload, len(fds)))
+    data_queue.put((worker_id, idx, payload, ids))
     del blocks  # the receiver holds its own descriptors now
 
 
@@ -93,9 +94,10 @@ def _worker_loop(worker_id: int, num_workers: int, index_queue: Any, data_queue:
                  done_event: Any, dataset_kind: int, dataset: Any, auto_collation: bool, collate_fn: Callable,
                  drop_last: bool, base_seed: int, init_fn: Optional[Callable]) -> None:
     """Serve fetch requests until told to stop (None), the loader shuts down, or the parent dies."""
-    from .... import _threads, manual_seed
+    from .... import _shared_memory, _threads, manual_seed
     from .fetch import _DatasetKind
     try:
+        _shared_memory.recycler = _shared_memory.Recycler(fd_socket)
         faulthandler.enable()  # a crash in native code prints this worker's Python stack before it dies
         _threads.set(1)  # parallelism comes from the workers; intra-op threads would oversubscribe the cores
         seed = base_seed + worker_id
