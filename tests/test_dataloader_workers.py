@@ -460,6 +460,7 @@ time.sleep(120)
 def test_workers_exit_when_the_main_process_is_killed():
     p = subprocess.Popen([sys.executable, "-c", _ORPHAN_SCRIPT], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
                          text=True)
+    pids = []
     try:
         line = p.stdout.readline()
         pids = [int(x) for x in line.split()]
@@ -471,6 +472,9 @@ def test_workers_exit_when_the_main_process_is_killed():
     finally:
         p.kill()
         p.wait(timeout=10)
+        for q in pids:  # only if the assertion above failed: leave no orphan behind
+            if not _gone(q):
+                os.kill(q, signal.SIGKILL)
         err = p.stderr.read()
         p.stdout.close()
         p.stderr.close()
@@ -512,6 +516,36 @@ def test_batches_cross_in_shared_memory_and_are_freed_with_the_tensor():
     del batch, x
     gc.collect()
     assert _memfd_mappings() == before  # ... until its tensors are freed
+
+
+class Ramps(Dataset):
+    def __len__(self) -> int:
+        return 120
+
+    def __getitem__(self, i: int) -> tinytorch.Tensor:
+        return tinytorch.full((1000,), float(i))
+
+
+def _memfd_inode(t: tinytorch.Tensor) -> str:
+    with open("/proc/self/maps") as f:
+        for line in f:
+            lo, hi = (int(v, 16) for v in line.split()[0].split("-"))
+            if lo <= t.data_ptr() < hi:
+                assert "memfd:tinytorch" in line
+                return line.split()[4]
+    raise AssertionError("tensor memory not mapped")
+
+
+def test_memory_of_freed_batches_is_reused_and_held_batches_stay_intact():
+    kept, inodes = [], []
+    for k, b in enumerate(DataLoader(Ramps(), batch_size=4, num_workers=1)):
+        inodes.append(_memfd_inode(b))
+        if k % 10 == 0:
+            kept.append((k, b))
+        del b
+    assert len(inodes) == 30 and len(set(inodes)) < 15  # the worker stacked most batches into given-back blocks
+    for k, b in kept:  # never into a block this process still holds
+        assert b.tolist() == [[float(4 * k + j)] * 1000 for j in range(4)]
 
 
 def _write_from_child(t, value) -> None:
@@ -579,3 +613,20 @@ def test_sequential_batch_sampler_indices_reach_workers_unchanged():
     sampler = BatchSampler(SequentialSampler(range(10)), 3, drop_last=False)
     dl = DataLoader(Items(10), batch_sampler=sampler, num_workers=2)
     assert [b["i"].tolist() for b in dl] == [[0, 1, 2], [3, 4, 5], [6, 7, 8], [9]]
+
+
+def test_train_gpt_loads_through_workers_and_its_trace_shows_it(tmp_path):
+    import json
+    root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+    cmd = [sys.executable, os.path.join(root, "examples", "train_gpt.py"), "--workers", "2", "--trace-step", "3",
+           "--steps", "4", "--eval-every", "100", "--width", "32", "--layers", "1", "--context", "16",
+           "--batch-size", "4", "--max-bytes", "50000", "--eval-batches", "1", "--sample-bytes", "4",
+           "--out", str(tmp_path)]
+    out = subprocess.run(cmd, capture_output=True, text=True, timeout=300, env=dict(os.environ, OMP_NUM_THREADS="1"))
+    assert out.returncode == 0, out.stdout + out.stderr
+    assert "done: 4 steps" in out.stdout
+    with open(tmp_path / "trace.json") as f:
+        spans = [e for e in json.load(f)["traceEvents"] if e.get("ph") == "X"]
+    loading = [e for e in spans if e["name"] == "enumerate(DataLoader)#_MultiProcessingDataLoaderIter.__next__"]
+    compute = [e for e in spans if e["cat"] in ("forward", "backward")]
+    assert len(loading) == 1 and compute and loading[0]["ts"] <= min(e["ts"] for e in compute)
