@@ -8,7 +8,7 @@
    map them, touch every page), what pickling the bytes would cost, and per batch time through a loader
    with one persistent worker that only stacks ready images (the stack is the batch's one copy).
 
-    python benchmarks/dataloader.py [--workers 2] [--rounds 5] [--batches 40] [--passes 60] [--json PATH]
+    python benchmarks/dataloader.py [--workers 2] [--rounds 5] [--batches 40] [--passes 120] [--json PATH]
 """
 import argparse
 import os
@@ -23,7 +23,7 @@ from harness import median_ms, write_json
 
 
 class Augmented:
-    """Item i: a seeded 3 x 96 x 96 image through `passes` NumPy passes (~2 ms at 60), and a label."""
+    """Item i: a seeded 3 x 96 x 96 image through `passes` NumPy passes (~2 ms at 120), and a label."""
 
     def __init__(self, lib, n: int, passes: int) -> None:
         self.lib, self.n, self.passes = lib, n, passes
@@ -107,7 +107,7 @@ def main() -> None:
     p.add_argument("--workers", type=int, default=2)
     p.add_argument("--rounds", type=int, default=5)
     p.add_argument("--batches", type=int, default=40, help="batches of 16 per epoch")
-    p.add_argument("--passes", type=int, default=60, help="NumPy passes per item (~2 ms at 60 on an idle core)")
+    p.add_argument("--passes", type=int, default=120, help="NumPy passes per item (~2 ms at 120 on an idle core)")
     p.add_argument("--reps", type=int, default=20, help="repetitions of each transfer measurement")
     p.add_argument("--json", default=os.path.join(os.path.dirname(__file__), "results", "dataloader.json"))
     args = p.parse_args()

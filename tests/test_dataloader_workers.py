@@ -2,6 +2,7 @@
 semantics and messages, shared-memory batches, and no process left behind."""
 import gc
 import os
+import pickle
 import random
 import signal
 import subprocess
@@ -550,6 +551,17 @@ def test_memory_of_freed_batches_is_reused_and_held_batches_stay_intact():
 
 def _write_from_child(t, value) -> None:
     t.fill_(value)
+
+
+def test_spawn_with_unpicklable_arguments_fails_cleanly():
+    from tinytorch.utils.data.dataloader import _WorkerPool
+    before = set(_WorkerPool.running)
+    dl = DataLoader(Items(4), batch_size=2, num_workers=2, multiprocessing_context="spawn",
+                    collate_fn=lambda items: items)
+    with pytest.warns(UserWarning, match="Got pickle error when attempting to start a worker Process"):
+        with pytest.raises((AttributeError, TypeError, pickle.PicklingError)):
+            iter(dl)
+    assert _WorkerPool.running <= before  # nothing was left starting or running
 
 
 def test_share_memory_is_shared_with_forked_processes():

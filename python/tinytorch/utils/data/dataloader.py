@@ -15,6 +15,7 @@ import atexit
 import itertools
 import multiprocessing
 import os
+import pickle
 import queue
 import socket
 import sys
@@ -315,36 +316,52 @@ class _WorkerPool:
         self.index_queues: list = []
         self.workers: list = []
         self.sockets: list = []  # the main process's end of each worker's descriptor socket
-        self.told_to_stop = [False] * num_workers
+        self.told_to_stop: list = []
         self.closed = False
         self.pids_key: Optional[int] = None
-        _WorkerPool.running.add(self)
-        for i in range(num_workers):
-            index_queue = ctx.Queue()
-            index_queue.cancel_join_thread()  # a worker that died must not block our exit
-            ours, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET)
-            ours.settimeout(_utils.MP_STATUS_CHECK_INTERVAL)
-            self.index_queues.append(index_queue)
-            self.sockets.append(ours)
-            w = ctx.Process(target=_utils.worker._worker_loop, daemon=True,
-                            args=(i, num_workers, index_queue, self.result_queue, theirs, self.done_event) + loader_args)
-            try:
-                w.start()
-            finally:
-                theirs.close()
-            self.workers.append(w)
+        self.pin_thread: Optional[threading.Thread] = None
         self.data_queue: Any = self.result_queue
+        _WorkerPool.running.add(self)
+        try:
+            for i in range(num_workers):
+                self._start_worker(ctx, i, num_workers, loader_args)
+        except BaseException:  # e.g. spawn cannot pickle the dataset: stop those already started
+            self.shutdown()
+            raise
         if pin_memory:
             from ... import accelerator
             self.pin_done_event = threading.Event()
             self.data_queue = queue.Queue()
-            self.pin_thread: Optional[threading.Thread] = threading.Thread(
+            self.pin_thread = threading.Thread(
                 target=_utils.pin_memory._pin_memory_loop, name="tinytorch_data_pin", daemon=True,
                 args=(self.result_queue, self.data_queue, accelerator.current_device_index(), self.pin_done_event,
                       None, self.decode))
             self.pin_thread.start()
-        else:
-            self.pin_thread = None
+
+    def _start_worker(self, ctx: multiprocessing.context.BaseContext, i: int, num_workers: int,
+                      loader_args: tuple) -> None:
+        index_queue = ctx.Queue()
+        index_queue.cancel_join_thread()  # a worker that died must not block our exit
+        ours, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET)
+        ours.settimeout(_utils.MP_STATUS_CHECK_INTERVAL)
+        w = ctx.Process(target=_utils.worker._worker_loop, daemon=True,
+                        args=(i, num_workers, index_queue, self.result_queue, theirs, self.done_event) + loader_args)
+        try:
+            w.start()
+        except BaseException as e:
+            ours.close()
+            if isinstance(e, (TypeError, AttributeError, pickle.PicklingError)):
+                warnings.warn("Got pickle error when attempting to start a worker Process. This might be because the "
+                              "worker Process arguments are not picklable: the spawn and forkserver start methods "
+                              "pickle the dataset, collate_fn and worker_init_fn (a lambda cannot be pickled).",
+                              stacklevel=4)
+            raise
+        finally:
+            theirs.close()
+        self.index_queues.append(index_queue)
+        self.sockets.append(ours)
+        self.workers.append(w)
+        self.told_to_stop.append(False)
 
     def register_pids(self, key: int) -> None:
         """Let the SIGCHLD handler report these workers' deaths."""
