@@ -343,7 +343,8 @@ class _WorkerPool:
         index_queue = ctx.Queue()
         index_queue.cancel_join_thread()  # a worker that died must not block our exit
         ours, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET)
-        ours.settimeout(_utils.MP_STATUS_CHECK_INTERVAL)
+        # A worker sends descriptors before their message, so reading them never waits: the timeout is a backstop.
+        ours.settimeout(_utils.WORKER_JOIN_TIMEOUT)
         w = ctx.Process(target=_utils.worker._worker_loop, daemon=True,
                         args=(i, num_workers, index_queue, self.result_queue, theirs, self.done_event) + loader_args)
         try:
@@ -409,7 +410,7 @@ class _WorkerPool:
             for s in self.sockets:
                 s.close()  # a worker blocked sending descriptors gets an error and exits
             for w in self.workers:
-                w.join(timeout=_utils.MP_STATUS_CHECK_INTERVAL)
+                w.join(timeout=_utils.WORKER_JOIN_TIMEOUT)
             for q in self.index_queues:
                 q.cancel_join_thread()
                 q.close()
@@ -422,7 +423,7 @@ class _WorkerPool:
             for w in self.workers:
                 if w.is_alive():
                     w.terminate()
-                    w.join(timeout=_utils.MP_STATUS_CHECK_INTERVAL)
+                    w.join(timeout=_utils.WORKER_JOIN_TIMEOUT)
             _WorkerPool.running.discard(self)
 
 

@@ -10,9 +10,13 @@ import traceback
 
 IS_WINDOWS = sys.platform == "win32"
 
-MP_STATUS_CHECK_INTERVAL = 5.0
+MP_STATUS_CHECK_INTERVAL = 1.0
 """Seconds between checks that the other side is alive: workers check their parent, the main process its
-workers (a SIGCHLD handler reports a dead worker at once when the loader runs on the main thread)."""
+workers (a SIGCHLD handler reports a dead worker at once when the loader runs on the main thread).
+PyTorch checks every 5 s; a check costs a wake-up and a waitpid, so tinytorch checks every second."""
+
+WORKER_JOIN_TIMEOUT = 5.0
+"""Seconds a worker told to stop may take to finish its current item before it is terminated."""
 
 python_exit_status = False
 """True once the interpreter is exiting: worker deaths are then expected, not errors."""

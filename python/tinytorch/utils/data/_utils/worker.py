@@ -1,10 +1,11 @@
 """The worker process: its loop, its seeds and get_worker_info() (PyTorch's _utils/worker.py).
 
 A worker receives (task index, sampler index) on its own index queue, fetches and collates, and puts
-(worker id, task index, pickled data, ids of the blocks whose descriptors it sent) on the result queue shared by all workers. The
-shared-memory blocks of the batch's tensors travel beside it as file descriptors over the worker's Unix
-socket (tinytorch._shared_memory), sent before the message, so the main process finds them waiting; the
-main process sends back over the same socket the ids of blocks it freed, which the worker reuses."""
+(worker id, task index, pickled data, ids of the blocks whose descriptors it sent) on the result queue
+shared by all workers. The shared-memory blocks of the batch's tensors travel beside it as file
+descriptors over the worker's Unix socket (tinytorch._shared_memory), sent before the message, so the
+main process finds them waiting; the main process sends back over the same socket the ids of blocks it
+freed, which the worker reuses."""
 from __future__ import annotations
 
 import faulthandler
