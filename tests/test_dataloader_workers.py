@@ -224,6 +224,37 @@ def test_iterable_dataset_sharded_by_worker_info():
     assert sorted(drop) == [[0, 2, 4, 6], [1, 3, 5, 7]]
 
 
+class ClaimsThree(Stream):
+    def __len__(self) -> int:
+        return 3
+
+
+def test_iterable_dataset_longer_than_its_len_warns():
+    dl = DataLoader(ClaimsThree(5, shard=False), batch_size=None, num_workers=1)
+    assert len(dl) == 3
+    with pytest.warns(UserWarning, match=r"Length of IterableDataset .* was reported to be 3\(when accessing "
+                                         r"len\(dataloader\)\), but [45] samples have been fetched. For multiprocessing"):
+        assert list(dl) == [0, 1, 2, 3, 4]
+
+
+class Gradients(Dataset):
+    def __len__(self) -> int:
+        return 4
+
+    def __getitem__(self, i: int) -> tinytorch.Tensor:
+        x = tinytorch.full((3,), float(i), requires_grad=True)
+        (x * x).sum().backward()
+        return x.grad
+
+
+def test_autograd_runs_in_workers_forked_after_a_backward():
+    # The engine's fork handlers give a forked worker a consistent engine (fresh threads on demand).
+    x = tinytorch.ones(3, requires_grad=True)
+    (x * 2).sum().backward()
+    assert [b.tolist() for b in DataLoader(Gradients(), batch_size=None, num_workers=2)] == [
+        [2.0 * i] * 3 for i in range(4)]
+
+
 # ------------------------------------------------------------------ errors
 
 class FailsAt(Dataset):
