@@ -3,6 +3,7 @@
 1. Throughput: a map-style dataset whose items cost ~2 ms of NumPy work each (a 3 x 96 x 96 image through
    --passes elementwise passes), batch 16, one epoch of --batches batches with num_workers 0 and --workers;
    each figure is the median epoch time over --rounds rounds, workers started anew every epoch as by default.
+   Each round also measures the ceiling: a quarter of the items on --workers forked processes.
 2. Transfer of a 16 x 3 x 224 x 224 float32 batch (9.6 MB) from a worker: the cost of one copy (memcpy),
    what tinytorch's shared-memory hand-over costs (pickle with descriptors, send them over a Unix socket,
    map them; then also the receiver's first read of every page), what pickling the bytes would cost
@@ -50,6 +51,28 @@ class Images:
 
     def __getitem__(self, i: int):
         return self.images[i]
+
+
+def _items_s(dataset, indices) -> float:
+    t0 = time.perf_counter()
+    for i in indices:
+        dataset[i]
+    return time.perf_counter() - t0
+
+
+def parallel_ceiling(dataset, workers: int, items: int) -> float:
+    """What the machine allows right now: `items` items computed in this process, divided by the wall time of
+    the same items split over `workers` forked processes (no DataLoader). About `workers` on idle cores."""
+    import multiprocessing
+    serial = _items_s(dataset, range(items))
+    t0 = time.perf_counter()
+    procs = [multiprocessing.get_context("fork").Process(target=_items_s, args=(dataset, range(k, items, workers)))
+             for k in range(workers)]
+    for p in procs:
+        p.start()
+    for p in procs:
+        p.join()
+    return serial / (time.perf_counter() - t0)
 
 
 def epoch_s(lib, dataset, workers: int, batch: int = 16) -> float:
@@ -128,14 +151,19 @@ def main() -> None:
     ds = {name: Augmented(lib, 16 * args.batches, args.passes) for name, lib in libs.items()}
     item_ms = median_ms(lambda: ds["tinytorch"][0], 50)
     times = {(name, w): [] for name in libs for w in (0, args.workers)}
+    ceilings = []
     for _ in range(args.rounds):
+        ceilings.append(parallel_ceiling(ds["tinytorch"], args.workers, 16 * args.batches // 4))
         for w in (0, args.workers):
             for name, lib in libs.items():
                 times[(name, w)].append(epoch_s(lib, ds[name], w))
     epoch = {f"{name}_w{w}_s": statistics.median(v) for (name, w), v in times.items()}
-    results = {"item_ms": item_ms, "epoch": epoch, "load_before": load_before, "load_after_throughput": load()}
+    results = {"item_ms": item_ms, "epoch": epoch, "machine_speedup": statistics.median(ceilings),
+               "load_before": load_before, "load_after_throughput": load()}
     print(f"load average before: {load_before}; one item: {item_ms:.2f} ms; {args.batches} batches of 16, "
           f"median of {args.rounds} epochs")
+    print(f"the machine's own speed-up of the items on {args.workers} plain processes: "
+          f"{results['machine_speedup']:.2f}x (median of {args.rounds})")
     print(f"{'':10s} {'workers=0 s':>12s} {f'workers={args.workers} s':>12s} {'speed-up':>9s}")
     for name in libs:
         t0, tw = epoch[f"{name}_w0_s"], epoch[f"{name}_w{args.workers}_s"]
