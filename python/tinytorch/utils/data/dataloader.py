@@ -469,7 +469,6 @@ class _MultiProcessingDataLoaderIter(_BaseDataLoaderIter):
         self._send_idx = 0
         self._rcvd_idx = 0
         self._task_info: dict = {}
-        self._tasks_outstanding = 0
         self._workers_status = [True] * self._num_workers
         self._workers_num_tasks = [0] * self._num_workers
         self._worker_queue_idx_cycle = itertools.cycle(range(self._num_workers))
@@ -544,7 +543,6 @@ class _MultiProcessingDataLoaderIter(_BaseDataLoaderIter):
                 self._rcvd_idx += 1
                 return self._process_data(data, worker_id)
             worker_id, idx, data = self._get_data()
-            self._tasks_outstanding -= 1
             if self._dataset_kind == _DatasetKind.Iterable and isinstance(
                     data, _utils.worker._IterableDatasetStopIteration):
                 if self._persistent_workers:
@@ -580,7 +578,6 @@ class _MultiProcessingDataLoaderIter(_BaseDataLoaderIter):
         self._pool.index_queues[worker_id].put((self._send_idx, index))
         self._task_info[self._send_idx] = (worker_id,)
         self._workers_num_tasks[worker_id] += 1
-        self._tasks_outstanding += 1
         self._send_idx += 1
 
     def _process_data(self, data: Any, worker_id: int) -> Any:
