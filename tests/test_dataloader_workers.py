@@ -60,6 +60,7 @@ def _flat(batches, key):
 
 # ------------------------------------------------------------------ batches and order
 
+@pytest.mark.filterwarnings("ignore:This DataLoader will create 3 worker processes")  # 3 workers on 2 cores
 def test_same_batches_and_order_as_in_process():
     def run(**kw):
         g = tinytorch.Generator().manual_seed(11)
