@@ -399,6 +399,7 @@ class _WorkerPool:
         if self.closed:
             return
         self.closed = True
+        _utils.signal_handling._shutting_down += 1
         try:
             if self.pin_thread is not None:
                 self.pin_done_event.set()
@@ -425,6 +426,7 @@ class _WorkerPool:
                     w.terminate()
                     w.join(timeout=_utils.WORKER_JOIN_TIMEOUT)
             _WorkerPool.running.discard(self)
+            _utils.signal_handling._shutting_down -= 1
 
 
 def _shutdown_running_pools() -> None:

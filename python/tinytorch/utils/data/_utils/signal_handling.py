@@ -17,6 +17,10 @@ from . import IS_WINDOWS
 
 _worker_pids: Dict[int, Tuple[int, ...]] = {}
 _SIGCHLD_handler_set = False
+_shutting_down = 0
+"""How many worker pools are shutting down right now: the handler then stays quiet, since an exception raised
+inside a shutdown (perhaps one run by the garbage collector) would be lost; the iterator's own liveness check
+still reports a worker that died meanwhile."""
 
 
 def _set_worker_pids(key: int, pids: Tuple[int, ...]) -> None:
@@ -47,7 +51,7 @@ def worker_failure(pid: int, exitcode: Optional[int]) -> Optional[str]:
 def _error_if_any_worker_fails() -> None:
     """Raise RuntimeError for the first registered worker that died (it stays waitable for its Process)."""
     from . import python_exit_status
-    if python_exit_status:
+    if python_exit_status or _shutting_down:
         return
     for key, pids in list(_worker_pids.items()):
         for pid in pids:
