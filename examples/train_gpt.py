@@ -9,6 +9,7 @@ prints a sample of generated text.
     tinytorch-run --nproc-per-node 2 examples/train_gpt.py      # data parallel on 2 ranks
     tinytorch-run --nproc-per-node 2 examples/train_gpt.py --fsdp                              # ZeRO-3
     tinytorch-run --nproc-per-node 2 examples/train_gpt.py --fsdp --reshard-after-forward false  # ZeRO-2
+    python examples/train_gpt.py --workers 2     # batches loaded by 2 DataLoader worker processes
 """
 from __future__ import annotations
 
@@ -39,6 +40,20 @@ def stdlib_corpus(max_bytes: int) -> bytes:
     return b"".join(out)[:max_bytes]
 
 
+class Windows:
+    """Training pairs: `context` bytes starting at index i, and the same shifted by one (next-byte targets)."""
+
+    def __init__(self, tokens, context: int) -> None:
+        self.tokens, self.context = tokens, context
+
+    def __len__(self) -> int:
+        return len(self.tokens) - self.context - 1
+
+    def __getitem__(self, i: int):
+        window = self.tokens[i:i + self.context + 1]
+        return window[:-1], window[1:]
+
+
 def parse_args(argv=None):
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("--data", help="a text file to train on (default: the Python standard library's source)")
@@ -60,8 +75,11 @@ def parse_args(argv=None):
     p.add_argument("--bucket-cap-mb", type=float, default=4.0,
                    help="DDP bucket size: this 13 MiB model gets 4 buckets, so all-reduces overlap backward "
                         "(PyTorch's default, 25, makes only 2)")
+    p.add_argument("--workers", type=int, default=0,
+                   help="DataLoader worker processes that load training batches (0: load in the training process)")
     p.add_argument("--trace-step", type=int, default=5,
-                   help="under DDP, profile this step: OUT/trace.json (Perfetto) and OUT/timeline.png (needs matplotlib)")
+                   help="under DDP or with --workers, profile this step: OUT/trace.json (Perfetto) and "
+                        "OUT/timeline.png (needs matplotlib)")
     p.add_argument("--fsdp", action="store_true",
                    help="shard parameters, gradients and optimizer state over the ranks with fully_shard on each "
                         "block and the root (ZeRO-3); checkpoints become distributed checkpoints (OUT/dcp)")
@@ -101,7 +119,8 @@ def write_trace(prof, out: str, rank: int, world: int, dist, mode: str) -> None:
     import tinytorch.profiler as profiler
     path = os.path.join(out, f"trace_rank{rank}.json")
     prof.export_chrome_trace(path)
-    dist.barrier()
+    if world > 1:
+        dist.barrier()
     if rank == 0:
         parts = [os.path.join(out, f"trace_rank{r}.json") for r in range(world)]
         merged = os.path.join(out, "trace.json")
@@ -190,19 +209,28 @@ def main(argv=None) -> dict:
         if is_main:
             print(f"resumed from {ckpt_path} at step {step}")
 
+    # Training batches: windows at random starts, drawn by the loader's sampler (its own stream per rank and
+    # resume step) and loaded by --workers processes; pinned for an asynchronous copy on a GPU.
+    train_set = Windows(train_tokens, args.context)
+    sampler = torch.utils.data.RandomSampler(
+        train_set, replacement=True, num_samples=args.batch_size * max(1, args.steps - step),
+        generator=torch.Generator().manual_seed(args.seed + 1000 * rank + step))
+    loader = torch.utils.data.DataLoader(train_set, batch_size=args.batch_size, sampler=sampler,
+                                         num_workers=args.workers, pin_memory=args.device != "cpu")
+    train_batches = iter(loader)
     rng = np.random.default_rng(args.seed + 1000 * rank + step)
 
-    def batch(source):
-        starts = rng.integers(0, len(source) - args.context - 1, size=args.batch_size)
-        x = np.stack([source[s:s + args.context] for s in starts])
-        y = np.stack([source[s + 1:s + 1 + args.context] for s in starts])
+    def val_batch():
+        starts = rng.integers(0, len(val_tokens) - args.context - 1, size=args.batch_size)
+        x = np.stack([val_tokens[s:s + args.context] for s in starts])
+        y = np.stack([val_tokens[s + 1:s + 1 + args.context] for s in starts])
         return torch.from_numpy(x).to(device), torch.from_numpy(y).to(device)
 
     def evaluate() -> float:
         model.eval()
         with torch.no_grad():
             losses = [F.cross_entropy(model(x).flatten(0, 1), y.flatten()).item()
-                      for x, y in (batch(val_tokens) for _ in range(args.eval_batches))]
+                      for x, y in (val_batch() for _ in range(args.eval_batches))]
         model.train()
         return sum(losses) / len(losses)
 
@@ -224,12 +252,13 @@ def main(argv=None) -> dict:
         return bool(flag.item())
 
     while step < args.steps and not out_of_time():
-        x, y = batch(train_tokens)
-        tracing = distributed and step + 1 == args.trace_step
+        tracing = (distributed or args.workers > 0) and step + 1 == args.trace_step
         if tracing:
             import tinytorch.profiler
             prof = tinytorch.profiler.profile()
             prof.start()
+        x, y = next(train_batches)  # the trace shows this as enumerate(DataLoader)#...__next__
+        x, y = x.to(device, non_blocking=True), y.to(device, non_blocking=True)
         # zero_grad before forward: under DDP, forward hands each parameter a fresh view into its bucket.
         opt.zero_grad(set_to_none=True)
         loss = F.cross_entropy(train_model(x).flatten(0, 1), y.flatten())
@@ -240,7 +269,8 @@ def main(argv=None) -> dict:
         step += 1
         if tracing:
             prof.stop()
-            write_trace(prof, args.out, rank, world, dist, "FSDP (ZeRO-3)" if fsdp else "DDP")
+            write_trace(prof, args.out, rank, world, dist if distributed else None,
+                        "FSDP (ZeRO-3)" if fsdp else "DDP" if distributed else f"{args.workers}-worker loading")
         tokens_seen += x.numel() * world
         value = loss.item()
         first_loss = value if first_loss is None else first_loss

@@ -109,12 +109,10 @@ def test_samplers_batch_sampler_and_custom_sampler():
         DataLoader(ds, num_workers=-1)
 
 
-def test_num_workers_runs_in_process_and_collate_fn():
-    ds = Squares(5)
-    seen = []
-    dl = DataLoader(ds, batch_size=2, num_workers=2, worker_init_fn=seen.append,
-                    collate_fn=lambda items: [it["y"] for it in items])
-    assert list(dl) == [[0, 1], [4, 9], [16]] and seen == [0]
+def test_collate_fn_in_process_and_in_workers():
+    for workers in (0, 2):
+        dl = DataLoader(Squares(5), batch_size=2, num_workers=workers, collate_fn=lambda items: [it["y"] for it in items])
+        assert list(dl) == [[0, 1], [4, 9], [16]]
 
 
 def test_iterable_dataset_batches():

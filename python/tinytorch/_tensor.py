@@ -340,6 +340,44 @@ class Tensor:
             return self._data.get()
         return self._data
 
+    def is_shared(self) -> bool:
+        """Whether the data lies in shared memory (always True on CUDA, as in PyTorch)."""
+        from ._shared_memory import block_of
+        return self.is_cuda or block_of(self._data) is not None
+
+    def share_memory_(self) -> "Tensor":
+        """Move the data into shared memory (tinytorch._shared_memory), which processes forked afterwards share
+        and DataLoader workers pass on without copying. Views taken before keep the old memory."""
+        if type(self._data) is np.ndarray and not self.is_shared():
+            from ._shared_memory import share_array
+            self._data = share_array(self._data)
+        return self
+
+    def is_pinned(self) -> bool:
+        """Whether the data lies in page-locked host memory (from pin_memory())."""
+        import sys
+        if type(self._data) is not np.ndarray or "cupy" not in sys.modules:
+            return False
+        base = self._data
+        while isinstance(base, np.ndarray):
+            base = base.base
+        return isinstance(base, sys.modules["cupy"].cuda.PinnedMemoryPointer)
+
+    def pin_memory(self) -> "Tensor":
+        """A copy in page-locked host memory (CuPy's pinned allocator), from which a copy to the GPU with
+        non_blocking=True runs asynchronously; self when already pinned."""
+        from . import accelerator
+        if not accelerator.is_available():
+            raise RuntimeError("Cannot access accelerator device when none is available.")
+        if type(self._data) is not np.ndarray:
+            raise RuntimeError(f"cannot pin '{self.type()}' only dense CPU tensors can be pinned")
+        if self.is_pinned():
+            return self
+        import cupyx
+        out = cupyx.empty_pinned(self._data.shape, self._data.dtype)
+        np.copyto(out, self._data)
+        return _wrap(out)
+
     def __array__(self, dtype=None, copy=None):
         a = _host(self._data)
         return a if dtype is None else a.astype(dtype)
