@@ -151,7 +151,8 @@ def all_to_all_piece(data: Any, src: int, dst: int, full_src: int, full_dst: int
 def partition_value(data: Any, p: Partial, n: int, i: int) -> Any:
     """Replicate -> Partial: each rank's term, so that reducing the terms gives the value back."""
     if p.reduce_op == "sum":
-        return data / n if data.dtype.kind in "fcV" else (data if i == 0 else data * 0)
+        share = data / n if data.dtype.kind in "fcV" else (data if i == 0 else data * 0)
+        return _xp(data).asarray(share, dtype=data.dtype)  # 0-d arithmetic gives NumPy scalars
     if p.reduce_op == "product":
         raise ValueError("Replicate -> Partial(product) is not supported")
     return _contiguous_copy(data)

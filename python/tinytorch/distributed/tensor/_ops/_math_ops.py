@@ -16,8 +16,10 @@ from .._dispatch import OpCall, register, run
 from ..placement_types import Partial, Shard
 from .utils import R, norm_dim, norm_dims, unshard
 
-_PENDING = {"sum": "sum", "nansum": "sum", "amax": "max", "amin": "min", "max": "max", "min": "min",
-            "prod": "product", "all": "min", "any": "max"}
+# Reductions whose per-rank results combine into the result (and whose local gradient is then right too: a
+# sum's gradient is the same everywhere; all/any have none). max and prod are not among them: the local
+# backward of a local max or product would send gradient to the wrong elements.
+_PENDING = {"sum": "sum", "nansum": "sum", "all": "min", "any": "max"}
 
 
 def _reduced_shape(shape: tuple, dims: tuple, keepdim: bool) -> tuple:
@@ -42,32 +44,23 @@ def _along(x: DTensor, dims: tuple, keepdim: bool) -> tuple:
     return targets, tuple(Shard(after(p.dim)) if p.is_shard() else p for p in targets)
 
 
-@register("sum", "nansum", "amax", "amin", "prod", "all", "any", "max", "min")
+@register("sum", "nansum", "all", "any")
 def reduce_rule(call: OpCall) -> Any:
     x = call.args[0]
     dim = _arg(call, 1, "dim", None)
-    if call.name in ("max", "min") and isinstance(dim, DTensor):
-        return (x.maximum if call.name == "max" else x.minimum)(dim)  # max(other): elementwise
-    if call.name in ("amax", "amin") and dim == ():
-        dim = None
     keepdim = bool(_arg(call, 2, "keepdim", False))
     dims = norm_dims(dim, x.ndim)
-    with_indices = call.name in ("max", "min") and dim is not None
     op = _PENDING[call.name]
     targets, out = [], []
     for p in x._placements:
         if p.is_shard() and p.dim in dims:
-            if with_indices:
-                targets.append(R)
-                out.append(R)
-            else:
-                targets.append(p)
-                out.append(Partial(op))
+            targets.append(p)
+            out.append(Partial(op))
         elif p.is_shard():
             new = _after(dims, keepdim)(p.dim)
             targets.append(p if type(p) is Shard else R)
             out.append(Shard(new) if type(p) is Shard else R)
-        elif p.is_partial() and (p.reduce_op == op or (op == "sum" and p.is_linear)) and not with_indices:
+        elif p.is_partial() and (p.reduce_op == op or (op == "sum" and p.is_linear)):
             targets.append(p)
             out.append(p)
         elif p.is_partial():
@@ -76,10 +69,7 @@ def reduce_rule(call: OpCall) -> Any:
         else:
             targets.append(p)
             out.append(p)
-    shape = _reduced_shape(x._gshape, dims, keepdim)
-    if with_indices:
-        return run(call, [tuple(targets)], [(tuple(out), shape), None])
-    return run(call, [tuple(targets)], (tuple(out), shape))
+    return run(call, [tuple(targets)], (tuple(out), _reduced_shape(x._gshape, dims, keepdim)))
 
 
 @register("mean")
@@ -100,20 +90,23 @@ def mean_rule(call: OpCall) -> Any:
     return x.sum(dim=dims, keepdim=keepdim, dtype=dtype) / count
 
 
-_KEEPDIM_AT = {"var": 3, "std": 3, "var_mean": 3, "std_mean": 3, "logsumexp": 2, "argmax": 2, "argmin": 2}
+_KEEPDIM_AT = {"var": 3, "std": 3, "var_mean": 3, "std_mean": 3, "logsumexp": 2, "argmax": 2, "argmin": 2,
+               "amax": 2, "amin": 2, "max": 2, "min": 2, "prod": 2}
 
 
 @register("var", "std", "var_mean", "std_mean", "logsumexp", "argmax", "argmin", "count_nonzero", "cumsum",
-          "cumprod", "sort", "argsort", "topk")
+          "cumprod", "sort", "argsort", "topk", "amax", "amin", "max", "min", "prod")
 def gather_reduced_rule(call: OpCall) -> Any:
     """Reductions and scans that need the whole of the dims they run along."""
     x, name = call.args[0], call.name
+    if name in ("max", "min") and isinstance(_arg(call, 1, "dim", None), DTensor):
+        return (x.maximum if name == "max" else x.minimum)(_arg(call, 1, "dim", None))  # max(other): elementwise
     if name in ("cumsum", "cumprod", "sort", "argsort", "topk"):
         dims = (norm_dim(_arg(call, 2 if name == "topk" else 1, "dim", -1), x.ndim),)
         keepdim = True
     else:
         dim = _arg(call, 1, "dim", None)
-        dims = norm_dims(None if isinstance(dim, bool) else dim, x.ndim)
+        dims = norm_dims(None if isinstance(dim, bool) or dim == () else dim, x.ndim)
         keepdim = name in _KEEPDIM_AT and bool(_arg(call, _KEEPDIM_AT[name], "keepdim", False))
     targets, out = _along(x, dims, keepdim)
     if name in ("cumsum", "cumprod", "sort", "argsort"):
@@ -123,7 +116,8 @@ def gather_reduced_rule(call: OpCall) -> Any:
         shape = tuple(k if i == dims[0] else s for i, s in enumerate(x._gshape))
     else:
         shape = _reduced_shape(x._gshape, dims, keepdim)
-    if name in ("var_mean", "std_mean", "sort", "topk"):
+    if name in ("var_mean", "std_mean", "sort", "topk") or name in ("max", "min") and _arg(call, 1, "dim", None) \
+            is not None:
         return run(call, [targets], [(out, shape), (out, shape)])
     return run(call, [targets], (out, shape))
 
