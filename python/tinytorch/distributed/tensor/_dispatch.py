@@ -45,8 +45,9 @@ def register(*names: str) -> Callable:
 
 
 def register_loss_parallel(*names: str) -> Callable:
-    """Register the rule an op follows inside loss_parallel()."""
+    """Register the rule an op follows inside loss_parallel() (it takes plain tensors as targets)."""
     def deco(rule: Callable) -> Callable:
+        rule.allow_plain = True
         for n in names:
             _LOSS_PARALLEL_RULES[n] = rule
         return rule
@@ -63,7 +64,7 @@ class OpCall:
 
     __slots__ = ("name", "fn", "args", "kwargs", "dtensors", "mesh")
 
-    def __init__(self, name: str, fn: Callable, args: tuple, kwargs: dict) -> None:
+    def __init__(self, name: str, fn: Callable, args: tuple, kwargs: dict, allow_plain: bool = False) -> None:
         self.name, self.fn = name, fn
         found: list = []
         plain: list = []
@@ -76,7 +77,7 @@ class OpCall:
             if d._mesh != mesh:
                 raise RuntimeError(f"{aten_name(name)}: DTensor does not support cross-mesh operation on "
                                    f"{mesh} and {d._mesh}; redistribute or rebuild the DTensors on one DeviceMesh")
-        if plain:
+        if plain and not allow_plain:
             if flags.implicit_replication:
                 args, kwargs = _replicate_plain(args, kwargs, mesh)
                 found = []
@@ -125,9 +126,9 @@ def _replicate_plain(args: tuple, kwargs: dict, mesh: Any) -> tuple:
 
 def dispatch(name: str, fn: Callable, args: tuple, kwargs: dict) -> Any:
     """Run op `name` (fn: the plain tinytorch op) on arguments that include DTensors."""
-    call = OpCall(name, fn, args, kwargs)
     rule = _LOSS_PARALLEL_RULES.get(name) if flags.loss_parallel else None
     rule = rule or _RULES.get(name)
+    call = OpCall(name, fn, args, kwargs, getattr(rule, "allow_plain", False))
     if rule is None:
         raise call.unsupported()
     return rule(call)

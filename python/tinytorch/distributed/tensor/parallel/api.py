@@ -37,15 +37,20 @@ def parallelize_module(module: Module, device_mesh: Optional[DeviceMesh] = None,
         raise TypeError(f"Expect Union[ParallelStyle, Dict[str, ParallelStyle]] for parallelize_plan, "
                         f"{type(parallelize_plan)} found!")
     for path, style in parallelize_plan.items():
-        if path == "":
-            parallelize_module(module, device_mesh, style, src_data_rank=src_data_rank)
-            continue
-        token, _, rest = path.partition(".")
-        matched = [child for name, child in module.named_children() if fnmatch(name, token)]
-        if not matched:
-            warnings.warn(f"Parallelize plan key '{path}' could not be resolved: no submodule matching token "
-                          f"'{token}' in module {type(module).__name__}, skipping this plan entry.", stacklevel=2)
-            continue
-        for child in matched:
-            parallelize_module(child, device_mesh, {rest: style} if rest else style, src_data_rank=src_data_rank)
+        _apply_path(module, device_mesh, path, path, style, src_data_rank)
     return module
+
+
+def _apply_path(module: Module, mesh: DeviceMesh, path: str, key: str, style: ParallelStyle,
+                src_data_rank: Optional[int]) -> None:
+    """Apply `style` to the submodules `path` (the rest of plan key `key`) names below `module`."""
+    if path == "":
+        parallelize_module(module, mesh, style, src_data_rank=src_data_rank)
+        return
+    token, _, rest = path.partition(".")
+    matched = [child for name, child in module.named_children() if fnmatch(name, token)]
+    if not matched:
+        warnings.warn(f"Parallelize plan key '{key}' could not be resolved: no submodule matching token '{token}' "
+                      f"in module {type(module).__name__}, skipping this plan entry.", stacklevel=3)
+    for child in matched:
+        _apply_path(child, mesh, rest, key, style, src_data_rank)
