@@ -207,6 +207,19 @@ class DTensor(Tensor):
     def mT(self) -> "DTensor":
         return self.transpose(-2, -1)
 
+    # ------------------------------------------------------------------ ops that only read another tensor's metadata
+    def type_as(self, other: Tensor) -> "DTensor":
+        return self.to(other.dtype)
+
+    def view_as(self, other: Tensor) -> "DTensor":
+        return self.view(tuple(other.shape))
+
+    def reshape_as(self, other: Tensor) -> "DTensor":
+        return self.reshape(tuple(other.shape))
+
+    def expand_as(self, other: Tensor) -> "DTensor":
+        return self.expand(tuple(other.shape))
+
     # ------------------------------------------------------------------ conversions
     def to_local(self, *, grad_placements: Optional[Sequence[Placement]] = None) -> Tensor:
         """This rank's piece as a plain tensor sharing memory (and version counter); differentiable, the gradient

@@ -105,10 +105,8 @@ def _scalar_shapes(call: OpCall) -> list:
 @register(*(_UNARY + " " + _LINEAR_UNARY + " " + _ADD + " " + _MUL + " " + _DIV + " " + _BINARY).split())
 def pointwise(call: OpCall) -> Any:
     """Elementwise op with broadcasting."""
-    if call.name in ("to", "type_as") and len(call.dtensors) > 1 or \
-            call.name == "type_as" and type(call.args[1]) is DTensor:
-        other = call.args[1]  # x.to(other) / x.type_as(other): only other's dtype matters
-        return call.args[0].to(other.dtype)
+    if call.name == "to" and len(call.dtensors) > 1:
+        return call.args[0].to(call.args[1].dtype)  # x.to(other): only other's dtype matters
     out_shape = broadcast_shape(*[d._gshape for d in call.dtensors], *_scalar_shapes(call))
     targets, out = _plan(call, out_shape, _kind(call.name))
     return run(call, targets, (out, out_shape))

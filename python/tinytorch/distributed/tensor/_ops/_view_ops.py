@@ -102,14 +102,11 @@ def _reshaped(call: OpCall, x: DTensor, out_shape: tuple, strict: bool) -> DTens
                fn=lambda a: op(a, lshape), args=(x,), kwargs={})
 
 
-@register("view", "reshape", "view_as", "reshape_as", "flatten", "unflatten", "ravel", "squeeze", "unsqueeze")
+@register("view", "reshape", "flatten", "unflatten", "ravel", "squeeze", "unsqueeze")
 def view_rule(call: OpCall) -> Any:
     x, args, kw, name = call.args[0], call.args[1:], call.kwargs, call.name
     shape = x._gshape
     numel = math.prod(shape)
-    if name in ("view_as", "reshape_as"):
-        target = args[0] if args else kw["other"]
-        return getattr(x, name[:-3])(tuple(target.shape))
     if name == "view":
         if len(args) == 1 and not isinstance(args[0], (tuple, list, int)) and not hasattr(args[0], "__len__"):
             raise call.unsupported("a view as another dtype")
@@ -176,11 +173,9 @@ def permute_rule(call: OpCall) -> Any:
     return run(call, [targets], (out, tuple(x._gshape[i] for i in perm)))
 
 
-@register("expand", "expand_as", "broadcast_to")
+@register("expand", "broadcast_to")
 def expand_rule(call: OpCall) -> Any:
     x = call.args[0]
-    if call.name == "expand_as":
-        return x.expand(tuple(call.args[1].shape))
     sizes = _shape_arg(call.args[1:] if "size" not in call.kwargs else (call.kwargs["size"],)) \
         if call.name == "expand" else tuple(call.args[1] if len(call.args) > 1 else call.kwargs["size"])
     lead = len(sizes) - x.ndim
