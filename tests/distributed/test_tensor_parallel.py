@@ -238,3 +238,50 @@ def test_plan_mesh_and_layout_errors():
         assert "redistributing to Partial is for internal use only" in o["to_partial"][1]
         assert "Please pass both shape and stride" in o["shape_no_stride"][1]
         assert o["placements_length"][0] == "ValueError" and "device_mesh.ndim" in o["placements_length"][1]
+
+
+def _styles_worker(rank, world, port):
+    import tinytorch as torch
+    import tinytorch.distributed as dist
+    from tinytorch.distributed.tensor import DTensor, Replicate, Shard
+    from tinytorch.distributed.tensor.experimental import implicit_replication, local_map
+    from tinytorch.distributed.tensor.parallel import PrepareModuleInput, PrepareModuleOutput, parallelize_module
+    _init(rank, world, port)
+    mesh = dist.init_device_mesh("cpu", (world,))
+    seen = {}
+
+    class Masked(torch.nn.Module):
+        def forward(self, x, *, mask=None):
+            seen["x"], seen["mask"] = (type(x).__name__, tuple(x.shape)), (type(mask).__name__, mask.placements)
+            return (x * mask).to_local() * 1.0, x.to_local()
+
+    m = parallelize_module(Masked(), mesh, {
+        "": PrepareModuleInput(input_layouts=(Shard(0),), desired_input_layouts=(Replicate(),),
+                               input_kwarg_layouts={"mask": Shard(0)}, desired_input_kwarg_layouts={"mask": Replicate()},
+                               use_local_output=False)})
+    parallelize_module(m, mesh, PrepareModuleOutput(output_layouts=(Replicate(), None),
+                                                    desired_output_layouts=(Shard(1), None)))
+    local = torch.full((2, 4), float(rank))
+    out, passthrough = m(local, mask=torch.ones(2, 4) * (rank + 1))
+    # local_map runs a function on local pieces; implicit_replication lets plain tensors meet DTensors
+    d = DTensor.from_local(torch.full((2, 3), float(rank)), mesh, [Shard(0)])
+    doubled = local_map(lambda t: t * 2, out_placements=[Shard(0)], in_placements=([Shard(0)],))(d)
+    with implicit_replication():
+        shifted = d + torch.ones(4, 3)
+    res = {"seen": seen, "out": out.numpy().tolist(), "passthrough": tuple(passthrough.shape),
+           "local_map": (tuple(map(str, doubled.placements)), doubled.full_tensor().numpy().tolist()),
+           "implicit": shifted.full_tensor().numpy().tolist()}
+    dist.destroy_process_group()
+    return res
+
+
+def test_prepare_module_input_output_kwargs_local_map_and_implicit_replication():
+    from tinytorch.distributed.tensor import Replicate
+    res = run_ranks(_styles_worker, 2, timeout=120)
+    rows = [[0.0] * 4] * 2 + [[2.0] * 4] * 2  # x (rank r's rows r) times mask (rank + 1), gathered
+    for rank, o in enumerate(res):
+        assert o["seen"]["x"] == ("DTensor", (4, 4)) and o["seen"]["mask"] == ("DTensor", (Replicate(),))
+        assert o["out"] == [r[2 * rank:2 * rank + 2] for r in rows]  # Replicate -> Shard(1): this rank's columns
+        assert o["passthrough"] == (4, 4)  # a None output layout leaves that output alone
+        assert o["local_map"] == (("S(0)",), [[0.0] * 3] * 2 + [[2.0] * 3] * 2)
+        assert o["implicit"] == [[1.0] * 3] * 2 + [[2.0] * 3] * 2

@@ -24,8 +24,8 @@ from ..._ops._common import record
 from ..._tensor import Size, Tensor, _new, _wrap
 from .. import distributed_c10d as c10d
 from ..device_mesh import DeviceMesh, _mesh_resources, init_device_mesh
-from ._redistribute import chunk_bounds, local_shape, normalize_for_grad, redistribute_local
-from .placement_types import Partial, Placement, Replicate, Shard, _StridedShard
+from ._redistribute import chunk_bounds, normalize_for_grad, redistribute_local
+from .placement_types import Placement, Replicate, Shard, _StridedShard
 
 __all__ = ["DTensor", "distribute_tensor", "distribute_module"]
 __all__ += ["chunk_bounds"]  # FSDP and DCP cut dim 0 with it
