@@ -26,6 +26,7 @@ thread_local const NodePtr* current_node_ = nullptr;
 thread_local PyThreadState* thread_state = nullptr;  // this thread's Python state while the GIL is out
 thread_local bool grad_mode = true;
 thread_local bool multithreading = true;
+thread_local bool saved_hooks_active = false;
 thread_local uint64_t sequence_counter = 0;
 
 // Take the GIL with the thread's own saved state: creating a state per acquisition costs ~9 us.
@@ -153,6 +154,8 @@ bool grad_mode_enabled() { return grad_mode; }
 bool multithreading_enabled() { return multithreading; }
 void set_multithreading(bool enabled) { multithreading = enabled; }
 void set_grad_mode(bool enabled) { grad_mode = enabled; }
+bool saved_tensors_hooks_active() { return saved_hooks_active; }
+void set_saved_tensors_hooks_active(bool active) { saved_hooks_active = active; }
 NodePtr current_node() { return current_node_ ? *current_node_ : NodePtr(); }
 uint64_t next_sequence_nr() { return sequence_counter++; }
 
@@ -288,6 +291,7 @@ Engine::~Engine() {
   check_nan_fn.release();
   device_init_fn.release();
   tensor_class.release();
+  saved_tensors_packer.release();
   for (auto& t : device_threads_) if (t.joinable()) t.detach();
   for (auto& t : pool_threads_) if (t.joinable()) t.detach();
 }
@@ -313,6 +317,7 @@ void Engine::shutdown() {
   check_nan_fn = py::object();
   device_init_fn = py::object();
   tensor_class = py::object();
+  saved_tensors_packer = py::object();
 }
 
 std::shared_ptr<ReadyQueue> Engine::ready_queue_for(int device, const std::shared_ptr<ReadyQueue>& cpu_queue) {
@@ -505,7 +510,7 @@ void Engine::run_final_callbacks(const std::shared_ptr<GraphTask>& graph_task) {
   }
 }
 
-uintptr_t Engine::current_graph_task_id() const { return reinterpret_cast<uintptr_t>(current_graph_task); }
+uint64_t Engine::current_graph_task_id() const { return current_graph_task ? current_graph_task->id : 0; }
 
 bool Engine::is_checkpoint_valid() const {
   // A reentrant checkpoint replays its segment with a full backward(): only right when the

@@ -61,11 +61,14 @@ struct GraphTask {
       : keep_graph(keep_graph), grad_mode(grad_mode), reentrant_depth(reentrant_depth),
         cpu_ready_queue(std::move(cpu_queue)) {}
 
+  static inline std::atomic<uint64_t> next_id{0};
   bool completed() const { return outstanding_tasks.load() == 0 || has_error.load(); }
   void set_error(py::error_already_set&& error, const std::string& node_name);  // GIL held
   void mark_completed();
   void wait_completed();  // without the GIL
 
+  // Unique per backward call, never reused (an address would be: checkpointing keys recomputations by it).
+  const uint64_t id = next_id.fetch_add(1) + 1;
   const bool keep_graph;
   const bool grad_mode;  // create_graph: formulas record a graph of their own
   // The caller's set_multithreading_enabled: false runs device nodes on the calling thread too.
@@ -103,13 +106,15 @@ class Engine {
                                   const std::vector<Edge>& outputs);
   void queue_callback(py::object callback);  // GIL held; only during backward
   bool is_checkpoint_valid() const;           // false inside a grad() / backward(inputs=) call
-  uintptr_t current_graph_task_id() const;     // 0 outside backward; distinct for concurrent calls
+  uint64_t current_graph_task_id() const;      // 0 outside backward; unique per backward call
 
   // Python helpers the engine calls: set once at import, cleared at interpreter exit.
   py::object accumulate_grad_fn;  // (variable, grad, may_steal) -> None
   py::object check_nan_fn;        // (node name, outputs) -> None, raises on NaN
   py::object device_init_fn;      // (device index) -> None, on each device thread at start
   py::object tensor_class;        // tinytorch.Tensor: what counts as a tensor in `inputs`
+  // (fn, saved) -> fn: packs what a node saves while this thread has saved_tensors_hooks active.
+  py::object saved_tensors_packer;
   std::atomic<bool> anomaly_enabled{false};  // global, as PyTorch's anomaly mode
   std::atomic<bool> anomaly_check_nan{true};
 
@@ -150,6 +155,9 @@ void set_grad_mode(bool enabled);
 // Per thread, like grad mode: whether this thread's backward calls use device threads.
 bool multithreading_enabled();
 void set_multithreading(bool enabled);
+// Per thread, like grad mode: whether autograd.graph.saved_tensors_hooks are active.
+bool saved_tensors_hooks_active();
+void set_saved_tensors_hooks_active(bool active);
 
 NodePtr current_node();  // the node whose formula runs on this thread, or null
 

@@ -112,9 +112,15 @@ PyObject* record(PyObject*, PyObject* const* args, Py_ssize_t nargs) {
     const bool multi = PyTuple_Check(outputs);
     const uint32_t n_out = multi ? static_cast<uint32_t>(PyTuple_GET_SIZE(outputs)) : 1;
     py::object saved = nargs > 4 ? py::reinterpret_borrow<py::object>(args[4]) : py::none();
+    py::object fn = py::reinterpret_borrow<py::object>(args[1]);
+    if (saved_tensors_hooks_active() && Engine::get().saved_tensors_packer) {
+      // The hooks take over what fn keeps alive; the node then holds no saved tensor itself.
+      fn = Engine::get().saved_tensors_packer(fn, saved);
+      saved = py::none();
+    }
     const bool custom = nargs > 6 && PyObject_IsTrue(args[6]);
-    auto node = make_node<PyNode>(py::reinterpret_borrow<py::str>(args[0]), py::reinterpret_borrow<py::object>(args[1]),
-                                  std::move(edges), n_out, saved, custom);
+    auto node = make_node<PyNode>(py::reinterpret_borrow<py::str>(args[0]), std::move(fn), std::move(edges), n_out,
+                                  saved, custom);
     if (nargs > 5 && args[5] != Py_None) node->device = static_cast<int>(PyLong_AsLong(args[5]));
     if (!saved.is_none()) note_saved(*node, py::reinterpret_borrow<py::tuple>(saved), outputs, multi);
     if (Engine::get().anomaly_enabled.load()) {
@@ -262,6 +268,10 @@ void init_engine(py::module_& m) {
     e.check_nan_fn = std::move(check_nan);
     e.device_init_fn = std::move(device_init);
   });
+  m.def("_set_saved_tensors_packer", [](py::object packer) { Engine::get().saved_tensors_packer = std::move(packer); },
+        "Set the (fn, saved) -> fn callable that packs a node's saved tensors under saved_tensors_hooks.");
+  m.def("_set_saved_tensors_hooks_active", [](bool on) { set_saved_tensors_hooks_active(on); },
+        "Per thread: whether nodes recorded now have their saved tensors packed.");
   m.def(
       "_set_anomaly_enabled",
       [](bool on, bool check_nan) {

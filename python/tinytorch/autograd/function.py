@@ -132,6 +132,7 @@ class Function:
         ctx._saved, ctx._saved_is_output = tuple(saved), tuple(flags)
         templates = [(o._data.shape, o.dtype, o.device) if isinstance(o, Tensor) else None for o in final]
         arg_is_tensor = [isinstance(a, Tensor) for a in args]
+        n_args = len(args)  # backward must not hold `args` itself: saved_tensors_hooks pack only what ctx saved
         input_meta = [(a._data.shape, a.dtype) for a in tensor_inputs]
         name = cls.__name__ + "Backward"
 
@@ -143,12 +144,12 @@ class Function:
             result = cls.backward(ctx, *grads)
             if not isinstance(result, tuple):
                 result = (result,)
-            if len(result) != len(args):
-                if len(result) > len(args) and all(r is None for r in result[len(args):]):
-                    result = result[:len(args)]
+            if len(result) != n_args:
+                if len(result) > n_args and all(r is None for r in result[n_args:]):
+                    result = result[:n_args]
                 else:
                     raise RuntimeError(f"function {name} returned an incorrect number of gradients "
-                                       f"(expected {len(args)}, got {len(result)})")
+                                       f"(expected {n_args}, got {len(result)})")
             out = []
             for i, (r, is_t) in enumerate(zip(result, arg_is_tensor)):
                 if not is_t:

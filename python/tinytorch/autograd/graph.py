@@ -7,6 +7,7 @@ from typing import Callable, Optional, Sequence
 
 from .. import _C
 from ..utils.hooks import RemovableHandle, add_hook
+from . import _saved_tensors
 
 Node = _C.Node
 
@@ -100,3 +101,53 @@ def register_multi_grad_hook(tensors: Sequence, fn: Callable, *, mode: str = "al
 
     handles = [t.register_hook(make_hook(i)) for i, t in enumerate(tensors) if t.requires_grad]
     return _MultiHandle(handles)
+
+
+class saved_tensors_hooks:
+    """Context manager: every tensor an op saves for backward while it is active goes through
+    `pack_hook(tensor) -> anything`, and comes back through `unpack_hook(packed) -> tensor` when backward
+    needs it (offloading, compression, activation checkpointing). Per thread; the innermost pair wins."""
+
+    def __init__(self, pack_hook: Callable, unpack_hook: Callable) -> None:
+        self.pack_hook, self.unpack_hook = pack_hook, unpack_hook
+
+    def __enter__(self) -> "saved_tensors_hooks":
+        _saved_tensors.push(self.pack_hook, self.unpack_hook)
+        return self
+
+    def __exit__(self, *exc) -> None:
+        _saved_tensors.pop()
+
+
+class save_on_cpu(saved_tensors_hooks):
+    """Keep saved tensors in host memory (optionally pinned) and move them back to their device in backward."""
+
+    def __init__(self, pin_memory: bool = False, device_type: str = "cuda") -> None:
+        def pack_to_cpu(tensor):
+            if not pin_memory:
+                return tensor.device, tensor.cpu()
+            # PyTorch copies into a fresh (page-locked where CUDA is) host tensor here, even from the CPU.
+            return tensor.device, tensor.clone() if tensor.device.type == "cpu" else tensor.cpu()
+
+        def unpack_from_cpu(packed):
+            device, tensor = packed
+            return tensor.to(device, non_blocking=pin_memory)
+
+        super().__init__(pack_to_cpu, unpack_from_cpu)
+
+
+class disable_saved_tensors_hooks:
+    """Context manager: entering saved_tensors_hooks inside it raises RuntimeError(error_message)."""
+
+    def __init__(self, error_message: str) -> None:
+        self.error_message = error_message
+
+    def __enter__(self) -> None:
+        self.prev = _saved_tensors.state.disabled
+        _saved_tensors.state.disabled = self.error_message
+
+    def __exit__(self, *exc) -> None:
+        _saved_tensors.state.disabled = self.prev
+
+
+__all__ += ["saved_tensors_hooks", "save_on_cpu", "disable_saved_tensors_hooks"]
