@@ -1,14 +1,16 @@
 """Model parallelism (W8): a tensor-parallel training step beside PyTorch's, on 2 local ranks.
 
-    python benchmarks/parallel.py [--what tp] [--steps 4] [--rounds 3] [--threads 1]
+    python benchmarks/parallel.py [--what tp] [--steps 1] [--rounds 16] [--threads 1]
 
 tp: 4 blocks of Linear(512, 2048) -> GELU -> Linear(2048, 512), the first Linear of each block ColwiseParallel and
   the second RowwiseParallel (parallelize_module on a 1-d mesh of 2 ranks), input 16 x 128 x 512 replicated,
   MSE loss, AdamW; one step = forward, backward, optimizer step. tinytorch runs on its ring backend, PyTorch's
   tensor parallelism on gloo, each as its own 2 processes, started together from the same weights; the two
-  pairs take turns (--rounds rounds of --steps steps each, the other pair idle meanwhile) so that both see the
-  same machine load. Reported: median step time on rank 0 and the ratio tinytorch / PyTorch (issue 17's target:
-  <= 0.8), each side's first loss (equal when both compute the same thing), and each library's matmul floor:
+  pairs take turns (--rounds rounds of --steps steps each, the other pair idle meanwhile, after a warm-up round
+  of 2 steps each) so that both see the same machine load. Reported: median step time on rank 0, the ratio of
+  the medians and the median of the per-round ratios (a round's tinytorch steps over the PyTorch steps right
+  after them: robust to load that drifts between rounds) against issue 17's target (<= 0.8), each side's first
+  loss (equal when both compute the same thing), and each library's matmul floor:
   one rank's matrix products of a step timed alone with that library's BLAS, one thread, summed (measured in
   this process after the ranks are done).
 Writes benchmarks/results/parallel.json.
@@ -169,11 +171,11 @@ def tp_section(args: argparse.Namespace) -> Dict[str, Any]:
     times: Dict[str, List[float]] = {lib: [] for lib in libs}
     losses: Dict[str, List[float]] = {}
     try:
-        for _ in range(args.rounds + 1):  # the first round warms up (first-touch memory, caches) and is dropped
+        for r in range(args.rounds + 1):  # the first round warms up (first-touch memory, caches) and is dropped
             for lib in libs:
                 commands, results = channels[lib]
                 for q in commands:
-                    q.put(args.steps)
+                    q.put(args.steps if r else 2)
                 got = _gather(results, lib, world, args.timeout)
                 times[lib].append(got[0]["times"])
                 losses[lib] = got[0]["losses"]
@@ -198,12 +200,17 @@ def tp_section(args: argparse.Namespace) -> Dict[str, Any]:
         rows.append((lib, med, min(kept), max(kept), floors[lib], losses[lib][0]))
     if "torch" in libs:
         entry["ratio_tinytorch_vs_torch"] = entry["tinytorch"]["step_ms_median"] / entry["torch"]["step_ms_median"]
+        paired = [statistics.median(t) / statistics.median(p) for t, p in zip(times["tinytorch"][1:],
+                                                                             times["torch"][1:])]
+        entry["paired_ratio_median"] = statistics.median(paired)
+        entry["paired_ratios"] = paired
     print(f"W8 tensor parallel, 2 ranks x {args.threads} thread(s), {args.rounds} rounds of {args.steps} steps "
           f"(load average {entry['load_average']:.1f})")
     print(table(["library", "median ms", "min ms", "max ms", "matmul floor ms", "first loss"], rows,
                 ["{}", "{:.1f}", "{:.1f}", "{:.1f}", "{:.1f}", "{:.6f}"]))
     if "ratio_tinytorch_vs_torch" in entry:
-        print(f"tinytorch / PyTorch = {entry['ratio_tinytorch_vs_torch']:.2f} (target <= 0.8)")
+        print(f"tinytorch / PyTorch: {entry['ratio_tinytorch_vs_torch']:.2f} (medians), "
+              f"{entry['paired_ratio_median']:.2f} (median of per-round ratios); target <= 0.8")
     return entry
 
 
@@ -213,8 +220,8 @@ SECTIONS: Dict[str, Callable[[argparse.Namespace], Dict[str, Any]]] = {"tp": tp_
 def main(argv: Optional[List[str]] = None) -> Dict[str, Any]:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--what", nargs="+", default=list(SECTIONS), choices=list(SECTIONS))
-    ap.add_argument("--steps", type=int, default=4, help="steps per round")
-    ap.add_argument("--rounds", type=int, default=3, help="timed rounds per library (after one warm-up round)")
+    ap.add_argument("--steps", type=int, default=1, help="steps per round")
+    ap.add_argument("--rounds", type=int, default=16, help="timed rounds per library (after one warm-up round)")
     ap.add_argument("--threads", type=int, default=1, help="intra-op threads per rank")
     ap.add_argument("--timeout", type=float, default=1800.0, help="seconds to wait for a round")
     ap.add_argument("--out", default=os.path.join(HERE, "results", "parallel.json"))
