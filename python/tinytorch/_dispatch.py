@@ -3,7 +3,8 @@
 tinytorch's ops compute on `._data`, and a DTensor's `_data` is only this rank's piece: a public function
 (`torch.*`, `F.*`) that receives a DTensor must hand the call to DTensor's sharding rules instead (PyTorch
 reaches the same place through `__torch_dispatch__`). `route(namespace)` wraps a namespace's op functions once;
-until `tinytorch.distributed.tensor` is imported and sets `handler`, a call pays one global test.
+until `tinytorch.distributed.tensor` is imported and sets `handler`, a call pays one Python frame (~0.15 us)
+and a global test; after, also a scan of its arguments.
 DTensor's own methods (`x.view`, `x + y`) are DTensor class attributes and do not come through here.
 """
 from __future__ import annotations
@@ -14,29 +15,26 @@ handler: Callable | None = None  # handler(name, fn, args, kwargs), set by tinyt
 subclass: type | None = None  # the DTensor class
 
 
-def _has_subclass(args: tuple, kwargs: dict) -> bool:
-    cls = subclass
-    for a in args:
-        t = type(a)
-        if t is cls:
-            return True
-        if (t is list or t is tuple) and a:
-            for e in a:
-                if type(e) is cls:
-                    return True
-    for v in kwargs.values():
-        if type(v) is cls:
-            return True
-    return False
-
-
 def routed(fn: Callable, module: str, name: str) -> Callable:
-    """fn as the public function `module.name`: calls with a DTensor argument go to the handler."""
+    """fn as the public function `module.name`: calls with a DTensor argument (also inside a list or tuple, or as
+    a keyword argument) go to the handler. The test is written out inline: it runs on every call."""
     op = fn.__name__
 
     def public(*args: Any, **kwargs: Any) -> Any:
-        if handler is not None and _has_subclass(args, kwargs):
-            return handler(op, fn, args, kwargs)
+        if handler is not None:
+            cls = subclass
+            for a in args:
+                t = type(a)
+                if t is cls:
+                    return handler(op, fn, args, kwargs)
+                if t is list or t is tuple:
+                    for e in a:
+                        if type(e) is cls:
+                            return handler(op, fn, args, kwargs)
+            if kwargs:
+                for v in kwargs.values():
+                    if type(v) is cls:
+                        return handler(op, fn, args, kwargs)
         return fn(*args, **kwargs)
 
     public.__name__, public.__qualname__, public.__module__ = name, name, module

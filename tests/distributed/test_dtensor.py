@@ -147,6 +147,13 @@ def _api_worker(rank, world, port):
     pm = DTensor.from_local(torch.tensor([float(rank), -float(rank)]), mesh, [Partial("max"), Partial("max")])
     pa = DTensor.from_local(torch.tensor([float(rank)]), mesh, [Partial("avg"), Replicate()])
     out["partials"] = (pm.full_tensor().numpy().tolist(), pa.full_tensor().numpy().tolist())
+    # factories make only this rank's piece
+    import tinytorch.distributed.tensor as dt
+    f = dt.full((5, 4), 7.0, device_mesh=mesh, placements=[Shard(0), Shard(1)])
+    o = dt.ones(5, 4, device_mesh=tp, placements=[Shard(0)], requires_grad=True)
+    out["factories"] = (tuple(f.to_local().shape), f.full_tensor().numpy().tolist() == [[7.0] * 4] * 5,
+                        tuple(o.to_local().shape), o.requires_grad, o.full_tensor().sum().item(),
+                        tuple(dt.randn(4, 6, device_mesh=tp, placements=[Shard(1)]).to_local().shape))
     dist.destroy_process_group()
     return out
 
@@ -174,3 +181,5 @@ def test_dtensor_api_device_mesh_and_strided_shard():
         x = np.arange(35.0).reshape(5, 7)
         np.testing.assert_array_equal(o["a2a"], x[:, 4 * coord[1]:4 * coord[1] + 4])
         assert o["partials"] == ([3.0, 0.0], [1.0 + coord[1] * 1.0])
+        rows = (3, 2)[coord[0]]  # 5 rows cut in torch.chunk pieces of 3 and 2
+        assert o["factories"] == ((rows, 2), True, ((3, 2)[coord[1]], 4), True, 20.0, (4, 3))

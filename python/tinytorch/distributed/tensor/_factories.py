@@ -29,22 +29,21 @@ def _make(fn: Any, size: tuple, device_mesh: Optional[DeviceMesh], placements: O
     return DTensor._make(local._data, mesh, placements, gshape, requires_grad)
 
 
-def ones(*size: Any, requires_grad: bool = False, dtype: Any = None, layout: Any = None,
-         device_mesh: Optional[DeviceMesh] = None, placements: Optional[Sequence[Placement]] = None) -> DTensor:
-    """A DTensor of ones of global `size`."""
-    return _make(_creation.ones, size, device_mesh, placements, requires_grad, dtype)
+def _factory(fn: Any, name: str, doc: str) -> Any:
+    def make(*size: Any, requires_grad: bool = False, dtype: Any = None, layout: Any = None,
+             device_mesh: Optional[DeviceMesh] = None, placements: Optional[Sequence[Placement]] = None) -> DTensor:
+        return _make(fn, size, device_mesh, placements, requires_grad, dtype)
+    make.__name__ = make.__qualname__ = name
+    make.__doc__ = doc
+    return make
 
 
-def zeros(*size: Any, requires_grad: bool = False, dtype: Any = None, layout: Any = None,
-          device_mesh: Optional[DeviceMesh] = None, placements: Optional[Sequence[Placement]] = None) -> DTensor:
-    """A DTensor of zeros of global `size`."""
-    return _make(_creation.zeros, size, device_mesh, placements, requires_grad, dtype)
-
-
-def empty(*size: Any, requires_grad: bool = False, dtype: Any = None, layout: Any = None,
-          device_mesh: Optional[DeviceMesh] = None, placements: Optional[Sequence[Placement]] = None) -> DTensor:
-    """An uninitialised DTensor of global `size`."""
-    return _make(_creation.empty, size, device_mesh, placements, requires_grad, dtype)
+ones = _factory(_creation.ones, "ones", "A DTensor of ones of global `size`.")
+zeros = _factory(_creation.zeros, "zeros", "A DTensor of zeros of global `size`.")
+empty = _factory(_creation.empty, "empty", "An uninitialised DTensor of global `size`.")
+rand = _factory(_creation.rand, "rand", "Uniform [0, 1) values, each rank drawing its own piece from its generator.")
+randn = _factory(_creation.randn, "randn", "Standard normal values, each rank drawing its own piece from its "
+                 "generator.")
 
 
 def full(size: Sequence[int], fill_value: Any, *, requires_grad: bool = False, dtype: Any = None,
@@ -53,15 +52,3 @@ def full(size: Sequence[int], fill_value: Any, *, requires_grad: bool = False, d
     """A DTensor of global `size` filled with fill_value."""
     return _make(lambda shape, **kw: _creation.full(shape, fill_value, **kw), (tuple(size),), device_mesh,
                  placements, requires_grad, dtype)
-
-
-def rand(*size: Any, requires_grad: bool = False, dtype: Any = None, layout: Any = None,
-         device_mesh: Optional[DeviceMesh] = None, placements: Optional[Sequence[Placement]] = None) -> DTensor:
-    """Uniform [0, 1) values, each rank drawing its own piece from its generator."""
-    return _make(_creation.rand, size, device_mesh, placements, requires_grad, dtype)
-
-
-def randn(*size: Any, requires_grad: bool = False, dtype: Any = None, layout: Any = None,
-          device_mesh: Optional[DeviceMesh] = None, placements: Optional[Sequence[Placement]] = None) -> DTensor:
-    """Standard normal values, each rank drawing its own piece from its generator."""
-    return _make(_creation.randn, size, device_mesh, placements, requires_grad, dtype)
