@@ -285,3 +285,33 @@ def test_prepare_module_input_output_kwargs_local_map_and_implicit_replication()
         assert o["passthrough"] == (4, 4)  # a None output layout leaves that output alone
         assert o["local_map"] == (("S(0)",), [[0.0] * 3] * 2 + [[2.0] * 3] * 2)
         assert o["implicit"] == [[1.0] * 3] * 2 + [[2.0] * 3] * 2
+
+
+def _loss_traffic_worker(rank, world, port):
+    import tinytorch as torch
+    import tinytorch.distributed as dist
+    import tinytorch.nn.functional as F
+    from tinytorch.distributed.distributed_c10d import _resolve
+    from tinytorch.distributed.tensor import Shard, distribute_tensor
+    from tinytorch.distributed.tensor.parallel import loss_parallel
+    _init(rank, world, port)
+    mesh = dist.init_device_mesh("cpu", (world,))
+    rows, vocab = 8, 4096
+    logits = distribute_tensor(torch.randn(rows, vocab), mesh, [Shard(1)])
+    logits.requires_grad_(True)
+    target = torch.randint(0, vocab, (rows,))
+    pg = _resolve(None)
+    before = pg._bytes_sent()
+    with loss_parallel():
+        loss = F.cross_entropy(logits, target)
+        loss.backward()
+    sent = pg._bytes_sent() - before
+    dist.destroy_process_group()
+    return sent, tuple(logits.grad.placements) == (Shard(1),)
+
+
+def test_loss_parallel_never_gathers_the_logits():
+    """Three all-reduces of one value per row in forward, nothing in backward: far below one logits shard."""
+    for sent, grad_sharded in run_ranks(_loss_traffic_worker, 2, timeout=120):
+        assert grad_sharded
+        assert 0 < sent <= 3 * 8 * 4 * 2, sent  # 3 all-reduces of 8 float32 rows (with headroom), vs 64 KiB a gather
