@@ -7,7 +7,7 @@ from typing import Any, Sequence
 import numpy as np
 
 from .._redistribute import local_shape  # noqa: F401  (re-exported for the rule files)
-from ..placement_types import Partial, Placement, Replicate, Shard
+from ..placement_types import Partial, Placement, Replicate
 
 R = Replicate()
 
@@ -35,25 +35,9 @@ def broadcast_shape(*shapes: Sequence[int]) -> tuple:
         raise RuntimeError(f"shapes {[list(s) for s in shapes]} cannot be broadcast together") from e
 
 
-def replicate_all(placements: Sequence[Placement]) -> tuple:
-    return tuple(R for _ in placements)
-
-
 def unshard(placements: Sequence[Placement], dims: Sequence[int]) -> tuple:
     """placements with Shard on any of `dims` (and Partial) replaced by Replicate."""
     return tuple(R if (p.is_shard() and p.dim in dims) or p.is_partial() else p for p in placements)
-
-
-def shift_shards(placements: Sequence[Placement], fn: Any) -> tuple:
-    """placements with each Shard(d) moved to Shard(fn(d)) (fn returns None: the shard becomes Replicate)."""
-    out = []
-    for p in placements:
-        if p.is_shard():
-            d = fn(p.dim)
-            out.append(R if d is None else Shard(d))
-        else:
-            out.append(p)
-    return tuple(out)
 
 
 def comm_cost(src: Placement, dst: Placement, numel: int, n: int) -> float:
