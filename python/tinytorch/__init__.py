@@ -59,3 +59,7 @@ from ._deterministic import (are_deterministic_algorithms_enabled, get_determini
                              is_deterministic_algorithms_warn_only_enabled, set_deterministic_debug_mode,
                              use_deterministic_algorithms)
 from ._ops.loss import bilinear, cosine_similarity, pairwise_distance  # noqa: E402  (torch.* aliases of F.*)
+
+from . import _dispatch  # noqa: E402
+
+_dispatch.route(globals(), "tinytorch")  # torch.* op functions hand DTensor arguments to DTensor's sharding rules

@@ -159,8 +159,11 @@ def full(size, fill_value, *, dtype=None, device=None, requires_grad=False) -> T
 
 
 def _dtensor_like(t: Tensor, local: Tensor) -> Tensor:
-    """For a DTensor t: `local` (made with t's local shape) as a DTensor laid out like t."""
+    """For a DTensor t: `local` (made with t's local shape) as a DTensor laid out like t (a pending sum's pieces
+    become replicated values: ones_like(partial) is ones, not a sum of them)."""
+    from .distributed.tensor._redistribute import normalize_for_grad
     out = t._like(local._data)
+    out._placements = normalize_for_grad(t._placements)
     out._requires_grad = local._requires_grad
     return out
 

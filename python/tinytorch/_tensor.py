@@ -59,6 +59,7 @@ class Tensor:
     _post_acc_hooks = None
     _retains_grad = False
     _is_param = False
+    _placements = None  # a DTensor's layout over its DeviceMesh (distributed/tensor); None for a plain tensor
     __array_priority__ = 1000  # numpy scalars/arrays on the left defer to Tensor's operators
 
     def __init__(self, *args, **kwargs) -> None:
@@ -486,7 +487,13 @@ def _wrap_dim(dim: int, ndim: int) -> int:
 def _accumulate_grad(var: Tensor, grad: Tensor, may_steal: bool = False) -> None:
     """AccumulateGrad's body: add `grad` into var.grad (in place when not building a graph), then
     run the post-accumulate hooks (DDP marks the parameter ready there). The engine passes
-    may_steal=True only when it holds the sole reference to `grad` and to its array."""
+    may_steal=True only when it holds the sole reference to `grad` and to its array. A DTensor leaf gets its
+    gradient laid out as itself (a pending sum is reduced first), so .grad and the leaf hold matching pieces."""
+    wrap = _wrap
+    if var._placements is not None:
+        from .distributed.tensor._api import _grad_layout
+        grad = _grad_layout(var, grad)
+        wrap = var._like
     if var._grad is None:
         data = grad._data
         steal = may_steal and data.base is None and data.flags.c_contiguous and data.flags.writeable and \
@@ -494,7 +501,7 @@ def _accumulate_grad(var: Tensor, grad: Tensor, may_steal: bool = False) -> None
         if _C._grad_enabled():  # create_graph: .grad must stay differentiable
             var._grad = grad if steal else grad.clone()
         else:
-            var._grad = _wrap(data if steal else data.astype(var._data.dtype, copy=True, order="C"))
+            var._grad = wrap(data if steal else data.astype(var._data.dtype, copy=True, order="C"))
     elif _C._grad_enabled():
         var._grad = var._grad + grad
     else:

@@ -54,12 +54,12 @@ def _make_grads(outputs: tuple, grads, is_grads_batched: bool = False) -> list:
     for i, (out, g) in enumerate(zip(outputs, grads)):
         if g is None:
             d = out._data
-            if out._requires_grad and d.size != 1:
+            if out._requires_grad and out.numel() != 1:
                 raise RuntimeError("grad can be implicitly created only for scalar outputs")
             if d.dtype.kind != "f" and not out.dtype.is_floating_point:
                 raise RuntimeError(f"grad can be implicitly created only for real scalar outputs but got {out.dtype}")
             # The common `loss.backward()`: a NumPy one without the generic factory's argument handling.
-            g = _wrap(np.ones_like(d)) if type(d) is np.ndarray else ones_like(out)
+            g = _wrap(np.ones_like(d)) if type(d) is np.ndarray and out._placements is None else ones_like(out)
         elif not isinstance(g, Tensor):
             from .._creation import tensor
             g = tensor(g, dtype=out.dtype, device=out.device)

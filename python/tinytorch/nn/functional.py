@@ -82,3 +82,7 @@ __all__ += ["conv1d", "conv2d", "conv_transpose1d", "conv_transpose2d", "alpha_d
             "avg_pool1d", "avg_pool2d", "max_pool1d", "max_pool1d_with_indices", "max_pool2d",
             "max_pool2d_with_indices", "interpolate", "pixel_shuffle", "pixel_unshuffle", "upsample",
             "upsample_bilinear", "upsample_nearest"]
+
+from .. import _dispatch  # noqa: E402
+
+_dispatch.route(globals(), "tinytorch.nn.functional", ("tinytorch._ops", "tinytorch.nn.functional"))

@@ -1,44 +1,38 @@
 """DTensor: a tensor whose global value is spread over a DeviceMesh; each rank holds its local piece.
 
 The local piece is the tensor's `_data` (so optimizers, which update `_data` in place, step local shards
-unchanged), while shape, size(), numel() and stride() describe the global tensor, as in PyTorch. Elementwise
-ops between DTensors of the same layout (and with scalars) run on the local pieces; full reductions
-(sum, mean, norm) all-reduce; other ops raise and say to call full_tensor() or to_local().
+unchanged, and FSDP/DCP read it directly), while shape, size(), numel() and stride() describe the global tensor,
+as in PyTorch. Every Tensor method and every torch.*/F.* op function called with a DTensor goes to the op
+dispatcher (_dispatch.py), which looks up the op's sharding rule (_ops/), redistributes the inputs the rule asks
+for, runs the ordinary op on the local pieces and wraps the result; an op without a rule raises.
+
+Autograd runs through DTensors: from_local/to_local are recorded nodes (the local op's own nodes sit between
+them), redistribute records a node whose backward redistributes the gradient back, and gradients reaching a
+DTensor parameter are laid out as the parameter before they land in `.grad` (so an optimizer sees matching
+local pieces).
 """
 from __future__ import annotations
 
+import inspect
 import math
 from typing import Any, Optional, Sequence
 
 import numpy as np
 
+from ..._C import _grad_enabled
+from ..._ops._common import record
 from ..._tensor import Size, Tensor, _new, _wrap
-from ...autograd.grad_mode import no_grad
 from .. import distributed_c10d as c10d
-from ..device_mesh import DeviceMesh, init_device_mesh
-from .placement_types import Partial, Placement, Replicate, Shard
+from ..device_mesh import DeviceMesh, _mesh_resources, init_device_mesh
+from ._redistribute import chunk_bounds, normalize_for_grad, redistribute_local
+from .placement_types import Placement, Replicate, Shard, _StridedShard
 
 __all__ = ["DTensor", "distribute_tensor", "distribute_module"]
-
-
-def chunk_bounds(size: int, n: int, i: int) -> tuple[int, int]:
-    """[start, stop) of piece i when `size` rows are cut as torch.chunk cuts them into n (later pieces may be empty)."""
-    step = -(-size // n) if size else 0
-    start = min(i * step, size)
-    return start, min(start + step, size)
-
-
-def _local_shape(gshape: Sequence[int], mesh: DeviceMesh, placements: Sequence[Placement]) -> tuple:
-    shape = list(gshape)
-    coord = mesh.get_coordinate()
-    for d, p in enumerate(placements):
-        if isinstance(p, Shard):
-            a, b = chunk_bounds(shape[p.dim], mesh.size(d), coord[d])
-            shape[p.dim] = b - a
-    return tuple(shape)
+__all__ += ["chunk_bounds"]  # FSDP and DCP cut dim 0 with it
 
 
 def _norm_placements(placements: Optional[Sequence[Placement]], mesh: DeviceMesh, ndim: int) -> tuple:
+    """Placements checked against the mesh, negative Shard dims made positive (all Replicate when None)."""
     if placements is None:
         return tuple(Replicate() for _ in range(mesh.ndim))
     placements = tuple(placements)
@@ -49,23 +43,27 @@ def _norm_placements(placements: Optional[Sequence[Placement]], mesh: DeviceMesh
     for p in placements:
         if not isinstance(p, Placement):
             raise TypeError(f"placements must be Shard, Replicate or Partial, got {p!r}")
-        if isinstance(p, Shard) and p.dim < 0:
-            p = Shard(p.dim + ndim)
-        if isinstance(p, Shard) and not 0 <= p.dim < max(ndim, 1):
-            raise IndexError(f"Shard(dim={p.dim}) is out of range for a {ndim}-d tensor")
+        if p.is_shard():
+            d = p.dim + ndim if p.dim < 0 else p.dim
+            if not 0 <= d < max(ndim, 1):
+                raise IndexError(f"{p!r} is out of range for a {ndim}-d tensor")
+            if d != p.dim:
+                p = _StridedShard(d, split_factor=p.split_factor) if isinstance(p, _StridedShard) else Shard(d)
         out.append(p)
+    partial_ops = {p.reduce_op for p in out if p.is_partial()}
+    if len(partial_ops) > 1:
+        raise ValueError(f"placements {tuple(out)} mix Partial reduce types {sorted(partial_ops)}; a DTensor holds "
+                         "one kind of pending reduction")
     return tuple(out)
 
 
 def _default_mesh(mesh: Optional[DeviceMesh], device_type: str) -> DeviceMesh:
     if mesh is not None:
         return mesh
+    current = _mesh_resources.get_current_mesh()
+    if current is not None:
+        return current
     return init_device_mesh(device_type, (c10d.get_world_size() if c10d.is_initialized() else 1,))
-
-
-def _mixed_error(op: str) -> RuntimeError:
-    return RuntimeError(f"{op}: got mixed torch.Tensor and DTensor, need to convert all torch.Tensor to DTensor "
-                        "before calling distributed operators!")
 
 
 class DTensor(Tensor):
@@ -101,24 +99,45 @@ class DTensor(Tensor):
     @staticmethod
     def from_local(local_tensor: Tensor, device_mesh: Optional[DeviceMesh] = None,
                    placements: Optional[Sequence[Placement]] = None, *, run_check: bool = False,
-                   shape: Optional[Sequence[int]] = None, stride: Optional[Sequence[int]] = None) -> "DTensor":
-        """Wrap each rank's local tensor as one DTensor (no communication unless run_check)."""
+                   shape: Optional[Sequence[int]] = None, stride: Optional[Sequence[int]] = None,
+                   grad_placements: Optional[Sequence[Placement]] = None) -> "DTensor":
+        """Wrap each rank's local tensor as one DTensor (differentiable; no communication unless run_check).
+
+        Without `shape` the global shape assumes even pieces (local size times mesh size on sharded dims); uneven
+        pieces need `shape` and `stride`. run_check compares the metadata across ranks and broadcasts Replicate
+        pieces from the first rank of their mesh dim. The gradient flows back laid out as `grad_placements`
+        (default: `placements` with Partial read as Replicate)."""
+        if isinstance(local_tensor, DTensor):
+            raise RuntimeError("the input tensor of DTensor.from_local is already a DTensor")
         if not isinstance(local_tensor, Tensor):
             raise TypeError(f"from_local expects a Tensor, got {type(local_tensor).__name__}")
         mesh = _default_mesh(device_mesh, local_tensor.device.type)
         placements = _norm_placements(placements, mesh, local_tensor.ndim)
+        if (shape is None) != (stride is None):
+            raise RuntimeError(f"Found shape:{shape}, stride:{stride}. Please pass both shape and stride at the same "
+                               "time.")
         if shape is not None:
             gshape = tuple(int(s) for s in shape)
         else:
             gshape = list(local_tensor._data.shape)
             for d, p in enumerate(placements):
-                if isinstance(p, Shard):
-                    gshape[p.dim] *= mesh.size(d)  # as PyTorch: assumes even shards when no shape is given
+                if p.is_shard():
+                    gshape[p.dim] *= mesh.size(d)
             gshape = tuple(gshape)
+        data = None
         if run_check:
-            _check_same_across(mesh, ("from_local", gshape, str(local_tensor.dtype), tuple(map(str, placements))))
-        return DTensor._make(local_tensor._data, mesh, placements, gshape, local_tensor._requires_grad,
-                             local_tensor._shared_vc())
+            _check_same_across(mesh, ("from_local", gshape if shape is not None else None,
+                                      str(local_tensor.dtype), tuple(map(str, placements))))
+            for d, p in enumerate(placements):
+                if p.is_replicate() and mesh.size(d) > 1:
+                    if data is None:
+                        data = np.array(local_tensor._data, order="C", copy=True) if local_tensor.is_cpu else \
+                            local_tensor._data.copy()
+                    src = int(mesh._ranks[tuple(0 if e == d else c for e, c in
+                                                enumerate(mesh.get_coordinate()))])
+                    c10d.broadcast(data, src=src, group=mesh.get_group(d))
+        grads = None if grad_placements is None else _norm_placements(grad_placements, mesh, len(gshape))
+        return _from_local(local_tensor, mesh, placements, gshape, grads, data)
 
     # ------------------------------------------------------------------ metadata (global)
     @property
@@ -163,6 +182,11 @@ class DTensor(Tensor):
         st = tuple(reversed(st))
         return st if dim is None else st[dim]
 
+    def __len__(self) -> int:
+        if not self._gshape:
+            raise TypeError("len() of a 0-d tensor")
+        return self._gshape[0]
+
     @property
     def data(self) -> "DTensor":
         return self._like(self._data)
@@ -175,77 +199,67 @@ class DTensor(Tensor):
         else:
             raise _mixed_error("aten.set_.source_Tensor")
 
+    @property
+    def T(self) -> "DTensor":
+        return self.permute(*reversed(range(self.ndim)))
+
+    @property
+    def mT(self) -> "DTensor":
+        return self.transpose(-2, -1)
+
+    # ------------------------------------------------------------------ ops that only read another tensor's metadata
+    def type_as(self, other: Tensor) -> "DTensor":
+        return self.to(other.dtype)
+
+    def view_as(self, other: Tensor) -> "DTensor":
+        return self.view(tuple(other.shape))
+
+    def reshape_as(self, other: Tensor) -> "DTensor":
+        return self.reshape(tuple(other.shape))
+
+    def expand_as(self, other: Tensor) -> "DTensor":
+        return self.expand(tuple(other.shape))
+
     # ------------------------------------------------------------------ conversions
     def to_local(self, *, grad_placements: Optional[Sequence[Placement]] = None) -> Tensor:
-        """This rank's piece as a plain tensor sharing memory (and version counter) with the DTensor."""
-        t = _wrap(self._data)
-        t._vc = self._shared_vc()
-        return t
+        """This rank's piece as a plain tensor sharing memory (and version counter); differentiable, the gradient
+        coming back is read as laid out by `grad_placements` (default: this DTensor's placements, Partial read
+        as Replicate)."""
+        grads = None if grad_placements is None else _norm_placements(grad_placements, self._mesh, self.ndim)
+        return _to_local(self, grads)
 
     @property
     def _local_tensor(self) -> Tensor:
         return self.to_local()
 
     def full_tensor(self, *, grad_placements: Optional[Sequence[Placement]] = None) -> Tensor:
-        """The whole tensor on every rank (all-gathers shards, all-reduces partials)."""
-        return _wrap(self._gather_array(self._data, self._placements))
-
-    def _gather_array(self, data: Any, placements: tuple, target: Optional[tuple] = None) -> Any:
-        """data laid out as `placements`, turned into `target` (all Replicate by default) with collectives."""
-        target = target or tuple(Replicate() for _ in placements)
-        for d in reversed(range(self._mesh.ndim)):
-            src, dst = placements[d], target[d]
-            if src == dst:
-                continue
-            g = self._mesh.get_group(d)
-            n = self._mesh.size(d)
-            if isinstance(src, Partial):
-                data = np.ascontiguousarray(data) if type(data) is np.ndarray else data.copy()
-                op = {"sum": c10d.ReduceOp.SUM, "avg": c10d.ReduceOp.AVG, "max": c10d.ReduceOp.MAX,
-                      "min": c10d.ReduceOp.MIN}[src.reduce_op]
-                c10d.all_reduce(data, op=op, group=g)
-                src = Replicate()
-            if isinstance(src, Shard):
-                data = _all_gather_dim(data, src.dim, self._gshape_at(d, placements), n, g)
-                src = Replicate()
-            if isinstance(dst, Shard):
-                a, b = chunk_bounds(data.shape[dst.dim], n, self._mesh.get_local_rank(d))
-                index = [slice(None)] * data.ndim
-                index[dst.dim] = slice(a, b)
-                data = data[tuple(index)].copy()
-            elif isinstance(dst, Partial):
-                if self._mesh.get_local_rank(d) != 0 and dst.reduce_op in ("sum", "avg"):
-                    data = data * 0  # one rank keeps the value, the rest contribute nothing
-            placements = placements[:d] + (dst,) + placements[d + 1:]
-        return data
-
-    def _gshape_at(self, mesh_dim: int, placements: tuple) -> int:
-        """The full size, along the sharded tensor dim of mesh_dim, of the pieces gathered over mesh_dim."""
-        p = placements[mesh_dim]
-        size = self._gshape[p.dim]
-        coord = self._mesh.get_coordinate()
-        for d in range(mesh_dim):  # outer mesh dims that shard the same tensor dim cut it first
-            q = placements[d]
-            if isinstance(q, Shard) and q.dim == p.dim:
-                a, b = chunk_bounds(size, self._mesh.size(d), coord[d])
-                size = b - a
-        return size
+        """The whole tensor on every rank: redistribute to all Replicate, then to_local (differentiable)."""
+        full = _redistribute(self, tuple(Replicate() for _ in range(self._mesh.ndim)))
+        return full.to_local(grad_placements=grad_placements)
 
     def redistribute(self, device_mesh: Optional[DeviceMesh] = None,
-                     placements: Optional[Sequence[Placement]] = None, *, async_op: bool = False) -> "DTensor":
-        """The same global tensor laid out with other placements (collectives as needed)."""
+                     placements: Optional[Sequence[Placement]] = None, *, async_op: bool = False,
+                     forward_dtype: Any = None, backward_dtype: Any = None) -> "DTensor":
+        """The same global tensor laid out with other placements: all-gather, all-reduce, reduce-scatter,
+        all-to-all or a local cut per mesh dim (differentiable: backward runs the dual step). The collectives
+        run before it returns, also with async_op=True."""
         mesh = device_mesh or self._mesh
         if mesh != self._mesh:
-            raise NotImplementedError("redistribute: moving a DTensor to another DeviceMesh is not supported")
+            raise NotImplementedError(f"Cross device mesh comm not supported yet! (redistribute from {self._mesh} "
+                                      f"to {mesh})")
+        if placements is None:
+            raise RuntimeError("placements is needed for redistribute!")
         target = _norm_placements(placements, mesh, self.ndim)
-        if target == self._placements:
-            return self
-        data = self._gather_array(self._data, self._placements, target)
-        return DTensor._make(data, mesh, target, self._gshape)
+        for cur, new in zip(self._placements, target):
+            if new.is_partial() and cur != new:
+                raise RuntimeError(f"Can not redistribute from {cur} to {new}, redistributing to Partial is for "
+                                   "internal use only!")
+        x = self if forward_dtype is None else self.to(forward_dtype)
+        return _redistribute(x, target, backward_dtype)
 
     # ------------------------------------------------------------------ printing, pickling
     def __repr__(self) -> str:
-        return (f"DTensor(local_tensor={self.to_local()!r}, device_mesh={self._mesh!r}, "
+        return (f"DTensor(local_tensor={_wrap(self._data)!r}, device_mesh={self._mesh!r}, "
                 f"placements={self._placements!r})")
 
     def __reduce_ex__(self, protocol):
@@ -276,9 +290,12 @@ class DTensor(Tensor):
         self.__array__()
 
     def item(self):
-        if not all(isinstance(p, Replicate) for p in self._placements):
-            raise RuntimeError("item() on a sharded or partial DTensor: call .full_tensor().item()")
-        return self.to_local().item()
+        """The value of a one-element DTensor (pending reductions and shards are resolved first)."""
+        if self.numel() != 1:
+            raise RuntimeError(f"a Tensor with {self.numel()} elements cannot be converted to Scalar")
+        if all(p.is_replicate() for p in self._placements):
+            return _wrap(self._data).item()
+        return self.full_tensor().item()
 
     def __bool__(self) -> bool:
         return bool(self.item())
@@ -286,66 +303,33 @@ class DTensor(Tensor):
     def __float__(self) -> float:
         return float(self.item())
 
-    # ------------------------------------------------------------------ reductions over the whole tensor
-    def _reduced(self, local_value: Any, op: str) -> "DTensor":
-        """A replicated 0-d DTensor from each rank's partial reduction."""
-        data = np.asarray(local_value) if type(self._data) is np.ndarray else local_value
-        data = data.reshape(1).copy()
-        code = {"sum": c10d.ReduceOp.SUM, "max": c10d.ReduceOp.MAX, "min": c10d.ReduceOp.MIN}[op]
-        for d, p in enumerate(self._placements):
-            if isinstance(p, (Shard, Partial)):
-                c10d.all_reduce(data, op=code, group=self._mesh.get_group(d))
-        return DTensor._make(data.reshape(()), self._mesh, tuple(Replicate() for _ in self._placements), ())
+    def __int__(self) -> int:
+        return int(self.item())
 
-    def sum(self, dim=None, keepdim: bool = False, *, dtype=None) -> "DTensor":
-        if dim is not None:
-            raise NotImplementedError("DTensor.sum(dim=...) is not supported: use full_tensor() or to_local()")
-        local = self._data.sum(dtype=None if dtype is None else dtype.np)
-        return self._reduced(local, "sum")
+    def __index__(self) -> int:
+        return int(self.item())
 
-    def mean(self, dim=None, keepdim: bool = False, *, dtype=None) -> "DTensor":
-        s = self.sum(dim, keepdim, dtype=dtype)
-        s._data = s._data / s._data.dtype.type(max(self.numel(), 1)) if s._data.dtype.kind == "f" else \
-            (s._data / max(self.numel(), 1)).astype(np.float32)
-        s._data = (np if type(self._data) is np.ndarray else self._data.__array_namespace__()).asarray(s._data)
-        return s
+    def __iter__(self):
+        if not self._gshape:
+            raise TypeError("iteration over a 0-d tensor")
+        return iter(self.unbind(0))
 
-    def norm(self, p: Any = "fro", dim=None, keepdim: bool = False, dtype=None) -> "DTensor":
-        if dim is not None:
-            raise NotImplementedError("DTensor.norm(dim=...) is not supported: use full_tensor() or to_local()")
-        order = 2.0 if p in ("fro", None) else float(p)
-        flat = self._data.reshape(-1).astype(np.float64 if self._data.dtype == np.float64 else np.float32)
-        xp = np if type(flat) is np.ndarray else flat.__array_namespace__()
-        if order == math.inf:
-            r = self._reduced(xp.abs(flat).max() if flat.size else xp.zeros((), flat.dtype), "max")
-        else:
-            r = self._reduced((xp.abs(flat) ** order).sum(), "sum")
-            r._data = r._data ** (1.0 / order)
-        r._data = xp.asarray(r._data, dtype=self._data.dtype).reshape(())
-        return r
+
+DTensor.__hash__ = Tensor.__hash__
+
+
+def _mixed_error(op: str) -> RuntimeError:
+    return RuntimeError(f"{op}: got mixed torch.Tensor and DTensor, need to convert all torch.Tensor to DTensor "
+                        "before calling distributed operators!")
 
 
 def _check_same_across(mesh: DeviceMesh, what: Any) -> None:
     seen: list = [None] * c10d.get_world_size()
     c10d.all_gather_object(seen, what)
-    ranks = [int(r) for r in mesh._ranks.reshape(-1)]
-    for r in ranks:
+    for r in (int(r) for r in mesh._ranks.reshape(-1)):
         if seen[r] != what:
             raise ValueError(f"rank {c10d.get_rank()}: {what[0]}: rank {r} has {seen[r]!r} but this rank has "
                              f"{what!r}")
-
-
-def _all_gather_dim(data: Any, dim: int, full: int, n: int, group: Any) -> Any:
-    """Gather torch.chunk pieces of `full` rows along `dim` from the n ranks of group (pads uneven pieces)."""
-    xp = np if type(data) is np.ndarray else data.__array_namespace__()
-    step = -(-full // n) if full else 0
-    moved = xp.moveaxis(data, dim, 0)
-    rest = moved.shape[1:]
-    padded = xp.zeros((step,) + rest, dtype=data.dtype)
-    padded[:moved.shape[0]] = moved
-    out = xp.empty((n * step,) + rest, dtype=data.dtype)
-    c10d.all_gather_into_tensor(out, padded, group=group)
-    return xp.ascontiguousarray(xp.moveaxis(out[:full], 0, dim))
 
 
 def _rebuild_dtensor(array, dev, mesh, placements, gshape, requires_grad, is_param):
@@ -357,84 +341,93 @@ def _rebuild_dtensor(array, dev, mesh, placements, gshape, requires_grad, is_par
     return t
 
 
-def _local_arg(op: str, x: Any, like: DTensor) -> Any:
-    if isinstance(x, DTensor):
-        if x._placements != like._placements or x._gshape != like._gshape:
-            if x._gshape == () or all(isinstance(p, Replicate) for p in x._placements) and x.numel() == 1:
-                return x.to_local()
-            raise RuntimeError(f"{op}: DTensors with different layouts ({like._placements} {tuple(like._gshape)} and "
-                               f"{x._placements} {tuple(x._gshape)}); redistribute one first")
-        return x.to_local()
-    if isinstance(x, Tensor):
-        if x._data.ndim == 0:
-            return x
-        raise _mixed_error(op)
-    return x
+# ------------------------------------------------------------------ the differentiable conversions
 
 
-def _pointwise(name: str, inplace: bool):
-    base = getattr(Tensor, name)
-
-    def op(self: DTensor, *args, **kwargs):
-        args = tuple(_local_arg(name, a, self) for a in args)
-        kwargs = {k: _local_arg(name, v, self) for k, v in kwargs.items()}
-        local = self.to_local()
-        with no_grad():
-            out = base(local, *args, **kwargs)
-        if inplace:
-            self._data = local._data
-            return self
-        if not isinstance(out, Tensor):
-            return out
-        return DTensor._make(out._data, self._mesh, self._placements, self._gshape)
-
-    op.__name__ = name
-    op.__doc__ = f"{name} on each rank's local piece (same layout in and out)."
-    return op
+def _as_grad(g: Any, mesh: DeviceMesh, placements: tuple, gshape: tuple) -> "DTensor":
+    """A gradient arriving at a DTensor node as a DTensor (a plain tensor is read as laid out like `placements`)."""
+    if g is None or isinstance(g, DTensor):
+        return g
+    return DTensor._make(g._data, mesh, placements, gshape)
 
 
-_UNARY = ("neg abs sqrt rsqrt exp log sign sigmoid tanh relu reciprocal square sin cos clone detach float double "
-          "half bfloat16 to cpu cuda type_as __neg__ __abs__ __pos__ isnan isinf isfinite logical_not contiguous")
-_BINARY = ("add sub mul div true_divide pow maximum minimum lerp addcmul addcdiv clamp clamp_min clamp_max where "
-           "__add__ __radd__ __sub__ __rsub__ __mul__ __rmul__ __truediv__ __rtruediv__ __pow__ __rpow__ "
-           "eq ne lt le gt ge __eq__ __ne__ __lt__ __le__ __gt__ __ge__")
-_INPLACE = ("add_ sub_ mul_ div_ pow_ lerp_ addcmul_ addcdiv_ clamp_ clamp_min_ clamp_max_ zero_ fill_ copy_ "
-            "uniform_ normal_ sqrt_ neg_ abs_ exp_ sign_ masked_fill_ __iadd__ __isub__ __imul__ __itruediv__")
-for _name in (_UNARY + " " + _BINARY).split():
-    if hasattr(Tensor, _name):
-        setattr(DTensor, _name, _pointwise(_name, False))
-for _name in _INPLACE.split():
-    if hasattr(Tensor, _name):
-        setattr(DTensor, _name, _pointwise(_name, True))
-DTensor.__hash__ = Tensor.__hash__
+def _to_local(x: DTensor, grad_placements: Optional[tuple]) -> Tensor:
+    """x's local piece as a plain tensor; its gradient is wrapped back as a DTensor laid out as grad_placements."""
+    t = _wrap(x._data)
+    t._vc = x._shared_vc()
+    if x._requires_grad and _grad_enabled():
+        mesh, gshape = x._mesh, x._gshape
+        gp = grad_placements if grad_placements is not None else normalize_for_grad(x._placements)
+
+        def to_local_backward(g):
+            return _from_local(g, mesh, gp, gshape, None)
+        record("ToTorchTensor", to_local_backward, t, (x,))
+    return t
 
 
-def _unsupported(name: str):
-    def op(self, *args, **kwargs):
-        raise NotImplementedError(f"DTensor.{name}: tinytorch's DTensor runs elementwise ops and whole-tensor "
-                                  "sum/mean/norm; call .full_tensor() (the whole tensor) or .to_local() (this rank's "
-                                  "piece) first")
-    op.__name__ = name
-    return op
+def _from_local(local: Tensor, mesh: DeviceMesh, placements: tuple, gshape: tuple,
+                grad_placements: Optional[tuple], data: Any = None) -> DTensor:
+    """local as this rank's piece of a DTensor (sharing its memory, or holding `data` in its place); the DTensor's
+    gradient is redistributed to grad_placements (default: placements with Partial read as Replicate) and handed
+    back as a local tensor."""
+    if data is None:
+        out = DTensor._make(local._data, mesh, placements, gshape, vc=local._shared_vc())
+    else:
+        out = DTensor._make(data, mesh, placements, gshape)
+    if local._requires_grad and _grad_enabled():
+        gp = grad_placements if grad_placements is not None else normalize_for_grad(placements)
+
+        def from_local_backward(g):
+            g = _as_grad(g, mesh, gp, gshape)
+            if g._placements != gp:
+                g = _redistribute(g, gp)
+            return _to_local(g, None)
+        record("FromTorchTensor", from_local_backward, out, (local,))
+    return out
 
 
-for _name in ("view reshape flatten transpose t permute unsqueeze squeeze expand __getitem__ __setitem__ matmul "
-              "__matmul__ __rmatmul__ mm bmm max min std var prod argmax argmin chunk split narrow index_select "
-              "gather softmax log_softmax __iter__ __len__").split():
-    if hasattr(Tensor, _name):
-        setattr(DTensor, _name, _unsupported(_name))
+def _redistribute(x: DTensor, placements: tuple, backward_dtype: Any = None) -> DTensor:
+    """x laid out as `placements`; backward sends the gradient back to x's placements (Partial read as Replicate)."""
+    if placements == x._placements:
+        return x
+    data = redistribute_local(x._data, x._mesh, x._placements, placements, x._gshape)
+    out = DTensor._make(data, x._mesh, placements, x._gshape)
+    if x._requires_grad and _grad_enabled():
+        mesh, gshape, dtype = x._mesh, x._gshape, x.dtype
+        src = normalize_for_grad(x._placements)
+
+        def redistribute_backward(g):
+            g = _as_grad(g, mesh, normalize_for_grad(placements), gshape)
+            if backward_dtype is not None and g.dtype != backward_dtype:
+                g = g.to(backward_dtype)
+            g = _redistribute(g, src)
+            return g if g.dtype == dtype else g.to(dtype)
+        record("Redistribute", redistribute_backward, out, (x,))
+    return out
+
+
+def _grad_layout(var: DTensor, grad: Tensor) -> DTensor:
+    """A gradient about to land in a DTensor leaf's .grad, laid out as the leaf (a pending sum is reduced)."""
+    grad = _as_grad(grad, var._mesh, normalize_for_grad(var._placements), var._gshape)
+    if grad._placements != var._placements:
+        grad = _redistribute(grad, var._placements)
+    return grad
+
+
+# ------------------------------------------------------------------ making DTensors from whole tensors
 
 
 def distribute_tensor(tensor: Tensor, device_mesh: Optional[DeviceMesh] = None,
                       placements: Optional[Sequence[Placement]] = None, *,
                       src_data_rank: Optional[int] = 0) -> DTensor:
     """Split (Shard) or copy (Replicate) a full tensor over the mesh: rank src_data_rank's values are used
-    (broadcast first); with src_data_rank=None every rank's own tensor is used and nothing is sent."""
+    (broadcast first); with src_data_rank=None every rank's own tensor is used and nothing is sent.
+    The result is a leaf that requires grad when the input does."""
     if isinstance(tensor, DTensor):
         raise ValueError("distribute_tensor: the input is already a DTensor; use redistribute()")
     mesh = _default_mesh(device_mesh, tensor.device.type)
     placements = _norm_placements(placements, mesh, tensor.ndim)
-    if any(isinstance(p, Partial) for p in placements):
+    if any(p.is_partial() for p in placements):
         raise ValueError("distribute_tensor: Partial placements are not allowed (the input is a full tensor)")
     data = tensor._data
     if src_data_rank is not None and tensor.device.type != "meta" and c10d.get_world_size() > 1:
@@ -449,22 +442,20 @@ def distribute_tensor(tensor: Tensor, device_mesh: Optional[DeviceMesh] = None,
             if src in c10d.get_process_group_ranks(g):
                 c10d.broadcast(data, src=src, group=g)
     gshape = tuple(data.shape)
-    coord = mesh.get_coordinate()
-    for d, p in enumerate(placements):
-        if isinstance(p, Shard):
-            a, b = chunk_bounds(data.shape[p.dim], mesh.size(d), coord[d])
-            index = [slice(None)] * data.ndim
-            index[p.dim] = slice(a, b)
-            data = data[tuple(index)]
+    data = redistribute_local(data, mesh, tuple(Replicate() for _ in placements), placements, gshape)
     data = data.copy() if data is tensor._data or getattr(data, "base", None) is not None else data
     return DTensor._make(data, mesh, placements, gshape, tensor._requires_grad)
 
 
 def distribute_module(module: Any, device_mesh: Optional[DeviceMesh] = None, partition_fn: Any = None,
                       input_fn: Any = None, output_fn: Any = None) -> Any:
-    """Replicate every parameter and buffer of module over the mesh, or let partition_fn(name, module, mesh) place
-    them; input_fn/output_fn become forward pre-/post-hooks."""
+    """Let partition_fn(name, submodule, mesh) turn parameters into DTensors, replicate every parameter and buffer it
+    left alone, and register input_fn(module, inputs, mesh) / output_fn(module, outputs, mesh) as forward
+    pre-/post-hooks. A module is distributed once."""
     from ...nn.parameter import Parameter
+    if getattr(module, "_distribute_module_applied", False):
+        raise RuntimeError("distribute_module should only be called once on a module, but it has already been "
+                           "called on this module!")
     mesh = _default_mesh(device_mesh, "cpu")
     for name, sub in module.named_modules():
         if partition_fn is not None:
@@ -477,7 +468,42 @@ def distribute_module(module: Any, device_mesh: Optional[DeviceMesh] = None, par
             if b is not None and not isinstance(b, DTensor):
                 sub._buffers[key] = distribute_tensor(b, mesh, [Replicate()] * mesh.ndim)
     if input_fn is not None:
-        module.register_forward_pre_hook(lambda m, args: input_fn(m, args, mesh))
+        nparams = len(inspect.signature(input_fn).parameters)
+        if nparams == 2:  # PyTorch's deprecated input_fn(inputs, mesh)
+            module.register_forward_pre_hook(lambda m, args: input_fn(args, mesh))
+        else:
+            module.register_forward_pre_hook(lambda m, args: input_fn(m, args, mesh))
     if output_fn is not None:
-        module.register_forward_hook(lambda m, args, out: output_fn(m, out, mesh))
+        nparams = len(inspect.signature(output_fn).parameters)
+        if nparams == 2:
+            module.register_forward_hook(lambda m, args, out: output_fn(out, mesh))
+        else:
+            module.register_forward_hook(lambda m, args, out: output_fn(m, out, mesh))
+    module._distribute_module_applied = True
     return module
+
+
+def _route_methods() -> None:
+    """Every Tensor method DTensor does not define itself goes to the op dispatcher under its own name."""
+    from ._dispatch import dispatch
+    keep = {"__init__", "__new__", "__class__", "__init_subclass__", "__subclasshook__", "__getattribute__",
+            "__setattr__", "__delattr__", "__dir__", "__sizeof__", "__format__", "__reduce__", "__getstate__",
+            "__hash__", "__str__", "__complex__", "_bump_version", "_shared_vc", "backward", "register_hook",
+            "register_post_accumulate_grad_hook", "retain_grad", "requires_grad_", "detach_", "element_size",
+            "is_contiguous", "is_floating_point", "is_complex", "is_inference", "data_ptr", "get_device", "type"}
+    for name in dir(Tensor):
+        if name in keep or name in DTensor.__dict__:
+            continue
+        attr = inspect.getattr_static(Tensor, name)
+        if isinstance(attr, property) or not callable(attr):
+            continue
+        setattr(DTensor, name, _method(name, getattr(Tensor, name), dispatch))
+
+
+def _method(name: str, base: Any, dispatch: Any):
+    def method(self, *args, **kwargs):
+        return dispatch(name, base, (self,) + args, kwargs)
+    method.__name__ = name
+    method.__qualname__ = f"DTensor.{name}"
+    method.__doc__ = f"Tensor.{name} on a DTensor (through its sharding rule)."
+    return method

@@ -110,7 +110,7 @@ class RMSNorm(Module):
             init.ones_(self.weight)
 
     def forward(self, x: Tensor) -> Tensor:
-        return _norm_ops.rms_norm(x, self.normalized_shape, self.weight, self.eps)
+        return F.rms_norm(x, self.normalized_shape, self.weight, self.eps)
 
     def extra_repr(self) -> str:
         return "{normalized_shape}, eps={eps}, elementwise_affine={elementwise_affine}".format(**self.__dict__)
