@@ -190,8 +190,11 @@ class _StepComm:
             pass
 
     def _failure(self) -> Optional[str]:
-        if self.pg._store.check([self._error_key]):
-            return self.pg._store.get(self._error_key).decode()
+        try:
+            if self.pg._store.check([self._error_key]):
+                return self.pg._store.get(self._error_key).decode()
+        except DistError:  # the store went down with the rank that hosted it
+            pass
         return None
 
     def _poll(self, attempt: Callable[[float], bool], what: str) -> None:
@@ -212,9 +215,14 @@ class _StepComm:
                     w.wait(timeout=slice_s)
                     return True
                 except DistError as e:
-                    if w.is_completed():
-                        raise type(e)(f"rank {self.rank}: {what} failed: {e}") from e
-                    return False
+                    if not w.is_completed():
+                        return False
+                    # A peer that reported its failure and exited closes its sockets: name the failure itself.
+                    failure = self._failure()
+                    if failure is not None:
+                        raise DistError(f"rank {self.rank}: {what}: the pipeline step was abandoned because "
+                                        f"{failure}") from e
+                    raise type(e)(f"rank {self.rank}: {what} failed: {e}") from e
 
             self._poll(attempt, what)
 
