@@ -109,7 +109,7 @@ def _train(torch, schedule_name, rank, world, per_rank, m=4, steps=STEPS, group=
     model = _model(torch)
     stages, mine, parts = _stages(torch, model, rank, world, per_rank, group)
     n_stages = world * per_rank
-    cls = pp.get_schedule_class(schedule_name)
+    cls = pp.schedules.get_schedule_class(schedule_name)
     sched = cls(stages[0] if per_rank == 1 else stages, n_microbatches=m,
                 loss_fn=torch.nn.functional.cross_entropy)
     params = [p for s in stages for p in s.submod.parameters()]
@@ -402,7 +402,7 @@ def test_errors_fail_every_rank_quickly():
 
 def test_split_and_merge_follow_pytorch():
     import tinytorch as torch
-    from tinytorch.distributed.pipelining import TensorChunkSpec, merge_chunks, split_args_kwargs_into_chunks
+    from tinytorch.distributed.pipelining.microbatch import TensorChunkSpec, merge_chunks, split_args_kwargs_into_chunks
     x = torch.arange(24.0).reshape(6, 4)
     mask = torch.arange(8).reshape(2, 4)
     args, kwargs = split_args_kwargs_into_chunks((x, "tag"), {"mask": mask, "scale": 2.0}, 2,

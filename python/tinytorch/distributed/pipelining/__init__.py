@@ -6,17 +6,9 @@ Split a model by hand, wrap each rank's piece in a PipelineStage, and drive the 
     schedule = Schedule1F1B(stage, n_microbatches=4, loss_fn=loss_fn)
     schedule.step(x) on the first stage's rank; schedule.step(target=y, losses=losses) on the last.
 """
+from . import microbatch, schedules, stage  # noqa: F401 - PyTorch's submodules, reachable as attributes
 from ._IR import Pipe, SplitPoint, build_stage, pipe_split, pipeline
-from .microbatch import TensorChunkSpec, merge_chunks, split_args_kwargs_into_chunks
-from .schedules import (
-    PipelineScheduleMulti,
-    PipelineScheduleSingle,
-    Schedule1F1B,
-    ScheduleGPipe,
-    ScheduleInterleaved1F1B,
-    ScheduleLoopedBFS,
-    get_schedule_class,
-)
+from .schedules import Schedule1F1B, ScheduleGPipe, ScheduleInterleaved1F1B, ScheduleLoopedBFS
 from .stage import PipelineStage
 
 __all__ = [
@@ -26,14 +18,8 @@ __all__ = [
     "pipeline",
     "PipelineStage",
     "build_stage",
-    "PipelineScheduleSingle",
-    "PipelineScheduleMulti",
     "Schedule1F1B",
     "ScheduleGPipe",
     "ScheduleInterleaved1F1B",
     "ScheduleLoopedBFS",
-    "TensorChunkSpec",
-    "merge_chunks",
-    "split_args_kwargs_into_chunks",
-    "get_schedule_class",
 ]

@@ -267,6 +267,7 @@ class _PipelineSchedule:
         self._output_merge_spec = output_merge_spec
         self._has_backward = loss_fn is not None
         self._internal_losses: Dict[int, Any] = {}
+        self._loss_kwargs: Dict[str, Any] = {}
         self._stages: List[_PipelineStageBase] = []
         self._checked = False
         self._lowered: Dict[bool, Dict[int, List[_Action]]] = {}
@@ -324,10 +325,11 @@ class _PipelineSchedule:
                              "build the same schedule class with the same n_microbatches and num_stages")
 
     # -------------------------------------------------------------- step
-    def step(self, *args: Any, target: Any = None, losses: Optional[List[Any]] = None, **kwargs: Any) -> Any:
+    def step(self, *args: Any, target: Any = None, losses: Optional[List[Any]] = None, return_outputs: bool = True,
+             loss_kwargs: Optional[Dict[str, Any]] = None, **kwargs: Any) -> Any:
         """Run one iteration on the whole batch: the first stage's rank passes the model inputs, the last stage's
-        rank `target=` (and optionally `losses=[]`, filled with one loss per microbatch). Returns the merged
-        output on the last stage's rank, None elsewhere."""
+        rank `target=` (and optionally `losses=[]`, filled with one loss per microbatch; `loss_kwargs` go to
+        loss_fn). Returns the merged output on the last stage's rank (unless return_outputs=False), else None."""
         if self._has_backward and not torch.is_grad_enabled():
             raise RuntimeError("step() requires gradients to be enabled for backward computation; it should not be "
                                "used under torch.no_grad() context. Please call eval() instead.")
@@ -340,6 +342,7 @@ class _PipelineSchedule:
                 stage.has_backward = self._has_backward
                 stage.clear_runtime_states()
             self._internal_losses.clear()
+            self._loss_kwargs = loss_kwargs or {}
             args_split, kwargs_split = self._split_inputs(args, kwargs)
             targets_split = None if target is None else self._split_target(target)
             self._step_microbatches(args_split, kwargs_split, targets_split, losses, comm)
@@ -348,7 +351,7 @@ class _PipelineSchedule:
             comm.abort(f"rank {comm.rank} ({where}) failed: {type(e).__name__}: {e}")
             raise
         for stage in self._stages:
-            if stage.is_last:
+            if stage.is_last and return_outputs:
                 return self._merge_outputs([stage.output_chunks[i] for i in range(self._n_microbatches)])
         return None
 
@@ -430,7 +433,7 @@ class _PipelineSchedule:
                                  "eval() for forwards only)")
             return
         try:
-            loss = self._loss_fn(output, target_mbs[mb])
+            loss = self._loss_fn(output, target_mbs[mb], **self._loss_kwargs)
         except Exception as e:
             raise RuntimeError(f"{stage.log_prefix} failed to compute the loss of microbatch {mb}: "
                                f"{type(e).__name__}: {e}") from e
@@ -442,7 +445,7 @@ class _PipelineSchedule:
         if len(self._internal_losses) != self._n_microbatches:
             raise RuntimeError(f"Expecting {self._n_microbatches} losses but got {len(self._internal_losses)}")
         losses.clear()
-        losses.extend(self._internal_losses[i].detach() for i in range(self._n_microbatches))
+        losses.extend(self._internal_losses[i] for i in range(self._n_microbatches))
 
     def _step_microbatches(self, arg_mbs: Optional[List[Any]] = None, kwarg_mbs: Optional[List[Any]] = None,
                            target_mbs: Optional[List[Any]] = None, losses: Optional[List[Any]] = None,
@@ -562,6 +565,12 @@ class PipelineScheduleMulti(_PipelineSchedule):
 class ScheduleLoopedBFS(PipelineScheduleMulti):
     """Breadth-first looped schedule (Lamy-Poirier 2022): all microbatches through one local stage before the
     next; backwards in reverse order."""
+
+    def __init__(self, stages: List[_PipelineStageBase], n_microbatches: int, loss_fn: Optional[Callable] = None,
+                 output_merge_spec: Optional[Union[Dict[str, Any], Tuple[Any, ...]]] = None,
+                 scale_grads: bool = True) -> None:
+        super().__init__(stages, n_microbatches, loss_fn, output_merge_spec=output_merge_spec,
+                         scale_grads=scale_grads)
 
     def _compute_order(self, rank: int) -> List[_Action]:
         return _looped_bfs_order(rank, self.pp_group_size, self.n_local_stages, self._n_microbatches)

@@ -141,6 +141,11 @@ class _PipelineStageBase:
         mb = fwd_chunk_id
         if self.is_first:
             inputs = tuple(args)
+            if self.inputs_meta is not None and all(isinstance(t, torch.Tensor) for t in inputs) and \
+                    tuple(_meta(t) for t in inputs) != self.inputs_meta:
+                raise RuntimeError(f"{self.log_prefix} forward inputs of microbatch {mb} are "
+                                   f"[{_describe([_meta(t) for t in inputs])}] but input_args says "
+                                   f"[{_describe(self.inputs_meta)}]")
         else:
             if mb not in self._fwd_inputs:
                 raise RuntimeError(f"{self.log_prefix} forward of microbatch {mb} ran before its inputs arrived")
@@ -342,7 +347,7 @@ class _PipelineStageBase:
 
 
 def _metas_of(args: Union[Any, Tuple[Any, ...]]) -> Tuple[Tuple[Tuple[int, ...], str], ...]:
-    return tuple(_meta(t) for t in _normalize_model_output_as_tuple(args))
+    return tuple(((), "None") if t is None else _meta(t) for t in _normalize_model_output_as_tuple(args))
 
 
 class PipelineStage(_PipelineStageBase):
@@ -355,7 +360,10 @@ class PipelineStage(_PipelineStageBase):
             interleaved schedules).
         device: where this stage's receive buffers live.
         input_args / output_args: example inputs and outputs (real or meta tensors). Shapes are otherwise taken
-            from each step's first microbatch; when given, every step is checked against them.
+            from each step's first microbatch; when given, what the stage receives and sends is checked
+            against them every step.
+        output_grads / input_grads: example gradients of the outputs and inputs; a gradient has its tensor's
+            shape and dtype (None for one that gets no gradient), which is checked here.
         group: the pipeline's process group (default: the world), e.g. one dimension of a device mesh.
         dw_builder: called after each backward; returns a function that runs weight-gradient work the module
             deferred in its own backward.
@@ -364,20 +372,23 @@ class PipelineStage(_PipelineStageBase):
     def __init__(self, submodule: Any, stage_index: int, num_stages: int, device: Any,
                  input_args: Optional[Union[Any, Tuple[Any, ...]]] = None,
                  output_args: Optional[Union[Any, Tuple[Any, ...]]] = None,
+                 output_grads: Optional[Union[Any, Tuple[Any, ...]]] = None,
+                 input_grads: Optional[Union[Any, Tuple[Any, ...]]] = None,
                  group: Optional[c10d.ProcessGroup] = None,
                  dw_builder: Optional[Callable[[], Callable[..., None]]] = None) -> None:
         super().__init__(submodule, stage_index, num_stages, device, group, dw_builder)
-        if input_args is None:
-            if output_args is not None:
-                raise ValueError("If specifying output_args, input_args must also be specified. Otherwise, shape "
-                                 "inference will be performed at runtime")
-            return
-        self.inputs_meta = _metas_of(input_args)
-        if output_args is None:
-            try:
-                with torch.no_grad():
-                    output_args = submodule(*_normalize_model_output_as_tuple(input_args))
-            except Exception as e:
-                raise RuntimeError("Failed to perform pipeline shape inference- are your inputs on the same device "
-                                   "as your module?") from e
-        self._outputs_meta = _metas_of(output_args) if not self.is_last else None
+        if input_args is not None:
+            self.inputs_meta = _metas_of(input_args)
+        if output_args is not None and not self.is_last:
+            self._outputs_meta = _metas_of(output_args)
+        for grads, args, name in ((output_grads, output_args, "output"), (input_grads, input_args, "input")):
+            if grads is None:
+                continue
+            if args is None:
+                raise ValueError(f"{self.log_prefix} {name}_grads needs {name}_args to check against")
+            pairs = list(zip(_normalize_model_output_as_tuple(grads), _normalize_model_output_as_tuple(args)))
+            if len(pairs) != len(_normalize_model_output_as_tuple(args)) or any(
+                    g is not None and _meta(g) != _meta(a) for g, a in pairs):
+                raise ValueError(f"{self.log_prefix} {name}_grads must match {name}_args in number, shape and dtype "
+                                 f"(None for a tensor without gradient), got [{_describe(_metas_of(grads))}] "
+                                 f"for [{_describe(_metas_of(args))}]")
