@@ -166,6 +166,7 @@ def _schedules_worker(rank, world, port):
         else:
             sched.step(target=torch.tensor(y))
     out["trace"] = [e.name for e in prof.events() if e.track == profiler.TRACK_PIPELINE]
+    out["chrome_trace"] = profiler.chrome_trace(prof.events())
 
     # A stage whose output is a tuple: both tensors travel, both gradients come back.
     class Two(torch.nn.Module):
@@ -209,7 +210,7 @@ def _schedules_worker(rank, world, port):
     return out
 
 
-def test_schedules_match_one_process_eval_trace_and_p2p():
+def test_schedules_match_one_process_eval_trace_and_p2p(tmp_path):
     import tinytorch as torch
     ref_model, ref, ref_losses = _reference()
     res = run_ranks(_schedules_worker, 2, timeout=180)
@@ -236,6 +237,14 @@ def test_schedules_match_one_process_eval_trace_and_p2p():
     assert res[0]["trace"] == ["stage 0 fwd mb 0", "stage 0 fwd mb 1", "stage 0 bwd mb 0", "stage 0 fwd mb 2",
                                "stage 0 bwd mb 1", "stage 0 fwd mb 3", "stage 0 bwd mb 2", "stage 0 bwd mb 3"]
     assert res[1]["trace"] == [f"stage 1 {k} mb {i}" for i in range(4) for k in ("fwd", "bwd")]
+    # The schedule picture is drawn from the two ranks' traces (skipped without matplotlib).
+    from tinytorch.utils.plot import have_matplotlib, pipeline_schedule
+    trace = {"traceEvents": res[0]["chrome_trace"]["traceEvents"] + res[1]["chrome_trace"]["traceEvents"]}
+    png = tmp_path / "schedule.png"
+    assert pipeline_schedule(str(png), trace, title="1F1B") == have_matplotlib()
+    assert not have_matplotlib() or png.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+    with pytest.raises(ValueError, match="no pipeline stage spans"):
+        pipeline_schedule(str(png), {"traceEvents": []})
 
     # Tuple outputs: the same gradients as the whole two-piece model on one process, averaged over 2 microbatches.
     torch.manual_seed(0)
@@ -253,18 +262,46 @@ def test_schedules_match_one_process_eval_trace_and_p2p():
 
 def _four_rank_worker(rank, world, port):
     import tinytorch as torch
+    import tinytorch.distributed as dist
+    from tinytorch.distributed.pipelining import PipelineStage, Schedule1F1B
     _init(rank, world, port)
     out = {}
     for name, per_rank, m in (("1F1B", 1, 8), ("Interleaved1F1B", 2, 8)):
         out[name] = _train(torch, name, rank, world, per_rank, m=m)[5]
+
+    # PP x DP: pipelines over ranks {0, 1} and {2, 3}, each stage's piece wrapped in DDP across the two
+    # pipelines ({0, 2} and {1, 3}); each pipeline takes half of the global batch.
+    pp_groups = [dist.new_group([0, 1]), dist.new_group([2, 3])]
+    dp_groups = [dist.new_group([0, 2]), dist.new_group([1, 3])]
+    pp_rank, replica = rank % 2, rank // 2
+    model = _model(torch)
+    children = list(model.children())
+    parts = _split(len(children), 2)
+    piece = torch.nn.parallel.DistributedDataParallel(torch.nn.Sequential(*[children[i] for i in parts[pp_rank]]),
+                                                      process_group=dp_groups[pp_rank])
+    stage = PipelineStage(piece, pp_rank, 2, "cpu", group=pp_groups[replica])
+    sched = Schedule1F1B(stage, n_microbatches=2, loss_fn=torch.nn.functional.cross_entropy)
+    opt = torch.optim.AdamW(piece.parameters(), lr=1e-2)
+    half = BATCH // 2
+    for step in range(STEPS):
+        x, y = (torch.tensor(a[replica * half:(replica + 1) * half]) for a in _batch(step))
+        sched.step(x) if pp_rank == 0 else sched.step(target=y)
+        opt.step()
+        opt.zero_grad()
+    out["pp_x_dp"] = _owned_state(model, [pp_rank], parts)
+    out["ddp_syncs"] = piece.reducer.num_syncs  # one all-reduce of the summed microbatch gradients per step
     return out
 
 
 def test_four_ranks_match_one_process():
+    """1F1B over 4 stages, interleaved 1F1B over 4 ranks x 2 stages, and 2 pipelines x DDP (pp2 x dp2)."""
     _, ref, _ = _reference()
     res = run_ranks(_four_rank_worker, 4, timeout=240)
     for name in ("1F1B", "Interleaved1F1B"):
         _assert_params_match([r[name] for r in res], ref)
+    _assert_params_match([r["pp_x_dp"] for r in res[:2]], ref)
+    _assert_params_match([r["pp_x_dp"] for r in res[2:]], ref)
+    assert [r["ddp_syncs"] for r in res] == [STEPS] * 4
 
 
 # ---------------------------------------------------------------------- errors, not hangs
