@@ -23,7 +23,7 @@ from typing import Any, Callable, Dict, List, NamedTuple, Optional, Sequence, Tu
 
 import tinytorch as torch
 from .. import distributed_c10d as c10d
-from ..store import DistError, DistTimeoutError
+from ..store import DistError, DistNetworkError, DistTimeoutError
 from .microbatch import TensorChunkSpec, merge_chunks, split_args_kwargs_into_chunks
 from .stage import _PipelineStageBase
 
@@ -166,6 +166,7 @@ def _add_send_recv(compute: Dict[int, List[_Action]], stage_to_rank: Callable[[i
 # ---------------------------------------------------------------------- waits that fail instead of hanging
 
 _POLL_S = 0.1
+_REPORT_GRACE_S = 2.0
 _step_counters: "weakref.WeakKeyDictionary[c10d.ProcessGroup, int]" = weakref.WeakKeyDictionary()
 
 
@@ -189,10 +190,17 @@ class _StepComm:
         except Exception:  # noqa: BLE001 - the store may be gone with a dead rank; the caller raises anyway
             pass
 
-    def _failure(self) -> Optional[str]:
+    def _failure(self, grace: float = 0.0) -> Optional[str]:
+        """Another rank's report of this step's failure, waiting up to `grace` seconds for one."""
+        store = self.pg._store
         try:
-            if self.pg._store.check([self._error_key]):
-                return self.pg._store.get(self._error_key).decode()
+            if grace > 0:
+                try:
+                    store.wait([self._error_key], grace)
+                except DistTimeoutError:
+                    return None
+            if store.check([self._error_key]):
+                return store.get(self._error_key).decode()
         except DistError:  # the store went down with the rank that hosted it
             pass
         return None
@@ -207,8 +215,9 @@ class _StepComm:
                 raise DistTimeoutError(f"rank {self.rank}: {what} did not complete within {self.pg._timeout:g}s "
                                        "(the process group's timeout)")
 
-    def wait(self, works: Sequence[Any], what: str) -> None:
-        """Wait for point-to-point works; raise naming `what` on error, another rank's failure, or timeout."""
+    def wait(self, works: Sequence[Any], what: str, hint: Optional[str] = None) -> None:
+        """Wait for point-to-point works; raise naming `what` (and `hint` if one fails) on error, another rank's
+        failure, or timeout."""
         for w in works:
             def attempt(slice_s: float, w: Any = w) -> bool:
                 try:
@@ -217,12 +226,13 @@ class _StepComm:
                 except DistError as e:
                     if not w.is_completed():
                         return False
-                    # A peer that reported its failure and exited closes its sockets: name the failure itself.
-                    failure = self._failure()
+                    # A peer that hung up has usually failed itself: name that failure, which its rank reports in
+                    # a moment (or has reported already).
+                    failure = self._failure(grace=_REPORT_GRACE_S if isinstance(e, DistNetworkError) else 0.0)
                     if failure is not None:
                         raise DistError(f"rank {self.rank}: {what}: the pipeline step was abandoned because "
                                         f"{failure}") from e
-                    raise type(e)(f"rank {self.rank}: {what} failed: {e}") from e
+                    raise type(e)(f"rank {self.rank}: {what} failed: {e}" + (f" ({hint})" if hint else "")) from e
 
             self._poll(attempt, what)
 
@@ -300,7 +310,6 @@ class _PipelineSchedule:
         self.stage_index_to_group_rank = {i: i % self.pp_group_size for i in range(self._num_stages)}
         for s in stages:
             s.stage_index_to_group_rank = self.stage_index_to_group_rank
-            s.chunks = self._n_microbatches
         self.pipeline_order = {r: self._compute_order(r) for r in range(self.pp_group_size)}
 
     def _compute_order(self, rank: int) -> List[_Action]:
@@ -335,17 +344,20 @@ class _PipelineSchedule:
                                "used under torch.no_grad() context. Please call eval() instead.")
         comm = _StepComm(self._pg)
         try:
-            if not self._checked:
+            first_step = not self._checked
+            if first_step:
                 self._check_schedules_agree(comm)
                 self._checked = True
             for stage in self._stages:
                 stage.has_backward = self._has_backward
                 stage.clear_runtime_states()
+                if first_step:
+                    stage._forget_shapes()
             self._internal_losses.clear()
             self._loss_kwargs = loss_kwargs or {}
             args_split, kwargs_split = self._split_inputs(args, kwargs)
             targets_split = None if target is None else self._split_target(target)
-            self._step_microbatches(args_split, kwargs_split, targets_split, losses, comm)
+            self._step_microbatches(args_split, kwargs_split, targets_split, losses, comm, first_step)
         except BaseException as e:
             where = ", ".join(f"stage {s.stage_index}" for s in self._stages)
             comm.abort(f"rank {comm.rank} ({where}) failed: {type(e).__name__}: {e}")
@@ -449,13 +461,13 @@ class _PipelineSchedule:
 
     def _step_microbatches(self, arg_mbs: Optional[List[Any]] = None, kwarg_mbs: Optional[List[Any]] = None,
                            target_mbs: Optional[List[Any]] = None, losses: Optional[List[Any]] = None,
-                           comm: Optional[_StepComm] = None) -> None:
-        """Run this rank's lowered actions on already split microbatches."""
+                           comm: Optional[_StepComm] = None, first_step: bool = False) -> None:
+        """Run this rank's lowered actions on already split microbatches; `first_step` sends the shape headers."""
         arg_mbs, kwarg_mbs = self._check_inputs(arg_mbs, kwarg_mbs, target_mbs, losses)
         comm = comm or _StepComm(self._pg)
         stages = {s.stage_index: s for s in self._stages}
         n = self._n_microbatches
-        recvs: Dict[Tuple[_ComputationType, int, int], Tuple[List[Any], str]] = {}
+        recvs: Dict[Tuple[_ComputationType, int, int], Tuple[List[Any], str, Optional[str]]] = {}
         sends: List[Tuple[List[Any], str]] = []
         backwards: Counter = Counter()
         for action in self._order_with_comms(self._has_backward):
@@ -463,19 +475,22 @@ class _PipelineSchedule:
             stage = stages[s]
             if kind is RECV_F:
                 what = f"{stage.log_prefix} receiving microbatch {mb}'s activations from {stage._where(s - 1)}"
-                if mb == 0:
+                if mb == 0 and first_step:
                     op, header = stage._get_meta_recv_op()
                     comm.wait(c10d.batch_isend_irecv([op]), f"{stage.log_prefix} receiving the shape header from "
                                                             f"{stage._where(s - 1)}")
                     stage._set_recv_meta(header)
-                recvs[(F, s, mb)] = (c10d.batch_isend_irecv(stage.get_fwd_recv_ops(mb)), what)
+                # Tags say whether activations belong to a training or a forward-only step.
+                hint = f"this rank runs {'step()' if self._has_backward else 'eval() or a schedule without loss_fn'}" \
+                    f"; a different tag means {stage._where(s - 1)} does not"
+                recvs[(F, s, mb)] = (c10d.batch_isend_irecv(stage.get_fwd_recv_ops(mb)), what, hint)
             elif kind is SEND_F:
                 what = f"{stage.log_prefix} sending microbatch {mb}'s activations to {stage._where(s + 1)}"
-                ops = ([stage._get_meta_send_op()] if mb == 0 else []) + stage.get_fwd_send_ops(mb)
+                ops = ([stage._get_meta_send_op()] if mb == 0 and first_step else []) + stage.get_fwd_send_ops(mb)
                 sends.append((c10d.batch_isend_irecv(ops), what))
             elif kind is RECV_B:
                 what = f"{stage.log_prefix} receiving microbatch {mb}'s gradients from {stage._where(s + 1)}"
-                recvs[(B, s, mb)] = (c10d.batch_isend_irecv(stage.get_bwd_recv_ops(mb)), what)
+                recvs[(B, s, mb)] = (c10d.batch_isend_irecv(stage.get_bwd_recv_ops(mb)), what, None)
             elif kind is SEND_B:
                 what = f"{stage.log_prefix} sending microbatch {mb}'s input gradients to {stage._where(s - 1)}"
                 sends.append((c10d.batch_isend_irecv(stage.get_bwd_send_ops(mb)), what))

@@ -2,9 +2,10 @@
 
 A stage runs its submodule on one microbatch at a time, keeps what backward needs per microbatch, and hands out
 the point-to-point operations (`P2POp`s) that move activations to the next stage and gradients to the previous
-one. The schedule decides when each runs. Shapes need not be given: the first microbatch of every step carries
-a fixed-size header (shapes, dtypes, and the step's mode) from each stage to the next, and every later
-microbatch of the step must match it.
+one. The schedule decides when each runs. Shapes need not be given: a schedule's first step sends a fixed-size
+header (shapes and dtypes of microbatch 0's outputs) ahead of the first activations from each stage to the next;
+the receiver sizes its buffers from it, then and in every later step, and the sender checks every later
+microbatch against it, as PyTorch's runtime shape inference does.
 """
 from __future__ import annotations
 
@@ -21,10 +22,11 @@ from .. import distributed_c10d as c10d
 __all__ = ["PipelineStage"]
 
 # Message tags on the pipeline group: the ring backend checks them, so a stage that expects activations and
-# gets gradients (or a header) raises instead of misreading bytes.
-_TAG_META, _TAG_ACT, _TAG_GRAD = 0x5050, 0x5051, 0x5052
+# gets gradients or a header raises instead of misreading bytes, and so does a stage of a training step
+# (activations of _TAG_ACT) that meets one of a forward-only step (_TAG_ACT_EVAL).
+_TAG_META, _TAG_ACT, _TAG_GRAD, _TAG_ACT_EVAL = 0x5050, 0x5051, 0x5052, 0x5053
 
-# The per-step header: magic, has_backward, n_microbatches, tensor count, then (dtype code, ndim, *shape) each.
+# The shape header: magic, tensor count, then (dtype code, ndim, *shape) per tensor.
 _HEADER_LEN = 128
 _HEADER_MAGIC = 0x50504844
 _DTYPES = ["float16", "bfloat16", "float32", "float64", "int32", "int64"]
@@ -80,10 +82,12 @@ class _PipelineStageBase:
         # Set by the schedule (loop placement by default: stage i on group rank i % group size).
         self.stage_index_to_group_rank: Dict[int, int] = {i: i % self.group_size for i in range(self.num_stages)}
         self.has_backward = False
-        self.chunks: Optional[int] = None
         # Shapes and dtypes this stage must receive and produce (given, or None to take them from each step).
         self.inputs_meta: Optional[Tuple[Tuple[Tuple[int, ...], str], ...]] = None
         self._outputs_meta: Optional[Tuple[Tuple[Tuple[int, ...], str], ...]] = None
+        # What travels between this stage and its neighbours, from the current schedule's first step.
+        self._send_meta: Optional[Tuple[Tuple[Tuple[int, ...], str], ...]] = None
+        self._recv_meta: Optional[Tuple[Tuple[Tuple[int, ...], str], ...]] = None
         # Per-step state, keyed by microbatch.
         self.fwd_cache: Dict[int, Tuple[Tuple[Any, ...], List[Any]]] = {}
         self.bwd_cache: Dict[int, Tuple[Any, ...]] = {}
@@ -91,8 +95,6 @@ class _PipelineStageBase:
         self._fwd_inputs: Dict[int, Tuple[Any, ...]] = {}
         self._grad_outputs: Dict[int, Tuple[Any, ...]] = {}
         self._to_send: Dict[int, Tuple[Any, ...]] = {}
-        self._step_recv_meta: Optional[Tuple[Tuple[Tuple[int, ...], str], ...]] = None
-        self._step_send_meta: Optional[Tuple[Tuple[Tuple[int, ...], str], ...]] = None
 
     # ------------------------------------------------------------------ identity
     @property
@@ -120,7 +122,10 @@ class _PipelineStageBase:
         for d in (self.fwd_cache, self.bwd_cache, self.output_chunks, self._fwd_inputs, self._grad_outputs,
                   self._to_send):
             d.clear()
-        self._step_recv_meta = self._step_send_meta = None
+
+    def _forget_shapes(self) -> None:
+        """A new schedule's first step learns the shapes again (its microbatches may differ in size)."""
+        self._send_meta = self._recv_meta = None
 
     # ------------------------------------------------------------------ compute
     def _span(self, kind: str, mb: int, t0: int) -> None:
@@ -189,12 +194,13 @@ class _PipelineStageBase:
         if self._outputs_meta is not None and metas != self._outputs_meta:
             raise RuntimeError(f"{self.log_prefix} forward outputs of microbatch {mb} are [{_describe(metas)}] but "
                                f"output_args says [{_describe(self._outputs_meta)}]")
-        if self._step_send_meta is None:
-            self._step_send_meta = metas
-        elif metas != self._step_send_meta:
+        if self._send_meta is None:
+            self._send_meta = metas
+        elif metas != self._send_meta:
             raise RuntimeError(f"{self.log_prefix} forward outputs of microbatch {mb} are [{_describe(metas)}] but "
-                               f"microbatch 0's were [{_describe(self._step_send_meta)}]; every microbatch of a "
-                               "step must produce the same shapes")
+                               f"the next stage was told [{_describe(self._send_meta)}] (microbatch 0 of this "
+                               "schedule's first step): every microbatch of every step must keep those shapes; "
+                               "build a new schedule for other shapes")
 
     def backward_one_chunk(self, bwd_chunk_id: int, loss: Any = None, full_backward: bool = True,
                            last_backward: bool = False) -> None:
@@ -268,9 +274,9 @@ class _PipelineStageBase:
         return c10d.P2POp(fn, tensor, self._peer(stage_index), self._pg, tag)
 
     def _header(self) -> Any:
-        """The step's first-microbatch header for the next stage (after this stage's forward of microbatch 0)."""
-        metas = self._step_send_meta or ()
-        words = [_HEADER_MAGIC, int(self.has_backward), int(self.chunks or 0), len(metas)]
+        """The shape header for the next stage (after this stage's first forward of the schedule)."""
+        metas = self._send_meta or ()
+        words = [_HEADER_MAGIC, len(metas)]
         for shape, dt in metas:
             words += [_DTYPES.index(dt), len(shape), *shape]
         if len(words) > _HEADER_LEN:
@@ -280,6 +286,9 @@ class _PipelineStageBase:
         h[:len(words)] = words
         return torch.from_numpy(h)
 
+    def _act_tag(self) -> int:
+        return _TAG_ACT if self.has_backward else _TAG_ACT_EVAL
+
     def _get_meta_send_op(self) -> c10d.P2POp:
         return self._op(c10d.isend, self._header(), self.stage_index + 1, _TAG_META)
 
@@ -288,20 +297,13 @@ class _PipelineStageBase:
         return self._op(c10d.irecv, buf, self.stage_index - 1, _TAG_META), buf
 
     def _set_recv_meta(self, header: Any) -> None:
-        """Check the previous stage's header against this stage's step, then size this step's receive buffers."""
+        """Take the previous stage's shape header (checked against input_args) for the receive buffers."""
         h = [int(x) for x in header.numpy()]
         src = self._where(self.stage_index - 1)
         if h[0] != _HEADER_MAGIC:
             raise RuntimeError(f"{self.log_prefix} received a malformed shape header from {src}")
-        mode = {0: "forward only (eval, or no loss_fn)", 1: "forward and backward"}
-        if bool(h[1]) != self.has_backward:
-            raise RuntimeError(f"{self.log_prefix} runs {mode[int(self.has_backward)]} but {src} runs {mode[h[1]]}: "
-                               "every rank of the pipeline must call step() (or eval()) together")
-        if h[2] != self.chunks:
-            raise RuntimeError(f"{self.log_prefix} splits the batch into {self.chunks} microbatches but {src} into "
-                               f"{h[2]}: every rank's schedule needs the same n_microbatches")
-        metas, i = [], 4
-        for _ in range(h[3]):
+        metas, i = [], 2
+        for _ in range(h[1]):
             code, ndim = h[i], h[i + 1]
             metas.append((tuple(h[i + 2:i + 2 + ndim]), _DTYPES[code]))
             i += 2 + ndim
@@ -309,25 +311,25 @@ class _PipelineStageBase:
         if self.inputs_meta is not None and metas_t != self.inputs_meta:
             raise RuntimeError(f"{self.log_prefix} input_args say [{_describe(self.inputs_meta)}] but {src} sends "
                                f"[{_describe(metas_t)}]")
-        self._step_recv_meta = metas_t
+        self._recv_meta = metas_t
 
     def get_fwd_recv_ops(self, fwd_chunk_id: int) -> List[c10d.P2POp]:
         """Receives of microbatch `fwd_chunk_id`'s inputs from the previous stage (into fresh buffers)."""
         if self.is_first or self._on_this_rank(self.stage_index - 1):
             return []
-        if self._step_recv_meta is None:
-            raise RuntimeError(f"{self.log_prefix} no shape header received from the previous stage this step")
+        if self._recv_meta is None:
+            raise RuntimeError(f"{self.log_prefix} no shape header received from the previous stage")
         bufs = tuple(torch.empty(shape, dtype=getattr(torch, dt), device=self.device)
-                     for shape, dt in self._step_recv_meta)
+                     for shape, dt in self._recv_meta)
         self._fwd_inputs[fwd_chunk_id] = bufs
-        return [self._op(c10d.irecv, b, self.stage_index - 1, _TAG_ACT) for b in bufs]
+        return [self._op(c10d.irecv, b, self.stage_index - 1, self._act_tag()) for b in bufs]
 
     def get_fwd_send_ops(self, fwd_chunk_id: int) -> List[c10d.P2POp]:
         """Sends of microbatch `fwd_chunk_id`'s outputs to the next stage."""
         outputs = self._to_send.pop(fwd_chunk_id, ())
         if self.is_last or self._on_this_rank(self.stage_index + 1):
             return []
-        return [self._op(c10d.isend, o.detach().contiguous(), self.stage_index + 1, _TAG_ACT) for o in outputs]
+        return [self._op(c10d.isend, o.detach().contiguous(), self.stage_index + 1, self._act_tag()) for o in outputs]
 
     def get_bwd_recv_ops(self, bwd_chunk_id: int) -> List[c10d.P2POp]:
         """Receives of the gradients of microbatch `bwd_chunk_id`'s floating-point outputs from the next stage."""
