@@ -1,7 +1,7 @@
 """W8, pipeline half: how long each rank of a pipeline sits idle, beside the bubble the schedule predicts.
 
     python benchmarks/pipeline.py [--schedule 1F1B] [--microbatches 2 4 8] [--steps 8] [--warmup 2]
-                                  [--picture docs/img/pipeline_1f1b_2ranks.png]
+                                  [--picture docs/img/pipeline_1f1b_2ranks.png] [--no-torch]
 
 Two ranks, one thread each, hold the two halves of an MLP stack (8 blocks of Linear(256, 1024), GELU,
 Linear(1024, 256), residual; the last stage adds a 16-class head and cross-entropy), microbatches of 32 rows.
@@ -150,11 +150,12 @@ def main(argv: Optional[List[str]] = None) -> Dict[str, Any]:
     p.add_argument("--steps", type=int, default=8)
     p.add_argument("--warmup", type=int, default=2)
     p.add_argument("--picture", default=None, help="PNG of one tinytorch step's schedule (largest m)")
+    p.add_argument("--no-torch", action="store_true", help="skip PyTorch even when it is importable")
     p.add_argument("--out", default=os.path.join(HERE, "results", "pipeline.json"))
     args = p.parse_args(argv)
     try:
         import torch  # noqa: F401
-        have_torch = True
+        have_torch = not args.no_torch
     except ImportError:
         have_torch = False
     world, v = 2, (1 if args.schedule in ("GPipe", "1F1B") else 2)

@@ -304,6 +304,21 @@ def test_four_ranks_match_one_process():
     assert [r["ddp_syncs"] for r in res] == [STEPS] * 4
 
 
+def _one_rank_worker(rank, world, port):
+    import tinytorch as torch
+    _init(rank, world, port)
+    return {name: _train(torch, name, 0, 1, per_rank)[5] for name, per_rank in
+            (("Interleaved1F1B", 3), ("LoopedBFS", 2), ("GPipe", 1))}
+
+
+def test_stages_on_one_rank_hand_tensors_over_directly():
+    """A group of one rank holding every stage: activations and gradients pass between stages without transfers."""
+    _, ref, _ = _reference()
+    res = run_ranks(_one_rank_worker, 1, timeout=120)
+    for name in ("Interleaved1F1B", "LoopedBFS", "GPipe"):
+        _assert_params_match([res[0][name]], ref)
+
+
 # ---------------------------------------------------------------------- errors, not hangs
 
 
@@ -545,6 +560,20 @@ def test_p2pop_and_batch_validate_their_arguments():
     with pytest.raises(ValueError, match="Each op is expected to to be of type"):
         dist.batch_isend_irecv([dist.isend])
     assert dist.batch_isend_irecv([]) == []
+
+
+def test_pipeline_benchmark_smoke(tmp_path):
+    """benchmarks/pipeline.py runs end to end (tiny, no timing asserted) and writes its table's JSON."""
+    import json
+    out = tmp_path / "w8.json"
+    bench = Path(__file__).resolve().parents[2] / "benchmarks" / "pipeline.py"
+    r = subprocess.run([sys.executable, str(bench), "--microbatches", "2", "--steps", "1", "--warmup", "0",
+                        "--no-torch", "--out", str(out)], capture_output=True, text=True, timeout=180)
+    assert r.returncode == 0, r.stderr[-2000:]
+    assert "idle/compute" in r.stdout
+    row = json.loads(out.read_text())["microbatches"]["2"]
+    assert row["predicted_idle_over_compute"] == 0.5
+    assert row["tinytorch rank 0"]["compute_ms"] > 0 and row["tinytorch rank 1"]["step_ms"] > 0
 
 
 # ---------------------------------------------------------------------- PyTorch's tutorial flow, unchanged

@@ -471,6 +471,8 @@ class _PipelineSchedule:
         sends: List[Tuple[List[Any], str]] = []
         backwards: Counter = Counter()
         for action in self._order_with_comms(self._has_backward):
+            # Finished sends let go of their tensors now rather than at the end of the step.
+            sends = [(works, what) for works, what in sends if not _finished(works, what, comm)]
             s, kind, mb = action
             stage = stages[s]
             if kind is RECV_F:
@@ -516,6 +518,14 @@ class _PipelineSchedule:
         for works, what in sends:
             comm.wait(works, what)
         self._update_losses(losses)
+
+
+def _finished(works: List[Any], what: str, comm: _StepComm) -> bool:
+    """True when every work is done (raising, through comm.wait, if one failed)."""
+    if not all(w.is_completed() for w in works):
+        return False
+    comm.wait(works, what)
+    return True
 
 
 class PipelineScheduleSingle(_PipelineSchedule):

@@ -284,7 +284,7 @@ class _PipelineStageBase:
                              f"stage-to-stage header holds {_HEADER_LEN} (fewer outputs or dimensions are needed)")
         h = np.zeros(_HEADER_LEN, dtype=np.int64)
         h[:len(words)] = words
-        return torch.from_numpy(h)
+        return torch.from_numpy(h).to(self.device)
 
     def _act_tag(self) -> int:
         return _TAG_ACT if self.has_backward else _TAG_ACT_EVAL
@@ -293,12 +293,12 @@ class _PipelineStageBase:
         return self._op(c10d.isend, self._header(), self.stage_index + 1, _TAG_META)
 
     def _get_meta_recv_op(self) -> Tuple[c10d.P2POp, Any]:
-        buf = torch.zeros(_HEADER_LEN, dtype=torch.int64)
+        buf = torch.zeros(_HEADER_LEN, dtype=torch.int64, device=self.device)
         return self._op(c10d.irecv, buf, self.stage_index - 1, _TAG_META), buf
 
     def _set_recv_meta(self, header: Any) -> None:
         """Take the previous stage's shape header (checked against input_args) for the receive buffers."""
-        h = [int(x) for x in header.numpy()]
+        h = [int(x) for x in header.cpu().numpy()]
         src = self._where(self.stage_index - 1)
         if h[0] != _HEADER_MAGIC:
             raise RuntimeError(f"{self.log_prefix} received a malformed shape header from {src}")
