@@ -156,6 +156,9 @@ def _schedules_worker(rank, world, port):
     result = fwd_only.step(torch.tensor(x2)) if rank == 0 else fwd_only.step()
     out["fwd_only_output"] = None if result is None else result.numpy()
     out["fwd_only_grads"] = [p.grad is None for p in model.parameters()]
+    # The first schedule keeps the shapes of its own first step, whatever other schedules did meanwhile.
+    result = sched.eval(*args)
+    out["eval_again"] = None if result is None else result.numpy()
 
     # The trace: one span per stage, microbatch and direction, in the schedule's order.
     model, sched, stages, mine, parts, state, _ = _train(torch, "1F1B", rank, world, 1, steps=1)
@@ -223,6 +226,7 @@ def test_schedules_match_one_process_eval_trace_and_p2p(tmp_path):
     with torch.no_grad():
         logits = ref_model(torch.tensor(x))
     np.testing.assert_allclose(res[1]["eval_output"], logits.numpy(), rtol=1e-10)
+    np.testing.assert_array_equal(res[1]["eval_again"], res[1]["eval_output"])
     per_mb = [float(torch.nn.functional.cross_entropy(logits[i:i + 2], torch.tensor(y[i:i + 2])))
               for i in range(0, BATCH, 2)]
     np.testing.assert_allclose(res[1]["eval_losses"], per_mb, rtol=1e-10)

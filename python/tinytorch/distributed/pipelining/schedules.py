@@ -205,12 +205,15 @@ class _StepComm:
             pass
         return None
 
+    def _abandoned(self, what: str, failure: str) -> DistError:
+        return DistError(f"rank {self.rank}: {what}: the pipeline step was abandoned because {failure}")
+
     def _poll(self, attempt: Callable[[float], bool], what: str) -> None:
         deadline = time.monotonic() + self.pg._timeout
         while not attempt(max(0.001, min(_POLL_S, deadline - time.monotonic()))):
             failure = self._failure()
             if failure is not None:
-                raise DistError(f"rank {self.rank}: {what}: the pipeline step was abandoned because {failure}")
+                raise self._abandoned(what, failure)
             if time.monotonic() >= deadline:
                 raise DistTimeoutError(f"rank {self.rank}: {what} did not complete within {self.pg._timeout:g}s "
                                        "(the process group's timeout)")
@@ -230,8 +233,7 @@ class _StepComm:
                     # a moment (or has reported already).
                     failure = self._failure(grace=_REPORT_GRACE_S if isinstance(e, DistNetworkError) else 0.0)
                     if failure is not None:
-                        raise DistError(f"rank {self.rank}: {what}: the pipeline step was abandoned because "
-                                        f"{failure}") from e
+                        raise self._abandoned(what, failure) from e
                     raise type(e)(f"rank {self.rank}: {what} failed: {e}" + (f" ({hint})" if hint else "")) from e
 
             self._poll(attempt, what)
@@ -280,6 +282,7 @@ class _PipelineSchedule:
         self._loss_kwargs: Dict[str, Any] = {}
         self._stages: List[_PipelineStageBase] = []
         self._checked = False
+        self._shapes: Dict[int, Tuple[Any, Any]] = {}
         self._lowered: Dict[bool, Dict[int, List[_Action]]] = {}
 
     # -------------------------------------------------------------- placement
@@ -339,11 +342,11 @@ class _PipelineSchedule:
         """Run one iteration on the whole batch: the first stage's rank passes the model inputs, the last stage's
         rank `target=` (and optionally `losses=[]`, filled with one loss per microbatch; `loss_kwargs` go to
         loss_fn). Returns the merged output on the last stage's rank (unless return_outputs=False), else None."""
-        if self._has_backward and not torch.is_grad_enabled():
-            raise RuntimeError("step() requires gradients to be enabled for backward computation; it should not be "
-                               "used under torch.no_grad() context. Please call eval() instead.")
         comm = _StepComm(self._pg)
         try:
+            if self._has_backward and not torch.is_grad_enabled():
+                raise RuntimeError("step() requires gradients to be enabled for backward computation; it should not "
+                                   "be used under torch.no_grad() context. Please call eval() instead.")
             first_step = not self._checked
             if first_step:
                 self._check_schedules_agree(comm)
@@ -351,13 +354,14 @@ class _PipelineSchedule:
             for stage in self._stages:
                 stage.has_backward = self._has_backward
                 stage.clear_runtime_states()
-                if first_step:
-                    stage._forget_shapes()
+                # The shapes this schedule's first step established (stages may serve several schedules).
+                stage._send_meta, stage._recv_meta = self._shapes.get(stage.stage_index, (None, None))
             self._internal_losses.clear()
             self._loss_kwargs = loss_kwargs or {}
             args_split, kwargs_split = self._split_inputs(args, kwargs)
             targets_split = None if target is None else self._split_target(target)
             self._step_microbatches(args_split, kwargs_split, targets_split, losses, comm, first_step)
+            self._shapes = {stage.stage_index: (stage._send_meta, stage._recv_meta) for stage in self._stages}
         except BaseException as e:
             where = ", ".join(f"stage {s.stage_index}" for s in self._stages)
             comm.abort(f"rank {comm.rank} ({where}) failed: {type(e).__name__}: {e}")

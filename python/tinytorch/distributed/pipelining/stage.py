@@ -85,7 +85,7 @@ class _PipelineStageBase:
         # Shapes and dtypes this stage must receive and produce (given, or None to take them from each step).
         self.inputs_meta: Optional[Tuple[Tuple[Tuple[int, ...], str], ...]] = None
         self._outputs_meta: Optional[Tuple[Tuple[Tuple[int, ...], str], ...]] = None
-        # What travels between this stage and its neighbours, from the current schedule's first step.
+        # What travels between this stage and its neighbours, as the running schedule's first step found it.
         self._send_meta: Optional[Tuple[Tuple[Tuple[int, ...], str], ...]] = None
         self._recv_meta: Optional[Tuple[Tuple[Tuple[int, ...], str], ...]] = None
         # Per-step state, keyed by microbatch.
@@ -122,10 +122,6 @@ class _PipelineStageBase:
         for d in (self.fwd_cache, self.bwd_cache, self.output_chunks, self._fwd_inputs, self._grad_outputs,
                   self._to_send):
             d.clear()
-
-    def _forget_shapes(self) -> None:
-        """A new schedule's first step learns the shapes again (its microbatches may differ in size)."""
-        self._send_meta = self._recv_meta = None
 
     # ------------------------------------------------------------------ compute
     def _span(self, kind: str, mb: int, t0: int) -> None:
