@@ -481,6 +481,13 @@ def test_split_and_merge_follow_pytorch():
     assert merged[0].tolist() == x.tolist() and merged[1] == 7
     merged = merge_chunks([x[:, :2], x[:, 2:]], TensorChunkSpec(1))
     assert merged.tolist() == x.tolist()
+    # _Replicate hands a tensor whole to every microbatch; a _CustomReducer folds the outputs.
+    from tinytorch.distributed.pipelining.microbatch import _CustomReducer, _Replicate
+    args, _ = split_args_kwargs_into_chunks((x, mask), None, 3, args_chunk_spec=(TensorChunkSpec(0), _Replicate))
+    assert [tuple(a[0].shape) for a in args] == [(2, 4)] * 3 and all(a[1] is mask for a in args)
+    total = merge_chunks([(x[:3], torch.tensor(1.5)), (x[3:], torch.tensor(2.5))],
+                         (TensorChunkSpec(0), _CustomReducer(torch.tensor(0.0), lambda a, b: a + b)))
+    assert total[0].tolist() == x.tolist() and float(total[1]) == 4.0
 
 
 @pytest.mark.parametrize("name,p,v,m", [("GPipe", 3, 1, 3), ("1F1B", 4, 1, 6), ("Interleaved1F1B", 2, 2, 4),

@@ -55,10 +55,6 @@ class _CustomReducer:
         self.reduce_fn = reduce_fn
 
 
-class _LossReducer(_CustomReducer):
-    pass
-
-
 def _is_tensor(x: Any) -> bool:
     return isinstance(x, _tensor.Tensor)
 

@@ -356,6 +356,8 @@ class _PipelineSchedule:
                 stage.clear_runtime_states()
                 # The shapes this schedule's first step established (stages may serve several schedules).
                 stage._send_meta, stage._recv_meta = self._shapes.get(stage.stage_index, (None, None))
+            if losses is not None and not isinstance(losses, list):
+                raise TypeError(f"losses must be a list but got a {type(losses)}")
             self._internal_losses.clear()
             self._loss_kwargs = loss_kwargs or {}
             args_split, kwargs_split = self._split_inputs(args, kwargs)
@@ -417,28 +419,6 @@ class _PipelineSchedule:
     def _merge_outputs(self, output_chunks: List[Any]) -> Any:
         return merge_chunks(output_chunks, self._output_merge_spec)
 
-    def _check_inputs(self, arg_mbs: Optional[List[Any]], kwarg_mbs: Optional[List[Any]],
-                      target_mbs: Optional[List[Any]], losses: Optional[List[Any]]) -> Tuple[List[Any], List[Any]]:
-        def check(mbs: Any, name: str) -> None:
-            if not isinstance(mbs, list):
-                raise TypeError(f"{name} must be a list but got a {type(mbs)}")
-            if len(mbs) != self._n_microbatches:
-                raise ValueError(f"Expecting {self._n_microbatches} {name} but got {len(mbs)}")
-
-        if arg_mbs is not None:
-            check(arg_mbs, "arg_mbs")
-        else:
-            arg_mbs = [()] * self._n_microbatches
-        if kwarg_mbs is not None:
-            check(kwarg_mbs, "kwarg_mbs")
-        else:
-            kwarg_mbs = [{}] * self._n_microbatches
-        if target_mbs is not None:
-            check(target_mbs, "target_mbs")
-        if losses is not None and not isinstance(losses, list):
-            raise TypeError(f"losses must be a list but got a {type(losses)}")
-        return arg_mbs, kwarg_mbs
-
     def _maybe_compute_loss(self, stage: _PipelineStageBase, output: Any, target_mbs: Optional[List[Any]],
                             mb: int) -> None:
         if not stage.is_last or self._loss_fn is None:
@@ -463,12 +443,10 @@ class _PipelineSchedule:
         losses.clear()
         losses.extend(self._internal_losses[i] for i in range(self._n_microbatches))
 
-    def _step_microbatches(self, arg_mbs: Optional[List[Any]] = None, kwarg_mbs: Optional[List[Any]] = None,
-                           target_mbs: Optional[List[Any]] = None, losses: Optional[List[Any]] = None,
-                           comm: Optional[_StepComm] = None, first_step: bool = False) -> None:
-        """Run this rank's lowered actions on already split microbatches; `first_step` sends the shape headers."""
-        arg_mbs, kwarg_mbs = self._check_inputs(arg_mbs, kwarg_mbs, target_mbs, losses)
-        comm = comm or _StepComm(self._pg)
+    def _step_microbatches(self, arg_mbs: List[Tuple[Any, ...]], kwarg_mbs: List[Dict[str, Any]],
+                           target_mbs: Optional[List[Any]], losses: Optional[List[Any]], comm: _StepComm,
+                           first_step: bool) -> None:
+        """Run this rank's lowered actions on the split microbatches; `first_step` sends the shape headers."""
         stages = {s.stage_index: s for s in self._stages}
         n = self._n_microbatches
         recvs: Dict[Tuple[_ComputationType, int, int], Tuple[List[Any], str, Optional[str]]] = {}

@@ -82,7 +82,7 @@ class _PipelineStageBase:
         # Set by the schedule (loop placement by default: stage i on group rank i % group size).
         self.stage_index_to_group_rank: Dict[int, int] = {i: i % self.group_size for i in range(self.num_stages)}
         self.has_backward = False
-        # Shapes and dtypes this stage must receive and produce (given, or None to take them from each step).
+        # Shapes and dtypes from input_args / output_args, checked every step (None: not given).
         self.inputs_meta: Optional[Tuple[Tuple[Tuple[int, ...], str], ...]] = None
         self._outputs_meta: Optional[Tuple[Tuple[Tuple[int, ...], str], ...]] = None
         # What travels between this stage and its neighbours, as the running schedule's first step found it.
