@@ -294,6 +294,22 @@ def _four_rank_worker(rank, world, port):
         opt.zero_grad()
     out["pp_x_dp"] = _owned_state(model, [pp_rank], parts)
     out["ddp_syncs"] = piece.reducer.num_syncs  # one all-reduce of the summed microbatch gradients per step
+
+    # The last stage's loss_fn raises on microbatch 1: all four ranks fail, naming stage 3.
+    calls = []
+
+    def bad_loss(out_, target):
+        calls.append(1)
+        if len(calls) == 2:
+            raise ValueError("bad loss")
+        return torch.nn.functional.cross_entropy(out_, target)
+
+    g = dist.new_group(timeout=30)
+    stage = _stages(torch, _model(torch), rank, world, 1, g)[0][0]
+    sched = Schedule1F1B(stage, n_microbatches=4, loss_fn=bad_loss)
+    x, y = (torch.tensor(a) for a in _batch(0))
+    out["loss_raises"] = _expect(lambda: sched.step(x) if rank == 0 else sched.step(target=y) if rank == 3
+                                 else sched.step())
     return out
 
 
@@ -306,6 +322,11 @@ def test_four_ranks_match_one_process():
     _assert_params_match([r["pp_x_dp"] for r in res[:2]], ref)
     _assert_params_match([r["pp_x_dp"] for r in res[2:]], ref)
     assert [r["ddp_syncs"] for r in res] == [STEPS] * 4
+    msg, took = res[3]["loss_raises"]
+    assert msg.startswith("RuntimeError: [Stage 3] failed to compute the loss of microbatch 1: ValueError: bad loss")
+    for r in res[:3]:
+        msg, took = r["loss_raises"]
+        assert msg is not None and "rank 3 (stage 3) failed" in msg and "bad loss" in msg and took < 10, msg
 
 
 def _one_rank_worker(rank, world, port):
@@ -371,6 +392,30 @@ def _errors_worker(rank, world, port):
         stage.submod = Boom(stage.submod)
     out["raises"] = _expect(lambda: run(pp.Schedule1F1B(stage, 4, loss_fn=loss_fn)))
 
+    # A stage whose backward raises (the last stage, first microbatch): both ranks fail, naming it.
+    class Fragile(torch.autograd.Function):
+        @staticmethod
+        def forward(ctx, h):
+            return h.clone()
+
+        @staticmethod
+        def backward(ctx, grad):
+            raise ArithmeticError("no gradient today")
+
+    class FragileStage(torch.nn.Module):
+        def __init__(self, inner):
+            super().__init__()
+            self.inner = inner
+
+        def forward(self, h):
+            return self.inner(Fragile.apply(h))
+
+    g = dist.new_group(timeout=30)
+    stage = piece(g)
+    if rank == 1:
+        stage.submod = FragileStage(stage.submod)
+    out["backward_raises"] = _expect(lambda: run(pp.ScheduleGPipe(stage, 4, loss_fn=loss_fn)))
+
     # Different microbatch counts on the two ranks.
     g = dist.new_group(timeout=30)
     out["microbatches"] = _expect(lambda: run(pp.ScheduleGPipe(piece(g), 4 if rank == 0 else 2, loss_fn=loss_fn)))
@@ -422,6 +467,11 @@ def test_errors_fail_every_rank_quickly():
     assert msg0 is not None and "rank 1 (stage 1) failed" in msg0 and "boom in the last stage" in msg0, msg0
     assert "[Stage 0]" in msg0, msg0  # what rank 0 was doing when it heard
     assert took < 10 and took0 < 10, (took, took0)  # well under the group's 30 s timeout
+
+    msg, took = r1["backward_raises"]
+    assert msg.startswith("RuntimeError: [Stage 1] failed to run backward of microbatch 0") and "no gradient" in msg
+    msg, took = r0["backward_raises"]
+    assert msg is not None and "rank 1 (stage 1) failed" in msg and "no gradient today" in msg and took < 10, msg
 
     for r in res:
         msg, took = r["microbatches"]
