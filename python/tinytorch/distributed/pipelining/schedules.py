@@ -529,9 +529,6 @@ class PipelineScheduleSingle(_PipelineSchedule):
                              f"equal the pipeline group's size ({stage.group_size}); for several stages per rank "
                              "use ScheduleInterleaved1F1B or ScheduleLoopedBFS")
         self._setup([stage])
-        if n_microbatches < self._num_stages:
-            raise ValueError(f"Number of microbatches ({n_microbatches}) must be greater than or equal to the number "
-                             f"of stages ({self._num_stages}).")
 
 
 class ScheduleGPipe(PipelineScheduleSingle):
@@ -543,6 +540,17 @@ class ScheduleGPipe(PipelineScheduleSingle):
 
 class Schedule1F1B(PipelineScheduleSingle):
     """1F1B: warm-up forwards, then one backward and one forward in turn; p - s microbatches in flight at most."""
+
+    def __init__(self, stage: _PipelineStageBase, n_microbatches: int, loss_fn: Optional[Callable] = None,
+                 args_chunk_spec: Optional[Tuple[TensorChunkSpec, ...]] = None,
+                 kwargs_chunk_spec: Optional[Dict[str, TensorChunkSpec]] = None,
+                 output_merge_spec: Optional[Union[Dict[str, Any], Tuple[Any, ...]]] = None,
+                 scale_grads: bool = True) -> None:
+        super().__init__(stage, n_microbatches, loss_fn, args_chunk_spec, kwargs_chunk_spec, output_merge_spec,
+                         scale_grads)
+        if n_microbatches < self._num_stages:
+            raise ValueError(f"Number of microbatches ({n_microbatches}) must be greater than or equal to the number "
+                             f"of stages ({self._num_stages}).")
 
     def _compute_order(self, rank: int) -> List[_Action]:
         return _1f1b_order(rank, self.pp_group_size, self._n_microbatches)
