@@ -540,9 +540,10 @@ def test_split_and_merge_follow_pytorch():
     assert total[0].tolist() == x.tolist() and float(total[1]) == 4.0
 
 
-@pytest.mark.parametrize("name,p,v,m", [("GPipe", 3, 1, 3), ("GPipe", 4, 1, 2), ("1F1B", 4, 1, 6), ("Interleaved1F1B", 2, 2, 4),
-                                        ("Interleaved1F1B", 4, 2, 8), ("Interleaved1F1B", 4, 3, 6),
-                                        ("Interleaved1F1B", 2, 2, 3), ("LoopedBFS", 3, 2, 5)])
+@pytest.mark.parametrize("name,p,v,m", [("GPipe", 3, 1, 3), ("GPipe", 4, 1, 2), ("1F1B", 4, 1, 6),
+                                        ("Interleaved1F1B", 2, 2, 4), ("Interleaved1F1B", 4, 2, 8),
+                                        ("Interleaved1F1B", 4, 3, 6), ("Interleaved1F1B", 2, 2, 3),
+                                        ("LoopedBFS", 3, 2, 5)])
 def test_lowered_orders_pair_every_transfer_in_one_global_order(name, p, v, m):
     """Each stage runs each microbatch forward then backward once; each rank's sends and receives follow one
     global order (so rendezvous point-to-point cannot deadlock); a stage's inputs arrive before it computes."""
