@@ -570,11 +570,7 @@ class PipelineScheduleMulti(_PipelineSchedule):
                          scale_grads)
         if not isinstance(stages, (list, tuple)):
             raise TypeError(f"{type(self).__name__} takes a list of this rank's stages, got {type(stages).__name__}")
-        self._check_microbatches(n_microbatches, stages)
         self._setup(list(stages))
-
-    def _check_microbatches(self, n_microbatches: int, stages: Sequence[_PipelineStageBase]) -> None:
-        pass
 
 
 class ScheduleLoopedBFS(PipelineScheduleMulti):
@@ -595,12 +591,18 @@ class ScheduleInterleaved1F1B(PipelineScheduleMulti):
     """Interleaved 1F1B (Narayanan et al. 2021): several stages per rank, depth first; the bubble shrinks to
     (p - 1) / (v m). The microbatch count must be a multiple of the number of rounds, max(1, m // p)."""
 
-    def _check_microbatches(self, n_microbatches: int, stages: Sequence[_PipelineStageBase]) -> None:
-        p = stages[0].group_size if stages else 1
-        rounds = max(1, n_microbatches // p)
+    def __init__(self, stages: List[_PipelineStageBase], n_microbatches: int, loss_fn: Optional[Callable] = None,
+                 args_chunk_spec: Optional[Tuple[TensorChunkSpec, ...]] = None,
+                 kwargs_chunk_spec: Optional[Dict[str, TensorChunkSpec]] = None,
+                 output_merge_spec: Optional[Union[Dict[str, Any], Tuple[Any, ...]]] = None,
+                 scale_grads: bool = True) -> None:
+        # Checked before the orders are built: they assume whole rounds.
+        rounds = max(1, n_microbatches // stages[0].group_size) if stages else 1
         if n_microbatches % rounds != 0:
             raise ValueError("Interleaved 1F1B requires the number of microbatches to be a multiple of the number "
                              f"of rounds ({rounds}), but got {n_microbatches}.")
+        super().__init__(stages, n_microbatches, loss_fn, args_chunk_spec, kwargs_chunk_spec, output_merge_spec,
+                         scale_grads)
 
     def _compute_order(self, rank: int) -> List[_Action]:
         return _interleaved_order(rank, self.pp_group_size, self.n_local_stages, self._n_microbatches)
