@@ -347,12 +347,12 @@ def test_stages_on_one_rank_hand_tensors_over_directly():
 # ---------------------------------------------------------------------- errors, not hangs
 
 
-def _expect(fn, exc=Exception):
+def _expect(fn):
     """The error fn raises (type name and message), and how long it took."""
     t0 = time.monotonic()
     try:
         fn()
-    except exc as e:  # noqa: BLE001 - reported to the parent for checking
+    except Exception as e:  # noqa: BLE001 - reported to the parent for checking
         return f"{type(e).__name__}: {e}", time.monotonic() - t0
     return None, time.monotonic() - t0
 
