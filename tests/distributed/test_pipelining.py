@@ -103,11 +103,12 @@ def _owned_state(model, mine, parts):
     return out
 
 
-def _train(torch, schedule_name, rank, world, per_rank, m=4, steps=STEPS, group=None):
-    """3 AdamW steps of the pipelined model; returns this rank's parameters and the last stage's losses."""
+def _train(torch, schedule_name, rank, world, per_rank, m=4, steps=STEPS):
+    """AdamW steps of the pipelined model; returns (model, schedule, stages, stage indices, split, this rank's
+    parameters, the last stage's mean loss per step)."""
     from tinytorch.distributed import pipelining as pp
     model = _model(torch)
-    stages, mine, parts = _stages(torch, model, rank, world, per_rank, group)
+    stages, mine, parts = _stages(torch, model, rank, world, per_rank)
     n_stages = world * per_rank
     cls = pp.schedules.get_schedule_class(schedule_name)
     sched = cls(stages[0] if per_rank == 1 else stages, n_microbatches=m,
