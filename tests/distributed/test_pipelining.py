@@ -606,8 +606,12 @@ def test_1f1b_keeps_at_most_p_minus_s_microbatches_in_flight():
         assert peak == p - r
 
 
-def test_tracing_front_end_raises_pointing_at_manual_splitting():
+def test_tracing_front_end_and_zero_bubble_names_raise_clearly():
+    import tinytorch.distributed.pipelining as pp
     from tinytorch.distributed.pipelining import SplitPoint, pipe_split, pipeline
+    for cls in (pp.ScheduleInterleavedZeroBubble, pp.ScheduleZBVZeroBubble, pp.ScheduleDualPipeV):
+        with pytest.raises(NotImplementedError, match="use ScheduleInterleaved1F1B"):
+            cls([], 4)
     assert SplitPoint.BEGINNING.value == 1 and SplitPoint.END.value == 2
     with pytest.raises(NotImplementedError, match="manual stage splitting is supported"):
         pipeline(object(), mb_args=(), split_spec={"layers.4": SplitPoint.BEGINNING})

@@ -8,7 +8,15 @@ Split a model by hand, wrap each rank's piece in a PipelineStage, and drive the 
 """
 from . import microbatch, schedules, stage  # noqa: F401 - PyTorch's submodules, reachable as attributes
 from ._IR import Pipe, SplitPoint, build_stage, pipe_split, pipeline
-from .schedules import Schedule1F1B, ScheduleGPipe, ScheduleInterleaved1F1B, ScheduleLoopedBFS
+from .schedules import (
+    Schedule1F1B,
+    ScheduleDualPipeV,
+    ScheduleGPipe,
+    ScheduleInterleaved1F1B,
+    ScheduleInterleavedZeroBubble,
+    ScheduleLoopedBFS,
+    ScheduleZBVZeroBubble,
+)
 from .stage import PipelineStage
 
 __all__ = [
@@ -22,4 +30,7 @@ __all__ = [
     "ScheduleGPipe",
     "ScheduleInterleaved1F1B",
     "ScheduleLoopedBFS",
+    "ScheduleInterleavedZeroBubble",
+    "ScheduleZBVZeroBubble",
+    "ScheduleDualPipeV",
 ]

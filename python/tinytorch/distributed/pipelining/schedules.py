@@ -35,6 +35,9 @@ __all__ = [
     "ScheduleGPipe",
     "ScheduleInterleaved1F1B",
     "ScheduleLoopedBFS",
+    "ScheduleInterleavedZeroBubble",
+    "ScheduleZBVZeroBubble",
+    "ScheduleDualPipeV",
 ]
 
 
@@ -606,6 +609,28 @@ class ScheduleInterleaved1F1B(PipelineScheduleMulti):
 
     def _compute_order(self, rank: int) -> List[_Action]:
         return _interleaved_order(rank, self.pp_group_size, self.n_local_stages, self._n_microbatches)
+
+
+class _SplitBackwardSchedule:
+    """Zero-bubble schedules split each backward into input- and weight-gradient steps; tinytorch runs whole
+    backwards only, so these names import (scripts that mention them load) and constructing one raises."""
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        raise NotImplementedError(f"{type(self).__name__}: zero-bubble schedules need the backward split into input "
+                                  "and weight gradients, which tinytorch's pipelining does not do; use "
+                                  "ScheduleInterleaved1F1B (bubble (p - 1) / (v m)) or Schedule1F1B")
+
+
+class ScheduleInterleavedZeroBubble(_SplitBackwardSchedule):
+    """ZB1P (Qi et al. 2023): not available, raises."""
+
+
+class ScheduleZBVZeroBubble(_SplitBackwardSchedule):
+    """ZB-V: not available, raises."""
+
+
+class ScheduleDualPipeV(_SplitBackwardSchedule):
+    """DualPipeV: not available, raises."""
 
 
 _SCHEDULES = {
