@@ -638,6 +638,9 @@ _SCHEDULES = {
     "Interleaved1F1B": ScheduleInterleaved1F1B,
     "GPipe": ScheduleGPipe,
     "LoopedBFS": ScheduleLoopedBFS,
+    "InterleavedZeroBubble": ScheduleInterleavedZeroBubble,
+    "ZBVZeroBubble": ScheduleZBVZeroBubble,
+    "DualPipeV": ScheduleDualPipeV,
 }
 
 
