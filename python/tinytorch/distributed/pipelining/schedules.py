@@ -316,7 +316,11 @@ class _PipelineSchedule:
         self.stage_index_to_group_rank = {i: i % self.pp_group_size for i in range(self._num_stages)}
         for s in stages:
             s.stage_index_to_group_rank = self.stage_index_to_group_rank
+        self._check_microbatches()
         self.pipeline_order = {r: self._compute_order(r) for r in range(self.pp_group_size)}
+
+    def _check_microbatches(self) -> None:
+        """Raise if the schedule cannot run `n_microbatches` on this pipeline (checked before building orders)."""
 
     def _compute_order(self, rank: int) -> List[_Action]:
         raise NotImplementedError
@@ -544,16 +548,10 @@ class ScheduleGPipe(PipelineScheduleSingle):
 class Schedule1F1B(PipelineScheduleSingle):
     """1F1B: warm-up forwards, then one backward and one forward in turn; p - s microbatches in flight at most."""
 
-    def __init__(self, stage: _PipelineStageBase, n_microbatches: int, loss_fn: Optional[Callable] = None,
-                 args_chunk_spec: Optional[Tuple[TensorChunkSpec, ...]] = None,
-                 kwargs_chunk_spec: Optional[Dict[str, TensorChunkSpec]] = None,
-                 output_merge_spec: Optional[Union[Dict[str, Any], Tuple[Any, ...]]] = None,
-                 scale_grads: bool = True) -> None:
-        super().__init__(stage, n_microbatches, loss_fn, args_chunk_spec, kwargs_chunk_spec, output_merge_spec,
-                         scale_grads)
-        if n_microbatches < self._num_stages:
-            raise ValueError(f"Number of microbatches ({n_microbatches}) must be greater than or equal to the number "
-                             f"of stages ({self._num_stages}).")
+    def _check_microbatches(self) -> None:
+        if self._n_microbatches < self._num_stages:
+            raise ValueError(f"Number of microbatches ({self._n_microbatches}) must be greater than or equal to the "
+                             f"number of stages ({self._num_stages}).")
 
     def _compute_order(self, rank: int) -> List[_Action]:
         return _1f1b_order(rank, self.pp_group_size, self._n_microbatches)
@@ -594,18 +592,11 @@ class ScheduleInterleaved1F1B(PipelineScheduleMulti):
     """Interleaved 1F1B (Narayanan et al. 2021): several stages per rank, depth first; the bubble shrinks to
     (p - 1) / (v m). The microbatch count must be a multiple of the number of rounds, max(1, m // p)."""
 
-    def __init__(self, stages: List[_PipelineStageBase], n_microbatches: int, loss_fn: Optional[Callable] = None,
-                 args_chunk_spec: Optional[Tuple[TensorChunkSpec, ...]] = None,
-                 kwargs_chunk_spec: Optional[Dict[str, TensorChunkSpec]] = None,
-                 output_merge_spec: Optional[Union[Dict[str, Any], Tuple[Any, ...]]] = None,
-                 scale_grads: bool = True) -> None:
-        # Checked before the orders are built: they assume whole rounds.
-        rounds = max(1, n_microbatches // stages[0].group_size) if stages else 1
-        if n_microbatches % rounds != 0:
+    def _check_microbatches(self) -> None:
+        rounds = max(1, self._n_microbatches // self.pp_group_size)
+        if self._n_microbatches % rounds != 0:
             raise ValueError("Interleaved 1F1B requires the number of microbatches to be a multiple of the number "
-                             f"of rounds ({rounds}), but got {n_microbatches}.")
-        super().__init__(stages, n_microbatches, loss_fn, args_chunk_spec, kwargs_chunk_spec, output_merge_spec,
-                         scale_grads)
+                             f"of rounds ({rounds}), but got {self._n_microbatches}.")
 
     def _compute_order(self, rank: int) -> List[_Action]:
         return _interleaved_order(rank, self.pp_group_size, self.n_local_stages, self._n_microbatches)
