@@ -10,7 +10,7 @@ stream) the earliest unfinished pair is always at the head of both ranks' queues
 
 Waits are bounded by the process group's timeout and name the rank, the stage and the transfer. A rank whose
 stage raises writes the error to the group's store; the other ranks poll for it while they wait, so every rank
-fails within a fraction of a second naming the stage that failed instead of hanging.
+still waiting fails within a fraction of a second naming the stage that failed instead of hanging.
 """
 from __future__ import annotations
 
