@@ -28,6 +28,7 @@ TRACK_BACKWARD = "autograd engine"
 TRACK_DDP = "DDP buckets"
 TRACK_COMM = "collectives"  # DDP all-reduces, FSDP all-gathers and reduce-scatters
 TRACK_USER = "record_function"
+TRACK_PIPELINE = "pipeline stages"  # each stage's microbatch forwards and backwards (distributed.pipelining)
 
 _active: Optional["profile"] = None
 
@@ -191,7 +192,7 @@ class profile:
         os.replace(tmp, path)
 
 
-_TRACK_ORDER = [TRACK_USER, TRACK_FORWARD, TRACK_BACKWARD, TRACK_DDP, TRACK_COMM]
+_TRACK_ORDER = [TRACK_USER, TRACK_PIPELINE, TRACK_FORWARD, TRACK_BACKWARD, TRACK_DDP, TRACK_COMM]
 
 
 def chrome_trace(events: List[Event]) -> Dict[str, Any]:

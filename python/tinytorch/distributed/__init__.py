@@ -3,6 +3,7 @@ from ._work import Future, Work  # noqa: F401
 from .distributed_c10d import (  # noqa: F401
     Backend,
     GroupMember,
+    P2POp,
     ProcessGroup,
     ReduceOp,
     all_gather,
@@ -12,6 +13,7 @@ from .distributed_c10d import (  # noqa: F401
     all_to_all,
     all_to_all_single,
     barrier,
+    batch_isend_irecv,
     broadcast,
     broadcast_object_list,
     default_pg_timeout,

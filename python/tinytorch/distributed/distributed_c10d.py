@@ -754,6 +754,61 @@ def recv(tensor: Any, src: Optional[int] = None, group: Optional[Any] = None, ta
     return int(src) if src is not None else get_global_rank(_resolve(group), int(group_src))  # type: ignore[arg-type]
 
 
+class P2POp:
+    """One point-to-point operation for batch_isend_irecv: `op` is isend or irecv, `peer` a global rank (or
+    `group_peer` a rank in `group`)."""
+
+    def __init__(self, op: Callable, tensor: Any, peer: Optional[int] = None, group: Optional[Any] = None,
+                 tag: int = 0, group_peer: Optional[int] = None) -> None:
+        if op is not isend and op is not irecv:
+            raise ValueError("Invalid ``op``. Expected ``op`` to be of type ``torch.distributed.isend`` or "
+                             "``torch.distributed.irecv``.")
+        if peer is None and group_peer is None:
+            raise ValueError("P2POp: pass peer (a global rank) or group_peer")
+        self.op, self.tensor, self.peer, self.group, self.tag, self.group_peer = op, tensor, peer, group, tag, group_peer
+
+    def __repr__(self) -> str:
+        who = f"peer={self.peer}" if self.peer is not None else f"group_peer={self.group_peer}"
+        shape, dt, _ = _arrays.describe(_arrays.array_of(self.tensor))
+        return f"P2POp({self.op.__name__}, {who}, tensor={list(shape)}:{dt}, tag={self.tag})"
+
+
+def batch_isend_irecv(p2p_op_list: List[P2POp]) -> List[Work]:
+    """Start every send and receive of the list and return their Works (in list order).
+
+    The ops of one call progress together as in PyTorch, whatever order the ranks list them in: they are issued
+    grouped by peer in ascending rank order, and between two ranks the lower rank's sends go before its receives
+    (the higher rank receives first). Every rank then meets its peers' operations in the same order, so backends
+    that run one operation at a time (the ring's progress thread, one NCCL stream) cannot deadlock on a batch.
+    """
+    if not isinstance(p2p_op_list, list) or not all(isinstance(p, P2POp) for p in p2p_op_list):
+        raise ValueError("Invalid ``p2p_op_list``. Each op is expected to to be of type ``torch.distributed.P2POp``.")
+    if not p2p_op_list:
+        return []
+    groups = {id(_resolve(p.group)) for p in p2p_op_list}
+    if len(groups) > 1:
+        raise ValueError("batch_isend_irecv: All ops need to use the same group.")
+    g = _resolve(p2p_op_list[0].group)
+    if g is None:
+        return []
+    me = g.rank()
+
+    def order(i: int) -> tuple:
+        p = p2p_op_list[i]
+        peer = _group_rank_of(g, p.op.__name__, p.peer, p.group_peer, "peer")
+        sends_first = me < peer
+        return (peer, 0 if (p.op is isend) == sends_first else 1, i)
+
+    works: List[Optional[Work]] = [None] * len(p2p_op_list)
+    for i in sorted(range(len(p2p_op_list)), key=order):
+        p = p2p_op_list[i]
+        if p.op is isend:
+            works[i] = isend(p.tensor, p.peer, p.group, p.tag, group_dst=p.group_peer)
+        else:
+            works[i] = irecv(p.tensor, p.peer, p.group, p.tag, group_src=p.group_peer)
+    return works  # type: ignore[return-value]
+
+
 # ------------------------------------------------------------------ all-to-all (pairwise exchange over send/recv)
 
 _ALL_TO_ALL_TAG = 0x7A2A  # a tag of its own, so user send/recv on the same pair never match an exchange's messages

@@ -12,7 +12,7 @@ import sys
 import tempfile
 from typing import Any, Dict, List, Optional, Sequence, Tuple
 
-__all__ = ["line_chart", "timeline", "have_matplotlib"]
+__all__ = ["line_chart", "timeline", "pipeline_schedule", "have_matplotlib"]
 
 INSTALL_HINT = "pip install 'tinytorch[plot]'"
 
@@ -120,6 +120,63 @@ def timeline(path: str, tracks: Dict[str, List[Tuple[float, float, str]]], title
             ax.legend(handles=[Patch(color=c, label=l) for l, c in colors.items()], loc="upper center",
                       bbox_to_anchor=(0.5, -0.18 if len(names) > 4 else -0.35), ncol=len(colors),
                       fontsize="small", frameon=False)
+        fig.tight_layout()
+        _save(fig, path)
+    finally:
+        plt.close(fig)
+    return True
+
+
+def pipeline_schedule(path: str, trace: Any, title: str = "") -> bool:
+    """Draw the pipeline stages of a Chrome trace (a dict, or a file from export_chrome_trace /
+    merge_chrome_traces): one row per rank, each microbatch's forward and backward as a box labelled with the
+    microbatch, blue for forwards and orange for backwards (darker for a rank's later stages); the gaps are the
+    bubble. Returns False if skipped, raises if the trace has no pipeline spans."""
+    import json
+
+    if isinstance(trace, str):
+        with open(trace) as f:
+            trace = json.load(f)
+    spans = [e for e in trace["traceEvents"] if e.get("ph") == "X" and e.get("cat") == "pipeline"]
+    if not spans:
+        raise ValueError("pipeline_schedule: the trace has no pipeline stage spans (profile a schedule.step())")
+    plt = _pyplot(path)
+    if plt is None:
+        return False
+    from matplotlib.patches import Patch
+
+    t0 = min(e["ts"] for e in spans)
+    ranks = sorted({e["pid"] for e in spans})
+    stages = sorted({e["args"]["stage"] for e in spans})
+    per_rank = max(sum(1 for s in stages if any(e["pid"] == r and e["args"]["stage"] == s for e in spans))
+                   for r in ranks)
+    blues, oranges = plt.get_cmap("Blues"), plt.get_cmap("Oranges")
+
+    def shade(cmap: Any, stage: int) -> Any:
+        # A rank's k-th stage (stage // ranks) gets the k-th of `per_rank` shades, light to dark.
+        k = stage // len(ranks)
+        return cmap(0.45 + 0.4 * k / max(1, per_rank - 1))
+
+    end = max(e["ts"] + e["dur"] for e in spans)
+    fig, ax = plt.subplots(figsize=(12, max(1.6, 0.5 * len(ranks) + 1.2)))
+    try:
+        for e in spans:
+            row = ranks.index(e["pid"])
+            start, dur = (e["ts"] - t0) / 1e3, e["dur"] / 1e3
+            a = e["args"]
+            color = shade(blues if a["kind"] == "fwd" else oranges, a["stage"])
+            ax.broken_barh([(start, dur)], (row - 0.4, 0.8), facecolors=color, edgecolor="white", linewidth=0.6)
+            if dur > (end - t0) / 1e3 / 150:
+                ax.text(start + dur / 2, row, str(a["microbatch"]), ha="center", va="center", fontsize=7)
+        ax.set_yticks(range(len(ranks)), labels=[f"rank {r}" for r in ranks])
+        ax.set_ylim(len(ranks) - 0.5, -0.5)
+        ax.set_xlabel("ms")
+        ax.set_title(title)
+        ax.grid(True, axis="x", color="0.9")
+        ax.set_axisbelow(True)
+        ax.legend(handles=[Patch(color=shade(blues, 0), label="forward"), Patch(color=shade(oranges, 0),
+                                                                                 label="backward")],
+                  loc="center left", bbox_to_anchor=(1.0, 0.5), fontsize="small", frameon=False)
         fig.tight_layout()
         _save(fig, path)
     finally:
