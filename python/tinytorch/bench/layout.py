@@ -323,6 +323,7 @@ def simulate_layout(model: Transformer, lay: Layout, hw: Hardware, precision: st
         "tp_comm_ms": 1e3 * m * tp_s, "pp_comm_ms": 1e3 * m * p2p_s, "dp_comm_ms": 1e3 * dp_s,
         "exposed_comm_ms": 1e3 * (m * (tp_s + p2p_s) + dp_s),
         "mfu": model.model_flops(lay.global_batch) / (step * lay.world * hw.peak_flops),
+        "hfu": model.hardware_flops(lay.global_batch, lay.recompute) / (step * lay.world * hw.peak_flops),
         "tokens_per_s_per_gpu": lay.global_batch * model.seq / (step * lay.world),
         "scaling_efficiency": compute / step,
     }

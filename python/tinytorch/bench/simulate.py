@@ -197,15 +197,16 @@ def render(rows: List[Dict[str, Any]], title: str = "") -> str:
 
 
 def render_layouts(rows: List[Dict[str, Any]], title: str = "") -> str:
-    """The 3-D table: layout, microbatches, step, MFU, bubble, memory and traffic per GPU (GB)."""
+    """The 3-D table: layout, microbatches, step, model and hardware FLOPs utilization, bubble, memory and
+    traffic per GPU (GB)."""
     body = [(r["layout"], r["strategy"], r["world"], r["microbatches"], r["micro_batch"], r["step_ms"], r["mfu"],
-             r["pipeline_bubble_fraction"], r["activation_bytes_per_gpu"] / GB, r["model_state_bytes_per_gpu"] / GB,
+             r["hfu"], r["pipeline_bubble_fraction"], r["activation_bytes_per_gpu"] / GB, r["model_state_bytes_per_gpu"] / GB,
              r["memory_bytes_per_gpu"] / GB, r["tp_comm_bytes_per_gpu_per_step"] / GB,
              r["pp_comm_bytes_per_gpu_per_step"] / GB, r["dp_comm_bytes_per_gpu_per_step"] / GB, r["limited_by"])
             for r in rows]
-    head = ["layout", "dp_strategy", "world", "m", "b", "step_ms", "mfu", "bubble", "activ_GB", "states_GB",
+    head = ["layout", "dp_strategy", "world", "m", "b", "step_ms", "mfu", "hfu", "bubble", "activ_GB", "states_GB",
             "mem_GB/gpu", "tp_GB", "pp_GB", "dp_GB", "limited by"]
-    fmts = ["{}", "{}", "{}", "{}", "{}", "{:.1f}", "{:.3f}", "{:.3f}", "{:.2f}", "{:.2f}", "{:.2f}", "{:.2f}",
+    fmts = ["{}", "{}", "{}", "{}", "{}", "{:.1f}", "{:.3f}", "{:.3f}", "{:.3f}", "{:.2f}", "{:.2f}", "{:.2f}", "{:.2f}",
             "{:.3f}", "{:.2f}", "{}"]
     return (f"# {title}\n" if title else "") + table(head, body, fmts)
 
