@@ -123,6 +123,8 @@ COMBINATION_CASES = [
     (LAYOUT + ["--tp", "8", "--pp", "16", "--vpp", "2", "--global-batch", "160"],
      "--schedule interleaved needs the microbatches per pipeline (20) to be a multiple of --pp 16"),
     (["simulate", "--model", "gpt-13b", "--world", "64", "--search"], "argument --search: needs --global-batch"),
+    (LAYOUT[:-1] + ["7", "--search"], "argument --world: no layout of gpt3-175b runs on 7 GPUs with global batch "
+                                      "1536"),
     (["collectives", "--min-bytes", "1M", "--max-bytes", "1K"], "argument --max-bytes: must be at least "
                                                                 "--min-bytes (1M), got 1K"),
     (["train", "--steps", "2", "--warmup", "2"], "argument --warmup: must be less than --steps (2), got 2"),
@@ -145,6 +147,10 @@ def test_unreadable_input_files_are_named(tmp_path, capsys):
     hw = tmp_path / "hw.json"
     hw.write_text("{}")
     assert "argument --hardware: cannot read" in _error(SIM + ["--hardware", str(hw)], capsys)
+    sweep = tmp_path / "sweep.json"
+    sweep.write_text(json.dumps({"rows": [{"op": "all_reduce", "world": 2, "bytes": 1024, "time_us": 5.0}]}))
+    err = _error(SIM + ["--hardware", "this-machine", "--collectives", str(sweep)], capsys)
+    assert "argument --collectives: cannot read" in err and "at least two sizes" in err
 
 
 @pytest.mark.parametrize("argv, message", [

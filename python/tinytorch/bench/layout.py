@@ -359,8 +359,8 @@ def candidates(model: Transformer, world: int, global_batch: int, gpus_per_node:
 
     tps = [k for k in _divisors(world) if k <= gpus_per_node and model.heads % k == 0 and model.hidden % k == 0]
     for tp in choices("tp", tps):
-        for pp in choices("pp", [k for k in _divisors(world // tp) if model.layers % k == 0] if world % tp == 0
-                          else []):
+        pps = [k for k in _divisors(world // tp) if model.layers % k == 0] if world % tp == 0 else []
+        for pp in choices("pp", pps):
             if world % (tp * pp):
                 continue
             dp = world // (tp * pp)

@@ -286,6 +286,9 @@ def _layouts(args: argparse.Namespace, hw: hwmod.Hardware, precision: str, title
         fixed["strategy"] = strategies
         for world in args.world:
             found = L.search(model, world, hw, B, precision, gpn, fixed, measured)
+            if not found:
+                usage_error(args, f"argument --world: no layout of {args.model} runs on {world} GPUs with global "
+                                  f"batch {B} and the flags given")
             fit = [r for r in found if r["fits_memory"] is not False]
             shown = (fit or sorted(found, key=lambda r: r["memory_bytes_per_gpu"]))[:args.top]
             what = f"{len(fit)} of {len(found)} layouts fit" if fit else \
@@ -317,7 +320,8 @@ def main(args: argparse.Namespace) -> List[Dict[str, Any]]:
     try:
         hw = hwmod.load(args.hardware, args.collectives)
     except (ValueError, KeyError, TypeError, json.JSONDecodeError) as e:
-        usage_error(args, f"argument --hardware: cannot read {args.hardware!r}: {e}")
+        flag, path = ("--collectives", args.collectives) if args.collectives else ("--hardware", args.hardware)
+        usage_error(args, f"argument {flag}: cannot read {path!r}: {e}")
     precision = args.precision or ("fp32" if args.profile else "mixed")
     three_d = any(getattr(args, k) is not None for k in LAYOUT_FLAGS)
     what = args.model or (f"{args.params:.3g} parameters" if args.params else f"profile {args.profile}")
