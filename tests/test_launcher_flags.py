@@ -5,19 +5,11 @@ import subprocess
 import sys
 
 import pytest
+from test_cluster_launch import clean_env  # noqa: F401 - the fixture: no Slurm/Kubeflow/launcher variables
 
 from tinytorch.distributed import run as launcher
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-ENV_PREFIXES = ("TINYTORCH_RUN_", "PET_", "SLURM_")
-
-
-@pytest.fixture
-def clean_env(monkeypatch):
-    for k in list(os.environ):
-        if k.startswith(ENV_PREFIXES):
-            monkeypatch.delenv(k)
-    return monkeypatch
 
 
 def _error(argv, capsys, via_run=False):
@@ -31,45 +23,49 @@ def _error(argv, capsys, via_run=False):
     return err
 
 
-CASES = [
-    (["--nnodes", "0"], "argument --nnodes: expected N or MIN:MAX with 0 < MIN <= MAX, got '0'"),
-    (["--nnodes", "3:2"], "argument --nnodes: expected N or MIN:MAX with 0 < MIN <= MAX, got '3:2'"),
-    (["--nnodes", "1:2:3"], 'argument --nnodes: nnodes=1:2:3 is not in "MIN:MAX" format'),
-    (["--nnodes", "two"], 'argument --nnodes: nnodes=two is not in "MIN:MAX" format'),
-    (["--nproc-per-node", "0"], "argument --nproc-per-node/--nproc_per_node: Unsupported nproc_per_node value: 0 (expected a "
-                                "positive integer, cpu, gpu or auto)"),
-    (["--nproc_per_node", "many"], "argument --nproc-per-node/--nproc_per_node: Unsupported nproc_per_node value: many"),
-    (["--node-rank", "-1"], "argument --node-rank/--node_rank: expected a non-negative integer, got '-1'"),
-    (["--master-port", "70000"], "argument --master-port/--master_port: expected a port number 0-65535, got '70000'"),
-    (["--master-port", "http"], "argument --master-port/--master_port: expected a port number 0-65535, got 'http'"),
-    (["--master-addr", ""], "argument --master-addr/--master_addr: expected a non-empty value, got ''"),
-    (["--rdzv-backend", "etcd"], "argument --rdzv-backend/--rdzv_backend: invalid choice: 'etcd'"),
-    (["--rdzv-endpoint", "node0:99999"], "argument --rdzv-endpoint/--rdzv_endpoint: expected host[:port] with a port 0-65535, "
-                                         "got 'node0:99999'"),
-    (["--rdzv-endpoint", "node0:port"], "argument --rdzv-endpoint/--rdzv_endpoint: expected host[:port]"),
-    (["--rdzv-endpoint", ":29400"], "argument --rdzv-endpoint/--rdzv_endpoint: expected host[:port]"),
-    (["--rdzv-conf", "join_timeout"], "argument --rdzv-conf/--rdzv_conf: expected key=value,... (--rdzv-conf items are "
-                                      "key=value, got 'join_timeout')"),
-    (["--rdzv-conf", "join_timeout=-5"], "argument --rdzv-conf/--rdzv_conf: expected key=value,... (join_timeout must be a "
-                                         "number of seconds > 0, got '-5')"),
-    (["--rdzv-conf", "read_timeout=soon"], "argument --rdzv-conf/--rdzv_conf: expected key=value,..."),
-    (["--rdzv-conf", "is_host=maybe"], "argument --rdzv-conf/--rdzv_conf: expected key=value,... (is_host must "
-                                       "be true or false, got 'maybe')"),
-    (["--max-restarts", "-1"], "argument --max-restarts/--max_restarts: expected a non-negative integer, got '-1'"),
-    (["--max_restarts", "1.5"], "argument --max-restarts/--max_restarts: expected a non-negative integer, got '1.5'"),
-    (["--monitor-interval", "0"], "argument --monitor-interval/--monitor_interval: expected a positive number, got '0'"),
-    (["--shutdown-timeout", "-1"], "argument --shutdown-timeout/--shutdown_timeout: expected a non-negative number, got '-1'"),
-    (["--exit-barrier-timeout", "never"], "argument --exit-barrier-timeout/--exit_barrier_timeout: expected a non-negative number"),
-    (["-r", "5"], "argument -r/--redirects: expected 0, 1, 2, 3 or local_rank:value pairs such as 0:1,1:2, "
-                  "got '5'"),
-    (["--tee", "0:9"], "argument -t/--tee: expected 0, 1, 2, 3 or local_rank:value pairs"),
-    (["--role", " "], "argument --role: expected a non-empty value, got ' '"),
+def _both(name):
+    """How argparse names a flag with torchrun's two spellings: --a-b/--a_b."""
+    return f"--{name}/--{name.replace('-', '_')}"
+
+
+CASES = [  # (argv, the flag as argparse names it, what it says)
+    (["--nnodes", "0"], "--nnodes", "expected N or MIN:MAX with 0 < MIN <= MAX, got '0'"),
+    (["--nnodes", "3:2"], "--nnodes", "expected N or MIN:MAX with 0 < MIN <= MAX, got '3:2'"),
+    (["--nnodes", "1:2:3"], "--nnodes", 'nnodes=1:2:3 is not in "MIN:MAX" format'),
+    (["--nnodes", "two"], "--nnodes", 'nnodes=two is not in "MIN:MAX" format'),
+    (["--nproc-per-node", "0"], _both("nproc-per-node"),
+     "Unsupported nproc_per_node value: 0 (expected a positive integer, cpu, gpu or auto)"),
+    (["--nproc_per_node", "many"], _both("nproc-per-node"), "Unsupported nproc_per_node value: many"),
+    (["--node-rank", "-1"], _both("node-rank"), "expected a non-negative integer, got '-1'"),
+    (["--master-port", "70000"], _both("master-port"), "expected a port number 0-65535, got '70000'"),
+    (["--master-port", "http"], _both("master-port"), "expected a port number 0-65535, got 'http'"),
+    (["--master-addr", ""], _both("master-addr"), "expected a non-empty value, got ''"),
+    (["--rdzv-backend", "etcd"], _both("rdzv-backend"), "invalid choice: 'etcd'"),
+    (["--rdzv-endpoint", "node0:99999"], _both("rdzv-endpoint"),
+     "expected host[:port] with a port 0-65535, got 'node0:99999'"),
+    (["--rdzv-endpoint", "node0:port"], _both("rdzv-endpoint"), "expected host[:port]"),
+    (["--rdzv-endpoint", ":29400"], _both("rdzv-endpoint"), "expected host[:port]"),
+    (["--rdzv-conf", "join_timeout"], _both("rdzv-conf"),
+     "expected key=value,... (--rdzv-conf items are key=value, got 'join_timeout')"),
+    (["--rdzv-conf", "join_timeout=-5"], _both("rdzv-conf"),
+     "expected key=value,... (join_timeout must be a number of seconds > 0, got '-5')"),
+    (["--rdzv-conf", "read_timeout=soon"], _both("rdzv-conf"), "expected key=value,..."),
+    (["--rdzv-conf", "is_host=maybe"], _both("rdzv-conf"),
+     "expected key=value,... (is_host must be true or false, got 'maybe')"),
+    (["--max-restarts", "-1"], _both("max-restarts"), "expected a non-negative integer, got '-1'"),
+    (["--max_restarts", "1.5"], _both("max-restarts"), "expected a non-negative integer, got '1.5'"),
+    (["--monitor-interval", "0"], _both("monitor-interval"), "expected a positive number, got '0'"),
+    (["--shutdown-timeout", "-1"], _both("shutdown-timeout"), "expected a non-negative number, got '-1'"),
+    (["--exit-barrier-timeout", "never"], _both("exit-barrier-timeout"), "expected a non-negative number"),
+    (["-r", "5"], "-r/--redirects", "expected 0, 1, 2, 3 or local_rank:value pairs such as 0:1,1:2, got '5'"),
+    (["--tee", "0:9"], "-t/--tee", "expected 0, 1, 2, 3 or local_rank:value pairs"),
+    (["--role", " "], "--role", "expected a non-empty value, got ' '"),
 ]
 
 
-@pytest.mark.parametrize("argv, message", CASES, ids=[" ".join(a) for a, _ in CASES])
-def test_each_flag_rejects_bad_values(argv, message, capsys, clean_env):
-    assert f"tinytorch-run: error: {message}" in _error(argv + ["w.py"], capsys)
+@pytest.mark.parametrize("argv, flag, message", CASES, ids=[" ".join(a) for a, _, _ in CASES])
+def test_each_flag_rejects_bad_values(argv, flag, message, capsys, clean_env):
+    assert f"tinytorch-run: error: argument {flag}: {message}" in _error(argv + ["w.py"], capsys)
 
 
 def test_environment_settings_are_checked_as_the_flag(capsys, clean_env):
@@ -77,7 +73,8 @@ def test_environment_settings_are_checked_as_the_flag(capsys, clean_env):
     assert "argument --nnodes: expected N or MIN:MAX" in _error(["w.py"], capsys)
     clean_env.delenv("TINYTORCH_RUN_NNODES")
     clean_env.setenv("PET_MAX_RESTARTS", "-2")
-    assert "argument --max-restarts/--max_restarts: expected a non-negative integer, got '-2'" in _error(["w.py"], capsys)
+    want = f"argument {_both('max-restarts')}: expected a non-negative integer, got '-2'"
+    assert want in _error(["w.py"], capsys)
 
 
 @pytest.mark.parametrize("argv, message", [

@@ -46,7 +46,8 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--params", type=positive_float,
                    help="parameter count (analytic model: 6 FLOPs per parameter-token)")
     p.add_argument("--model", choices=sorted(M.GPT_PRESETS), help="a GPT size preset (analytic, with activations)")
-    p.add_argument("--profile", type=existing_file, help="Chrome trace of a one-rank step (tinytorch-bench train --trace)")
+    p.add_argument("--profile", type=existing_file,
+                   help="Chrome trace of a one-rank step (tinytorch-bench train --trace)")
     p.add_argument("--world", type=list_of(positive_int, "positive integers"), default="8,64,512,1024",
                    help="comma-separated world sizes")
     p.add_argument("--gpus-per-node", type=positive_int, default=None, help="default: the hardware profile's")
@@ -200,14 +201,15 @@ def render_layouts(rows: List[Dict[str, Any]], title: str = "") -> str:
     """The 3-D table: layout, microbatches, step, model and hardware FLOPs utilization, bubble, memory and
     traffic per GPU (GB)."""
     body = [(r["layout"], r["strategy"], r["world"], r["microbatches"], r["micro_batch"], r["step_ms"], r["mfu"],
-             r["hfu"], r["pipeline_bubble_fraction"], r["activation_bytes_per_gpu"] / GB, r["model_state_bytes_per_gpu"] / GB,
-             r["memory_bytes_per_gpu"] / GB, r["tp_comm_bytes_per_gpu_per_step"] / GB,
-             r["pp_comm_bytes_per_gpu_per_step"] / GB, r["dp_comm_bytes_per_gpu_per_step"] / GB, r["limited_by"])
+             r["hfu"], r["pipeline_bubble_fraction"], r["activation_bytes_per_gpu"] / GB,
+             r["model_state_bytes_per_gpu"] / GB, r["memory_bytes_per_gpu"] / GB,
+             r["tp_comm_bytes_per_gpu_per_step"] / GB, r["pp_comm_bytes_per_gpu_per_step"] / GB,
+             r["dp_comm_bytes_per_gpu_per_step"] / GB, r["limited_by"])
             for r in rows]
     head = ["layout", "dp_strategy", "world", "m", "b", "step_ms", "mfu", "hfu", "bubble", "activ_GB", "states_GB",
             "mem_GB/gpu", "tp_GB", "pp_GB", "dp_GB", "limited by"]
-    fmts = ["{}", "{}", "{}", "{}", "{}", "{:.1f}", "{:.3f}", "{:.3f}", "{:.3f}", "{:.2f}", "{:.2f}", "{:.2f}", "{:.2f}",
-            "{:.3f}", "{:.2f}", "{}"]
+    fmts = ["{}", "{}", "{}", "{}", "{}", "{:.1f}", "{:.3f}", "{:.3f}", "{:.3f}", "{:.2f}", "{:.2f}", "{:.2f}",
+            "{:.2f}", "{:.3f}", "{:.2f}", "{}"]
     return (f"# {title}\n" if title else "") + table(head, body, fmts)
 
 
@@ -251,6 +253,11 @@ def _trace(args: argparse.Namespace) -> M.Workload:
         usage_error(args, f"argument --profile: cannot read {args.profile!r}: {e}")
 
 
+def _three_d(args: argparse.Namespace) -> bool:
+    """True when any 3-D flag is given: the 3-D model (layout.py) answers, not the DDP/ZeRO one."""
+    return any(getattr(args, k) is not None for k in LAYOUT_FLAGS)
+
+
 def _check_sources(args: argparse.Namespace) -> None:
     """--params, --model and --profile: one of them; --profile may come with --params (a plain trace's
     parameter count) or, for 3-D layouts, --model (the shapes)."""
@@ -258,7 +265,7 @@ def _check_sources(args: argparse.Namespace) -> None:
         usage_error(args, "one of the arguments --params --model --profile is required")
     if args.params and args.model:
         usage_error(args, "argument --model: not allowed with argument --params")
-    three_d = any(getattr(args, k) is not None for k in LAYOUT_FLAGS)
+    three_d = _three_d(args)
     if three_d and not args.model:
         usage_error(args, "3-D layouts (--tp, --pp, --vpp, --schedule, --global-batch, --sequence-parallel, "
                           "--recompute, --search) need --model: a preset's layers, hidden size and heads")
@@ -269,9 +276,9 @@ def _check_sources(args: argparse.Namespace) -> None:
                           "`tinytorch-bench collectives --json FILE.json`)")
 
 
-def _layouts(args: argparse.Namespace, hw: hwmod.Hardware, precision: str, title: str) -> List[Dict[str, Any]]:
+def _layouts(args: argparse.Namespace, model: L.Transformer, hw: hwmod.Hardware, precision: str,
+             title: str) -> List[Dict[str, Any]]:
     """The 3-D rows: one per (world, strategy), or the --search table per world."""
-    model = L.Transformer.preset(args.model, args.seq)
     measured = _trace(args) if args.profile else None
     strategies = args.strategy or ["ddp"]
     gpn = args.gpus_per_node or hw.gpus_per_node
@@ -323,13 +330,12 @@ def main(args: argparse.Namespace) -> List[Dict[str, Any]]:
         flag, path = ("--collectives", args.collectives) if args.collectives else ("--hardware", args.hardware)
         usage_error(args, f"argument {flag}: cannot read {path!r}: {e}")
     precision = args.precision or ("fp32" if args.profile else "mixed")
-    three_d = any(getattr(args, k) is not None for k in LAYOUT_FLAGS)
     what = args.model or (f"{args.params:.3g} parameters" if args.params else f"profile {args.profile}")
-    if three_d:
-        title = (f"{what} ({L.Transformer.preset(args.model, args.seq).params / 1e9:.4g}B params), hardware "
-                 f"{hw.name}, precision {precision}")
-        rows = _layouts(args, hw, precision, title)
-        extra: Dict[str, Any] = {"model": L.to_json(L.Transformer.preset(args.model, args.seq))}
+    if _three_d(args):
+        model = L.Transformer.preset(args.model, args.seq)
+        title = f"{what} ({model.params / 1e9:.4g}B params), hardware {hw.name}, precision {precision}"
+        rows = _layouts(args, model, hw, precision, title)
+        extra: Dict[str, Any] = {"model": L.to_json(model)}
     else:
         w = workload(args, hw, precision)
         rows = predict(w, hw, args.world, args.strategy or list(M.STRATEGIES), args.gpus_per_node, args.bucket_mb,
