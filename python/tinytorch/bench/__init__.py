@@ -31,7 +31,7 @@ def build_parser() -> argparse.ArgumentParser:
         sp = sub.add_parser(name, help=mod.__doc__.strip().splitlines()[0], description=mod.__doc__,
                             formatter_class=argparse.RawDescriptionHelpFormatter)
         mod.add_arguments(sp)
-        sp.set_defaults(_main=mod.main)
+        sp.set_defaults(_main=mod.main, _parser=sp)  # _parser: flag-combination errors print as argparse's
     return p
 
 

@@ -19,7 +19,8 @@ from typing import Any, Dict, List, Optional
 
 import numpy as np
 
-from ._common import format_size, parse_list, parse_size, run_ranks, table, write_json
+from ._cli import byte_size, choice_list, int_at_least, nonnegative_int, positive_float, positive_int, usage_error
+from ._common import format_size, run_ranks, table, write_json
 
 OPS = ["all_reduce", "all_gather", "reduce_scatter", "broadcast", "all_to_all"]
 DTYPES = {"float32": "float", "float": "float", "float16": "half", "half": "half", "bfloat16": "bfloat16",
@@ -47,20 +48,23 @@ def np_dtype(name: str) -> Any:
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
     """The collectives subcommand's flags (nccl-tests' names where it has them)."""
-    p.add_argument("--nproc", type=int, default=None,
+    p.add_argument("--nproc", type=positive_int, default=None,
                    help="spawn this many local ranks (default: the launched ranks under tinytorch-run, else 2)")
-    p.add_argument("--op", default="all_reduce", help=f"comma-separated, of {','.join(OPS)} (or 'all')")
-    p.add_argument("--min-bytes", "-b", default="1K")
-    p.add_argument("--max-bytes", "-e", default="256M")
-    p.add_argument("--step-factor", "-f", type=int, default=2)
-    p.add_argument("--iters", "-n", type=int, default=20)
-    p.add_argument("--warmup", "-w", type=int, default=5)
-    p.add_argument("--dtype", "-d", default="float", help="float, half, bfloat16, double, int32, int64")
+    p.add_argument("--op", type=choice_list(OPS, everything="all"), default="all_reduce",
+                   help=f"comma-separated, of {','.join(OPS)} (or 'all')")
+    p.add_argument("--min-bytes", "-b", type=byte_size, default="1K")
+    p.add_argument("--max-bytes", "-e", type=byte_size, default="256M")
+    p.add_argument("--step-factor", "-f", type=int_at_least(2), default=2)
+    p.add_argument("--iters", "-n", type=positive_int, default=20)
+    p.add_argument("--warmup", "-w", type=nonnegative_int, default=5)
+    p.add_argument("--dtype", "-d", choices=sorted(DTYPES), default="float",
+                   help="float, half, bfloat16, double, int32, int64")
     p.add_argument("--backend", default="auto", choices=["auto", "ring", "nccl"],
                    help="auto: nccl when CUDA is available, else ring")
     p.add_argument("--json", default=None, help="write {'rows': [...]} here")
     p.add_argument("--plot", default=None, help="PNG of busbw against size, one line per op (matplotlib)")
-    p.add_argument("--timeout", type=float, default=1800.0, help="seconds before spawned ranks are given up on")
+    p.add_argument("--timeout", type=positive_float, default=1800.0,
+                   help="seconds before spawned ranks are given up on")
 
 
 def sizes(lo: int, hi: int, factor: int) -> List[int]:
@@ -243,15 +247,11 @@ def plot(rows: List[Dict[str, Any]], path: str) -> bool:
 
 
 def config(args: argparse.Namespace) -> Dict[str, Any]:
-    """The sweep's settings from parsed flags (sizes expanded, names checked)."""
-    ops = OPS if args.op == "all" else parse_list(args.op)
-    bad = [o for o in ops if o not in OPS]
-    if bad:
-        raise SystemExit(f"tinytorch-bench collectives: unknown --op {', '.join(bad)}; choose from {', '.join(OPS)}")
-    if args.dtype not in DTYPES:
-        raise SystemExit(f"tinytorch-bench collectives: unknown --dtype {args.dtype}; choose from "
-                         f"{', '.join(sorted(DTYPES))}")
-    return {"ops": ops, "sizes": sizes(parse_size(args.min_bytes), parse_size(args.max_bytes), args.step_factor),
+    """The sweep's settings from parsed flags (sizes expanded)."""
+    if args.max_bytes < args.min_bytes:
+        usage_error(args, f"argument --max-bytes: must be at least --min-bytes ({format_size(args.min_bytes)}), "
+                          f"got {format_size(args.max_bytes)}")
+    return {"ops": args.op, "sizes": sizes(args.min_bytes, args.max_bytes, args.step_factor),
             "dtype": DTYPES[args.dtype], "iters": args.iters, "warmup": args.warmup, "backend": args.backend}
 
 

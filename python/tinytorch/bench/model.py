@@ -30,8 +30,10 @@ STRATEGIES = ("ddp", "zero1", "zero2", "zero3")
 PRECISIONS = {"mixed": (2, 2, 12),  # fp16/bf16 params and grads; fp32 master, momentum, variance (ZeRO's K=12)
               "fp32": (4, 4, 8)}  # fp32 params and grads; Adam's two fp32 moments
 
-# GPT sizes: layers, width, heads (GPT-3 paper, Brown et al. 2020, Table 2.1; 70B: Llama 2, Touvron et al. 2023).
-# Parameters are 12 L d^2 + (V + T) d with V = 50257 unless given.
+# GPT sizes: layers, width, heads (GPT-3 paper, Brown et al. 2020, Table 2.1; 70B: Llama 2, Touvron et al. 2023),
+# vocabulary 50257 and sequence 2048 unless given. The Megatron-LM papers' models (Korthikanti et al. 2022,
+# Table 3; Narayanan et al. 2021, Table 1) use vocabulary 51200 and carry the global batch the papers trained
+# them with. W3 is the reference workload's GPT-mini (tinytorch.bench.workloads.gpt, 16 sequences per rank).
 GPT_PRESETS: Dict[str, Dict[str, Any]] = {
     "gpt-125m": {"layers": 12, "d": 768, "heads": 12},
     "gpt-350m": {"layers": 24, "d": 1024, "heads": 16},
@@ -42,18 +44,45 @@ GPT_PRESETS: Dict[str, Dict[str, Any]] = {
     "gpt-13b": {"layers": 40, "d": 5120, "heads": 40},
     "gpt-70b": {"layers": 80, "d": 8192, "heads": 64, "params": 70e9},
     "gpt-175b": {"layers": 96, "d": 12288, "heads": 96},
+    "megatron-22b": {"layers": 48, "d": 6144, "heads": 64, "vocab": 51200, "batch": 4},
+    "gpt3-175b": {"layers": 96, "d": 12288, "heads": 96, "vocab": 51200, "batch": 1536},
+    "mt-nlg-530b": {"layers": 105, "d": 20480, "heads": 128, "vocab": 51200, "batch": 2520},
+    "megatron-1t": {"layers": 128, "d": 25600, "heads": 160, "vocab": 51200, "batch": 3072},
+    "W3": {"layers": 4, "d": 256, "heads": 4, "vocab": 256, "seq": 128, "batch": 16},
 }
+
+RECOMPUTE = ("none", "selective", "full")
 
 
 def gpt_params(layers: int, d: int, vocab: int = 50257, seq: int = 2048) -> float:
-    """Parameter count of a GPT: 12 L d^2 (attention 4d^2, MLP 8d^2 per block) plus token and position tables."""
-    return 12.0 * layers * d * d + (vocab + seq) * d
+    """Parameter count of a GPT: per block 12 d^2 weights (attention 4d^2, MLP 8d^2) and 13 d biases and
+    layer-norm parameters, plus token and position tables: 12 L d^2 (1 + 13/(12d) + (V+s)/(12Ld)) (Narayanan
+    et al. 2021, section 5.1)."""
+    return 12.0 * layers * d * d + 13.0 * layers * d + (vocab + seq) * d
+
+
+def activation_bytes_per_layer(seq: int, micro_batch: int, d: int, heads: int, tp: int = 1,
+                               sequence_parallel: bool = False, recompute: str = "none") -> float:
+    """Bytes one transformer layer keeps for backward per microbatch, 16-bit activations and 1-byte dropout
+    masks (Korthikanti et al. 2022, 'Reducing Activation Recomputation in Large Transformer Models', Table 2):
+    s b h (34 + 5as/h) without parallelism; with tensor parallelism s b h (10 + 24/t + 5as/(ht)) (10 = what stays
+    replicated: layer-norm inputs, the QKV and MLP inputs, two dropout masks); with sequence parallelism too
+    s b h (34/t + 5as/(ht)); selective recomputation drops the 5as/h attention term; full recomputation keeps
+    the layer input only, 2 s b h."""
+    if recompute not in RECOMPUTE:
+        raise ValueError(f"unknown recompute {recompute!r}; choose from {', '.join(RECOMPUTE)}")
+    sbh = float(seq) * micro_batch * d
+    if recompute == "full":
+        return 2.0 * sbh
+    attention = 0.0 if recompute == "selective" else 5.0 * heads * seq / (d * tp)
+    if sequence_parallel:
+        return sbh * (34.0 / tp + attention)
+    return sbh * (10.0 + 24.0 / tp + attention)
 
 
 def gpt_activation_bytes(layers: int, d: int, heads: int, seq: int, micro_batch: int) -> float:
-    """Activations kept for backward, 16-bit, no recomputation: s b h (34 + 5 a s / h) per layer (Korthikanti
-    et al. 2022, 'Reducing Activation Recomputation in Large Transformer Models', eq. 1)."""
-    return layers * seq * micro_batch * d * (34 + 5 * heads * seq / d)
+    """Activations all `layers` keep for backward, no parallelism, no recomputation: s b h (34 + 5as/h) each."""
+    return layers * activation_bytes_per_layer(seq, micro_batch, d, heads)
 
 
 def model_state_bytes(strategy: str, params: float, world: int, precision: str = "mixed") -> float:
@@ -282,6 +311,13 @@ def simulate_step(strategy: str, w: Workload, world: int, hw: Hardware, gpus_per
         # weak scaling: the share of the step spent computing (1.0 = every GPU as fast as with free communication)
         "scaling_efficiency": compute / step if step > 0 else 1.0,
     }
+    # the 3-D model's columns: one pipeline stage, no tensor split, every GPU a data-parallel rank
+    row.update({"tp": 1, "pp": 1, "dp": world, "vpp": 1, "schedule": None, "microbatches": 1, "params": w.params,
+                "activation_bytes_per_layer": w.notes.get("activation_bytes_per_layer"),
+                "pipeline_bubble_fraction": 0.0, "tp_comm_bytes_per_gpu_per_step": 0.0,
+                "pp_comm_bytes_per_gpu_per_step": 0.0,
+                "dp_comm_bytes_per_gpu_per_step": row["comm_bytes_per_gpu_per_step"],
+                "mfu": 6.0 * w.params * w.tokens / (step * hw.peak_flops) if w.tokens and step > 0 else None})
     if w.tokens:
         row["tokens_per_s_per_gpu"] = w.tokens / step
     mem = row["model_state_bytes_per_gpu"] + (w.activation_bytes or 0.0)

@@ -21,28 +21,34 @@ import os
 import time
 from typing import Any, Callable, Dict, List, Optional
 
-from ._common import launched, median, parse_list, run_ranks, table, write_json
+from ._cli import choice_list, nonnegative_int, positive_float, positive_int, usage_error
+from ._common import launched, median, run_ranks, table, write_json
 
 STRATEGIES = ("none", "ddp", "zero1", "zero2", "zero3")
 
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
     """The train subcommand's flags."""
-    p.add_argument("--nproc", type=int, default=None, help="local ranks to spawn (default: launched ranks, else 2)")
-    p.add_argument("--model", default="W3", help="W2, W3, or a GPT preset (gpt-125m, ...)")
-    p.add_argument("--strategy", default="ddp", help=f"comma-separated, of {', '.join(STRATEGIES)}")
-    p.add_argument("--steps", type=int, default=10)
-    p.add_argument("--warmup", type=int, default=2, help="steps left out of the medians")
-    p.add_argument("--batch", type=int, default=None, help="sequences per rank (GPT models)")
-    p.add_argument("--seq", type=int, default=None, help="sequence length (GPT models)")
-    p.add_argument("--bucket-mb", type=float, default=25.0, help="DDP's bucket_cap_mb")
+    from .model import GPT_PRESETS
+
+    p.add_argument("--nproc", type=positive_int, default=None,
+                   help="local ranks to spawn (default: launched ranks, else 2)")
+    p.add_argument("--model", choices=list(dict.fromkeys(["W2", "W3", *GPT_PRESETS])), default="W3",
+                   help="W2, W3, or a GPT preset (gpt-125m, ...)")
+    p.add_argument("--strategy", type=choice_list(STRATEGIES), default="ddp",
+                   help=f"comma-separated, of {', '.join(STRATEGIES)}")
+    p.add_argument("--steps", type=positive_int, default=10)
+    p.add_argument("--warmup", type=nonnegative_int, default=2, help="steps left out of the medians (< --steps)")
+    p.add_argument("--batch", type=positive_int, default=None, help="sequences per rank (GPT models)")
+    p.add_argument("--seq", type=positive_int, default=None, help="sequence length (GPT models)")
+    p.add_argument("--bucket-mb", type=positive_float, default=25.0, help="DDP's bucket_cap_mb")
     p.add_argument("--device", default="cpu", choices=["cpu", "cuda"])
-    p.add_argument("--threads", type=int, default=1, help="intra-op threads per rank")
+    p.add_argument("--threads", type=positive_int, default=1, help="intra-op threads per rank")
     p.add_argument("--no-baseline", action="store_true", help="skip the unwrapped copy (no exposed-comm figure)")
     p.add_argument("--trace", default=None, help="write rank 0's last step as a Chrome trace for simulate --profile")
     p.add_argument("--json", default=None)
     p.add_argument("--plot", default=None, help="PNG of step time split into compute and exposed communication")
-    p.add_argument("--timeout", type=float, default=1800.0)
+    p.add_argument("--timeout", type=positive_float, default=1800.0)
 
 
 def _unit_name(name: str) -> str:
@@ -209,7 +215,9 @@ def _rank_batch(workloads: Any, cfg: Dict[str, Any], rank: int) -> tuple:
     B, T = cfg["batch"], cfg["seq"]
     if cfg["model"] == "W3":
         return workloads.batch("W3", seed=rank, B=B or 16, T=T or 128)
-    return workloads.batch("W3", seed=rank, B=B or 1, T=T or 1024, V=50257)
+    from .model import GPT_PRESETS
+
+    return workloads.batch("W3", seed=rank, B=B or 1, T=T or 1024, V=GPT_PRESETS[cfg["model"]].get("vocab", 50257))
 
 
 def trace_step(call: Any, opt: Any, x: Any, y: Any, lib: Any, rec: Any, cfg: Dict[str, Any], params: int,
@@ -318,11 +326,9 @@ def run(model: str, strategy: str, nproc: Optional[int], steps: int = 10, warmup
 
 def main(args: argparse.Namespace) -> Optional[List[Dict[str, Any]]]:
     """Measure every requested strategy, print the table, write JSON and the plot."""
-    strategies = parse_list(args.strategy)
-    bad = [s for s in strategies if s not in STRATEGIES]
-    if bad:
-        raise SystemExit(f"tinytorch-bench train: unknown --strategy {', '.join(bad)}; choose from "
-                         f"{', '.join(STRATEGIES)}")
+    strategies = args.strategy
+    if args.warmup >= args.steps:
+        usage_error(args, f"argument --warmup: must be less than --steps ({args.steps}), got {args.warmup}")
     nproc = args.nproc if args.nproc or launched() else 2
     rows = []
     for s in strategies:

@@ -5,9 +5,11 @@
 1. calibrate: a 2-rank all_reduce sweep (alpha and bus bandwidth of `this-machine`) and a traced 1-rank W3
    step (per-unit compute, the order and times gradients become ready, the optimizer step), taken on rank 0
    while a second rank trains alone beside it, so it sees the CPU contention of the 2-rank runs;
-2. predict with the same model `simulate` uses: DDP W3 at world 2 (ZeRO-2 and ZeRO-3 too when
-   tinytorch.distributed.fsdp exists), and all_reduce at 3 and 4 ranks over the sweep's sizes;
-3. measure those runs and print predicted against measured; error = (predicted - measured) / measured.
+2. predict with the same models `simulate` uses: DDP, ZeRO-2 and ZeRO-3 W3 at world 2 (the DDP/ZeRO model),
+   W3 with tensor parallelism over the 2 ranks and in a 2-stage 1F1B pipeline (the 3-D model, `layout.py`,
+   with the traced step's compute), and all_reduce at 3 and 4 ranks over the sweep's sizes;
+3. measure those runs and print predicted against measured; error = (predicted - measured) / measured. A case
+   whose strategy `tinytorch-bench train` does not run (yet) is printed as predicted only.
 Calibration and measurement alternate over rounds: training steps compare medians over `--repeats` rounds,
 collectives the fastest of `--sweep-repeats` sweeps (load from other processes only adds time).
 
@@ -20,24 +22,48 @@ import argparse
 import importlib.util
 import os
 import time
-from typing import Any, Dict, List
+from typing import Any, Dict, List, NamedTuple, Optional
 
 from . import hardware as hwmod
+from . import layout as L
 from . import model as M
-from ._common import format_size, parse_list, parse_size, table, write_json
+from ._cli import byte_size, int_at_least, list_of, nonnegative_int, positive_float, positive_int, usage_error
+from ._common import format_size, table, write_json
+
+W3 = L.Transformer.preset("W3")
+
+
+class Case(NamedTuple):
+    """A W3 training case at 2 ranks: the `train` strategy that measures it, and the 3-D layout that predicts it
+    (None: the DDP/ZeRO model, each rank with its own batch of 16)."""
+
+    strategy: str
+    layout: Optional[L.Layout] = None
+
+
+# TP: both ranks on one batch of 16; PP: 2 stages (blocks 0-1, blocks 2-3 and the head), 4 microbatches of 4.
+# Their measured side is `tinytorch-bench train --strategy tp|pp` running these layouts: once train.STRATEGIES
+# has them, validate measures them too.
+TRAINING_CASES = (Case("ddp"), Case("zero2"), Case("zero3"),
+                  Case("tp", L.Layout(tp=2, micro_batch=16, global_batch=16)),
+                  Case("pp", L.Layout(pp=2, schedule="1f1b", micro_batch=4, global_batch=16)))
 
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
     """The validate subcommand's flags."""
     p.add_argument("--out-dir", default="bench_validate", help="where the calibration files go")
-    p.add_argument("--sizes", default="256K,1M,4M,16M", help="all_reduce sizes of the sweeps")
-    p.add_argument("--iters", type=int, default=10)
-    p.add_argument("--worlds", default="3,4", help="all_reduce sweeps measured beyond the 2-rank calibration")
-    p.add_argument("--steps", type=int, default=8, help="training steps per measured run")
-    p.add_argument("--warmup", type=int, default=3)
-    p.add_argument("--repeats", type=int, default=2, help="rounds of W3 calibration and measurement (medians)")
-    p.add_argument("--sweep-repeats", type=int, default=4, help="rounds of all_reduce sweeps (fastest of them)")
-    p.add_argument("--tolerance", type=float, default=0.15, help="the target: |error| within this")
+    p.add_argument("--sizes", type=list_of(byte_size, "sizes such as 256K or 16M"), default="256K,1M,4M,16M",
+                   help="all_reduce sizes of the sweeps")
+    p.add_argument("--iters", type=positive_int, default=10)
+    p.add_argument("--worlds", type=list_of(int_at_least(2), "integers >= 2"), default="3,4",
+                   help="all_reduce sweeps measured beyond the 2-rank calibration")
+    p.add_argument("--steps", type=positive_int, default=8, help="training steps per measured run")
+    p.add_argument("--warmup", type=nonnegative_int, default=3, help="steps left out of the medians (< --steps)")
+    p.add_argument("--repeats", type=positive_int, default=2,
+                   help="rounds of W3 calibration and measurement (medians)")
+    p.add_argument("--sweep-repeats", type=positive_int, default=4,
+                   help="rounds of all_reduce sweeps (fastest of them)")
+    p.add_argument("--tolerance", type=positive_float, default=0.15, help="the target: |error| within this")
     p.add_argument("--json", default=None, help="write {'cases': [...]} here")
 
 
@@ -53,6 +79,20 @@ def _sweep(n: int, sizes: List[int], iters: int) -> List[Dict[str, Any]]:
 def have_fsdp() -> bool:
     """True when this build has tinytorch.distributed.fsdp (ZeRO-2/3)."""
     return importlib.util.find_spec("tinytorch.distributed.fsdp") is not None
+
+
+def measurable(case: Case) -> bool:
+    """True when `tinytorch-bench train` runs the case's strategy in this build."""
+    from .train import STRATEGIES
+
+    return case.strategy in STRATEGIES and (have_fsdp() or case.strategy not in ("zero2", "zero3"))
+
+
+def predict(case: Case, w: M.Workload, hw: hwmod.Hardware) -> float:
+    """Predicted W3 step (ms) at 2 ranks from the calibrated workload and hardware (float32 throughout)."""
+    if case.layout is None:
+        return M.simulate_step(case.strategy, w, 2, hw, precision="fp32")["step_ms"]
+    return L.simulate_layout(W3, case.layout, hw, precision="fp32", measured=w)["step_ms"]
 
 
 def _best_rows(runs: List[List[Dict[str, Any]]]) -> List[Dict[str, Any]]:
@@ -71,12 +111,15 @@ def main(args: argparse.Namespace) -> List[Dict[str, Any]]:
     from ._common import median
     from .simulate import load_profile
 
+    if args.warmup >= args.steps:
+        usage_error(args, f"argument --warmup: must be less than --steps ({args.steps}), got {args.warmup}")
     os.makedirs(args.out_dir, exist_ok=True)
-    sizes = [parse_size(s) for s in parse_list(args.sizes)]
-    worlds = parse_list(args.worlds, int)
-    strategies = ["ddp"] + (["zero2", "zero3"] if have_fsdp() else [])
-    if not have_fsdp():
-        print("# tinytorch.distributed.fsdp is absent: ZeRO-2/3 cases skipped")
+    sizes, worlds = args.sizes, args.worlds
+    measured_cases = [c for c in TRAINING_CASES if measurable(c)]
+    strategies = [c.strategy for c in measured_cases]
+    left = [c.strategy for c in TRAINING_CASES if c not in measured_cases]
+    if left:
+        print(f"# predicted only (tinytorch-bench train does not run them in this build): {', '.join(left)}")
     t_start = time.time()
     trace = os.path.join(args.out_dir, "w3_1rank_trace.json")
     sweeps: Dict[int, List[List[Dict[str, Any]]]] = {n: [] for n in [2] + worlds}
@@ -110,10 +153,11 @@ def main(args: argparse.Namespace) -> List[Dict[str, Any]]:
           f"{hw.intra.beta_Bps / 1e9:.2f} GB/s (2 ranks), {hw.cpu_cores} cores; W3 step: forward "
           f"{w.fwd_s * 1e3:.0f} ms, backward {w.bwd_s * 1e3:.0f} ms, optimizer {w.opt_s * 1e3:.0f} ms")
     cases: List[Dict[str, Any]] = []
-    for s in strategies:
-        pred = M.simulate_step(s, w, 2, hw, precision="fp32")["step_ms"]
-        cases.append({"strategy": s, "world": 2, "model": "W3", "predicted_ms": pred,
-                      "measured_ms": median(measured[s]), "measured_repeats_ms": measured[s]})
+    for c in TRAINING_CASES:
+        got = measured.get(c.strategy)
+        cases.append({"strategy": c.strategy, "world": 2, "model": "W3",
+                      "layout": c.layout.name() if c.layout else None, "predicted_ms": predict(c, w, hw),
+                      "measured_ms": median(got) if got else None, "measured_repeats_ms": got})
     for n in worlds:
         rows = _best_rows(sweeps[n])
         write_json(os.path.join(args.out_dir, f"sweep_{n}ranks.json"), {"rows": rows, "world": n})
@@ -122,12 +166,13 @@ def main(args: argparse.Namespace) -> List[Dict[str, Any]]:
             cases.append({"strategy": "all_reduce", "world": n, "model": format_size(r["bytes"]),
                           "predicted_ms": pred, "measured_ms": r["time_us"] / 1e3})
     for c in cases:
-        c["error"] = (c["predicted_ms"] - c["measured_ms"]) / c["measured_ms"]
+        c["error"] = None if c["measured_ms"] is None else (c["predicted_ms"] - c["measured_ms"]) / c["measured_ms"]
     print(table(["strategy", "world", "model", "predicted_ms", "measured_ms", "error"],
                 [(c["strategy"], c["world"], c["model"], c["predicted_ms"], c["measured_ms"], c["error"])
                  for c in cases], ["{}", "{}", "{}", "{:.2f}", "{:.2f}", "{:+.1%}"]))
-    within = sum(abs(c["error"]) <= args.tolerance for c in cases)
-    print(f"# {within} of {len(cases)} cases within {args.tolerance:.0%} of measured "
+    compared = [c for c in cases if c["error"] is not None]
+    within = sum(abs(c["error"]) <= args.tolerance for c in compared)
+    print(f"# {within} of {len(compared)} measured cases within {args.tolerance:.0%} of measured "
           f"({time.time() - t_start:.0f} s; load average {os.getloadavg()[0]:.1f} on {os.cpu_count()} cores)")
     if args.json:
         write_json(args.json, {"cases": cases, "hardware": hw.to_json(), "tolerance": args.tolerance,

@@ -71,5 +71,6 @@ def build(torch, name: str, batch_size=None, seq=None):
         raise ValueError(f"unknown model {name!r}: use W2, W3 or one of {', '.join(GPT_PRESETS)}")
     pre = GPT_PRESETS[name]
     B, T = batch_size or 1, seq or 1024
-    x, y = batch("W3", B=B, T=T, V=50257)
-    return gpt(torch, V=50257, T=T, d=pre["d"], h=pre["heads"], L=pre["layers"]), x, y, B * T
+    V = pre.get("vocab", 50257)
+    x, y = batch("W3", B=B, T=T, V=V)
+    return gpt(torch, V=V, T=T, d=pre["d"], h=pre["heads"], L=pre["layers"]), x, y, B * T

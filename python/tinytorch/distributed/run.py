@@ -24,11 +24,13 @@ from __future__ import annotations
 
 import argparse
 import os
+import re
 import sys
 import uuid
 from dataclasses import dataclass, field
 from typing import Any, Optional
 
+from ..bench._cli import nonnegative_float, nonnegative_int, positive_float
 from .elastic import slurm as _slurm
 
 __all__ = ["LaunchConfig", "get_args_parser", "parse_args", "config_from_args", "launch_agent", "main", "run"]
@@ -85,6 +87,74 @@ def _spellings(name: str) -> list[str]:
     return out
 
 
+def _nnodes(text: str) -> str:
+    """--nnodes: N or MIN:MAX with 0 < MIN <= MAX (torchrun: 'nnodes=... is not in "MIN:MAX" format')."""
+    try:
+        parse_min_max_nnodes(text)
+    except ValueError as e:
+        raise argparse.ArgumentTypeError(str(e)) from None
+    return text
+
+
+def _nproc_per_node(text: str) -> str:
+    """--nproc-per-node: a positive integer, cpu, gpu or auto (torchrun: 'Unsupported nproc_per_node value')."""
+    value = str(text).strip().lower()
+    if value in ("cpu", "gpu", "auto") or (value.isdigit() and int(value) >= 1):
+        return value
+    raise argparse.ArgumentTypeError(f"Unsupported nproc_per_node value: {text} (expected a positive integer, "
+                                     "cpu, gpu or auto)")
+
+
+def _port(text: str) -> int:
+    """A TCP port, 0-65535 (0: the kernel picks a free one)."""
+    try:
+        port = int(str(text).strip())
+    except ValueError:
+        port = -1
+    if not 0 <= port <= 65535:
+        raise argparse.ArgumentTypeError(f"expected a port number 0-65535, got {text!r}")
+    return port
+
+
+def _endpoint(text: str) -> str:
+    """--rdzv-endpoint: host[:port] ('' = none given, as torchrun's default)."""
+    if text.strip():
+        try:
+            _split_endpoint(text, DEFAULT_MASTER_PORT)
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"expected host[:port] with a port 0-65535, got {text!r}") from None
+    return text
+
+
+def _nonempty(text: str) -> str:
+    """A name that must not be empty (an address, a role)."""
+    if not str(text).strip():
+        raise argparse.ArgumentTypeError(f"expected a non-empty value, got {text!r}")
+    return text
+
+
+def _rdzv_conf(text: str) -> str:
+    """--rdzv-conf: k=v,...; the timeouts a number of seconds > 0, is_host a boolean."""
+    try:
+        conf = _parse_rdzv_conf(text)
+        for key in ("join_timeout", "read_timeout", "last_call_timeout", "close_timeout"):
+            if key in conf and not float(conf[key]) > 0:
+                raise ValueError(f"{key} must be a number of seconds > 0, got {conf[key]!r}")
+        if conf.get("is_host", "true").lower() not in ("1", "true", "yes", "0", "false", "no"):
+            raise ValueError(f"is_host must be true or false, got {conf['is_host']!r}")
+    except ValueError as e:
+        raise argparse.ArgumentTypeError(f"expected key=value,... ({e})") from None
+    return text
+
+
+def _std_spec(text: str) -> str:
+    """-r/--redirects and -t/--tee: 0-3, or local_rank:0-3,... (torchrun's Std.from_str format)."""
+    if not re.fullmatch(r"\s*([0-3]|\d+:[0-3](,\d+:[0-3])*)\s*", str(text)):
+        raise argparse.ArgumentTypeError(f"expected 0, 1, 2, 3 or local_rank:value pairs such as 0:1,1:2, "
+                                         f"got {text!r}")
+    return text
+
+
 def get_args_parser() -> argparse.ArgumentParser:
     """Build the argument parser (torchrun's flags, hyphen and underscore spellings)."""
     p = argparse.ArgumentParser(
@@ -93,43 +163,45 @@ def get_args_parser() -> argparse.ArgumentParser:
         allow_abbrev=False,
     )
     a = p.add_argument
-    a(*_spellings("nnodes"), action=_EnvDefault, dest="nnodes", default=None,
+    a(*_spellings("nnodes"), action=_EnvDefault, dest="nnodes", type=_nnodes, default=None,
       help="number of nodes, N or MIN:MAX (MIN:MAX needs --rdzv-backend c10d); default SLURM_NNODES, else 1")
-    a(*_spellings("nproc-per-node"), action=_EnvDefault, dest="nproc_per_node", default="1",
+    a(*_spellings("nproc-per-node"), action=_EnvDefault, dest="nproc_per_node", type=_nproc_per_node, default="1",
       help="workers per node: an int, 'cpu' (CPU count), 'gpu' (GPU count) or 'auto' (GPUs if any, else CPUs)")
-    a(*_spellings("node-rank"), action=_EnvDefault, dest="node_rank", type=int, default=None,
+    a(*_spellings("node-rank"), action=_EnvDefault, dest="node_rank", type=nonnegative_int, default=None,
       help="this node's rank (static rendezvous; default SLURM_NODEID, else 0). With c10d, an optional ordering hint")
-    a(*_spellings("master-addr"), action=_EnvDefault, dest="master_addr", default=None,
+    a(*_spellings("master-addr"), action=_EnvDefault, dest="master_addr", type=_nonempty, default=None,
       help="node 0's address for the static rendezvous when --rdzv-endpoint is not given (default 127.0.0.1)")
-    a(*_spellings("master-port"), action=_EnvDefault, dest="master_port", type=int, default=None,
+    a(*_spellings("master-port"), action=_EnvDefault, dest="master_port", type=_port, default=None,
       help=f"node 0's port for the static rendezvous (default {DEFAULT_MASTER_PORT}; "
            "a single node picks a free port)")
     a(*_spellings("rdzv-backend"), action=_EnvDefault, dest="rdzv_backend", default="static",
       choices=["static", "c10d"], help="rendezvous: 'static' (fixed node ranks) or 'c10d' (ranks by arrival)")
-    a(*_spellings("rdzv-endpoint"), action=_EnvDefault, dest="rdzv_endpoint", default=None,
+    a(*_spellings("rdzv-endpoint"), action=_EnvDefault, dest="rdzv_endpoint", type=_endpoint, default=None,
       help="host[:port] of the rendezvous store, hosted by node 0 (static) or the agent on that host (c10d); "
            "under Slurm, default the first host of the node list (port MASTER_PORT when set)")
     a(*_spellings("rdzv-id"), action=_EnvDefault, dest="rdzv_id", default=None,
       help="job id shared by all nodes (TORCHELASTIC_RUN_ID); default SLURM_JOB_ID, else 'none'")
-    a(*_spellings("rdzv-conf"), action=_EnvDefault, dest="rdzv_conf", default="",
+    a(*_spellings("rdzv-conf"), action=_EnvDefault, dest="rdzv_conf", type=_rdzv_conf, default="",
       help="k=v,... with join_timeout, read_timeout, last_call_timeout, close_timeout (seconds), is_host")
     a("--standalone", action=_EnvFlag, dest="standalone",
       help="single node: host the store on a free port (printed) with a fresh run id")
-    a(*_spellings("max-restarts"), action=_EnvDefault, dest="max_restarts", type=int, default=0,
+    a(*_spellings("max-restarts"), action=_EnvDefault, dest="max_restarts", type=nonnegative_int, default=0,
       help="worker-group restarts before the job fails")
-    a(*_spellings("monitor-interval"), action=_EnvDefault, dest="monitor_interval", type=float, default=0.1,
+    a(*_spellings("monitor-interval"), action=_EnvDefault, dest="monitor_interval", type=positive_float,
+      default=0.1,
       help="seconds between checks of the workers")
-    a(*_spellings("shutdown-timeout"), action=_EnvDefault, dest="shutdown_timeout", type=float, default=30.0,
+    a(*_spellings("shutdown-timeout"), action=_EnvDefault, dest="shutdown_timeout", type=nonnegative_float,
+      default=30.0,
       help="seconds between SIGTERM and SIGKILL when stopping workers")
-    a(*_spellings("exit-barrier-timeout"), action=_EnvDefault, dest="exit_barrier_timeout", type=float,
+    a(*_spellings("exit-barrier-timeout"), action=_EnvDefault, dest="exit_barrier_timeout", type=nonnegative_float,
       default=300.0, help="seconds a finished node waits for the other nodes to finish")
     a(*_spellings("log-dir"), action=_EnvDefault, dest="log_dir", default=None,
       help="keep each attempt's per-rank logs as <log-dir>/attempt_<n>/<rank>/{stdout,stderr}.log")
-    a("-r", *_spellings("redirects"), action=_EnvDefault, dest="redirects", default="0",
+    a("-r", *_spellings("redirects"), action=_EnvDefault, dest="redirects", type=_std_spec, default="0",
       help="send streams only to the log files: 0 none, 1 stdout, 2 stderr, 3 both, or per local rank 0:1,1:2")
-    a("-t", "--tee", action=_EnvDefault, dest="tee", default="0",
+    a("-t", "--tee", action=_EnvDefault, dest="tee", type=_std_spec, default="0",
       help="send streams to the log files and the console (prefixed by rank); same format as --redirects")
-    a("--role", action=_EnvDefault, dest="role", default="default", help="worker role name (ROLE_NAME)")
+    a("--role", action=_EnvDefault, dest="role", type=_nonempty, default="default", help="worker role name (ROLE_NAME)")
     a("-m", "--module", action=_EnvFlag, dest="module", help="run the script as 'python -m <module>'")
     a(*_spellings("no-python"), action=_EnvFlag, dest="no_python",
       help="execute the script directly instead of through the Python interpreter")
@@ -156,9 +228,10 @@ def parse_min_max_nnodes(nnodes: str) -> tuple[int, int]:
         else:
             raise ValueError
     except ValueError:
-        raise ValueError(f"--nnodes must be N or MIN:MAX, got {nnodes!r}") from None
+        raise ValueError(f'nnodes={nnodes} is not in "MIN:MAX" format: expected N or MIN:MAX, '
+                         f"got {nnodes!r}") from None
     if not 0 < lo <= hi:
-        raise ValueError(f"--nnodes needs 0 < MIN <= MAX, got {nnodes!r}")
+        raise ValueError(f"expected N or MIN:MAX with 0 < MIN <= MAX, got {nnodes!r}")
     return lo, hi
 
 
@@ -212,7 +285,7 @@ def _split_endpoint(endpoint: str, default_port: int) -> tuple[str, int]:
     host, sep, port = endpoint.rpartition(":")
     if not sep:
         return endpoint, default_port
-    if not port.isdigit():
+    if not port.isdigit() or int(port) > 65535 or not host.strip("[]"):
         raise ValueError(f"bad rendezvous endpoint {endpoint!r}: expected host[:port]")
     return host.strip("[]"), int(port)
 
@@ -284,6 +357,9 @@ def config_from_args(args: argparse.Namespace) -> LaunchConfig:
         raise ValueError("--rdzv-backend c10d needs --rdzv-endpoint host[:port] (or use --standalone)")
     if backend == "static" and node_rank is None:
         node_rank = 0
+    if backend == "static" and not node_rank < max_nodes:
+        raise ValueError(f"argument --node-rank: expected 0 <= node rank < --nnodes {max_nodes} with the static "
+                         f"rendezvous, got {node_rank}")
     if args.compat and args.no_python:
         raise ValueError("--compat and --no-python cannot be used together")
     if args.no_python:
@@ -352,9 +428,8 @@ def run(args: argparse.Namespace) -> int:
 
     try:
         config = config_from_args(args)
-    except ValueError as e:
-        log(f"error: {e}")
-        return 2
+    except ValueError as e:  # a bad combination of flags: reported as argparse reports a bad flag (exit 2)
+        get_args_parser().error(str(e))
     try:
         return launch_agent(config)
     except ChildFailedError as e:
