@@ -339,7 +339,7 @@ def _api_worker(rank, world, port, lib):
         return m.load_state_dict(full)
     attempt("plain_copy", plain_copy)
     attempt("other_mesh_assign", lambda: meta_model().load_state_dict(
-        sharded(full, on=DeviceMesh("cpu", list(range(world))[::-1])), assign=True))
+        sharded(full, on=DeviceMesh("cpu", list(range(world)), mesh_dim_names=("dp",))), assign=True))
 
     def forward_with_a_key_left_on_meta():
         m = meta_model()
@@ -400,7 +400,8 @@ def test_state_dict_api_keys_strictness_and_errors():
                                                          "(Replicate(),) on DeviceMesh('cpu', [0, 1])")
         kind, msg = r["other_mesh_assign"]
         assert kind == "RuntimeError" and msg.startswith("Error loading tok_embeddings.weight: got a DTensor placed "
-                                                         "(Shard(dim=0),) on DeviceMesh('cpu', [1, 0]), but fully_shard "
+                                                         "(Shard(dim=0),) on DeviceMesh('cpu', [0, 1], mesh_dim_names=('dp',)), but "
+                                                         "fully_shard "
                                                          "shards this parameter as a DTensor of shape [11, 8] placed "
                                                          "(Shard(dim=0),) on DeviceMesh('cpu', [0, 1])")
         for case in ("plain_assign", "plain_copy"):
