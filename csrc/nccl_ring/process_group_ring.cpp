@@ -155,7 +155,8 @@ std::shared_ptr<Work> ProcessGroupRing::submit(bool async_op, uint64_t seq, cons
                       ": the process group has been destroyed");
     // Under mu_, so the recorder's order is the queue's order.
     work->set_trace_id(trace_.record("ring", trace.op, seq, trace.peer, trace.t, trace.in_count, trace.out_count,
-                                     opts_.timeout_s));
+                                     opts_.timeout_s),
+                       trace_.global_rank(rank_));
     queue_.push_back(Job{work, "rank " + std::to_string(rank_) + ": " + description, seq, std::move(run)});
   }
   if (async_op) {

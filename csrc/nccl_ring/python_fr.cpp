@@ -112,6 +112,10 @@ void bind_flight_recorder(py::module_& m) {
         py::arg("includeCollectives") = true, py::arg("includeStackTraces") = true, py::arg("onlyActive") = false,
         "This process's flight-recorder dump: PyTorch's pickle format, as bytes.");
   m.def("_reset_fr_recording", [] { FlightRecorder::get().reset(); }, "Drop every recorded entry.");
+  m.def("_fr_on_collective_failure", &on_collective_failure, py::arg("global_rank"),
+        py::call_guard<py::gil_scoped_release>(),
+        "A collective outside the backends (an object collective through the store) timed out: dump, as the "
+        "backends do, and ask every rank to.");
   m.def("_fr_dump_path", &dump_path, py::arg("global_rank"), "Where rank `global_rank` writes its dump.");
   m.def("_fr_write_dump", &write_dump, py::arg("global_rank"), py::arg("include_stack_traces") = true,
         py::arg("only_active") = false, py::call_guard<py::gil_scoped_release>(),

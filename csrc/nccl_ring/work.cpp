@@ -56,9 +56,12 @@ void Work::wait(double timeout_s) {
   // precise error (which rank, which direction) arrive before this coarser one.
   double t = timeout_s >= 0 ? timeout_s : timeout_s_ + 1.0;
   std::unique_lock<std::mutex> lk(mu_);
-  if (!cv_.wait_until(lk, deadline_after(t), [&] { return done_; }))
+  if (!cv_.wait_until(lk, deadline_after(t), [&] { return done_; })) {
+    lk.unlock();
+    if (timeout_s < 0 && global_rank_ >= 0) fr::on_collective_failure(global_rank_);
     throw DistTimeoutError("rank " + std::to_string(rank_) + ": " + description_ + " did not complete within " +
                            format_seconds(t));
+  }
   if (kind_ != ErrorKind::None) throw_dist_error(kind_, message_);
 }
 

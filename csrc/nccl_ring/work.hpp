@@ -42,7 +42,12 @@ class Work {
   int64_t end_ns() const { return end_ns_.load(); }
   static int64_t monotonic_ns();
   // The flight recorder's id for this work (-1: not recorded); started and finished are reported to it.
-  void set_trace_id(int64_t id) { trace_id_ = id; }
+  // With the global rank, a wait that times out at the group's timeout also asks every rank to dump (the
+  // ring's progress thread may report the same hang later, or not at all under load).
+  void set_trace_id(int64_t id, int global_rank = -1) {
+    trace_id_ = id;
+    global_rank_ = global_rank;
+  }
 
  private:
   std::string description_;
@@ -58,6 +63,7 @@ class Work {
   std::atomic<int64_t> start_ns_{0};
   std::atomic<int64_t> end_ns_{0};
   int64_t trace_id_ = -1;
+  int global_rank_ = -1;
 };
 
 // Rethrows a DistError subclass matching `kind`.

@@ -95,6 +95,14 @@ FLAG_CASES = [
     (["validate", "--repeats", "0"], "argument --repeats: expected a positive integer, got '0'"),
     (["validate", "--sweep-repeats", "0"], "argument --sweep-repeats: expected a positive integer, got '0'"),
     (["validate", "--tolerance", "0"], "argument --tolerance: expected a positive number, got '0'"),
+    # chaos
+    (["chaos", "--trials", "0"], "argument --trials: expected a positive integer, got '0'"),
+    (["chaos", "--faults", "kill-worker,meteor"], "argument --faults: expected a comma-separated list of "
+                                                  "kill-worker, kill-node, kill-in-save, stop-worker"),
+    (["chaos", "--nproc-per-node", "0"], "argument --nproc-per-node: expected a positive integer, got '0'"),
+    (["chaos", "--max-restarts", "-1"], "argument --max-restarts: expected a non-negative integer, got '-1'"),
+    (["chaos", "--timeout", "0"], "argument --timeout: expected a positive number, got '0'"),
+    (["chaos", "--step-time", "-0.1"], "argument --step-time: expected a non-negative number, got '-0.1'"),
 ]
 
 
@@ -129,6 +137,8 @@ COMBINATION_CASES = [
                                                                 "--min-bytes (1M), got 1K"),
     (["train", "--steps", "2", "--warmup", "2"], "argument --warmup: must be less than --steps (2), got 2"),
     (["validate", "--steps", "3", "--warmup", "3"], "argument --warmup: must be less than --steps (3), got 3"),
+    (["chaos", "--steps", "8", "--ckpt-every", "5"], "--steps 8 with --ckpt-every 5 takes fewer than two "
+                                                     "checkpoints"),
 ]
 
 

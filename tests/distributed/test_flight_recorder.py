@@ -133,6 +133,65 @@ def test_launched_job_with_a_sleeping_rank_fails_within_its_timeout_and_every_ra
     assert "Not all ranks joining collective, sequence number: 6" in err and "missing ranks: {3}" in err
 
 
+# ---------------------------------------------------------------- a wait that times out before the backend
+
+
+def _wait_times_out_first(rank, ws, port, prefix):
+    dist = _init(rank, ws, port, prefix, timeout=3.0)
+    buf = np.zeros(4, np.float32)
+    if rank == 1:
+        time.sleep(2.4)  # rank 0's all-reduce starts only now, so its own deadline is 5.4 s after the wait began
+        dist.send(np.ones(4, np.float32), dst=0)
+        t0 = time.monotonic()
+        while not os.path.exists(f"{prefix}0") and time.monotonic() - t0 < 30:
+            time.sleep(0.05)
+        time.sleep(0.5)  # answer rank 0's dump request (the watchdog polls the store every second)
+        return os.path.exists(f"{prefix}0")
+    dist.irecv(buf, src=1)  # the progress thread runs jobs in order: the all-reduce waits behind this receive
+    work = dist.all_reduce(np.ones(4, np.float32), async_op=True)
+    t0 = time.monotonic()
+    try:
+        work.wait()
+    except dist.DistTimeoutError as e:
+        return str(e), time.monotonic() - t0, os.path.exists(f"{prefix}0")
+    return "completed"
+
+
+def test_a_wait_that_times_out_before_the_backend_reports_asks_every_rank_to_dump(tmp_path):
+    # The waiting thread sees the group timeout (plus its second of grace) before the progress thread does: that
+    # is a hang all the same, so the dumps are written then, not only when the backend fails the collective.
+    res = run_ranks(_wait_times_out_first, 2, str(tmp_path / "rank_"), timeout=90)
+    msg, waited, dumped = res[0]
+    assert msg.startswith("rank 0: all_reduce") and "did not complete within 4s" in msg, msg
+    assert 3.5 < waited < 20, waited  # 4 s, then up to TORCH_NCCL_WAIT_TIMEOUT_DUMP_MILSEC for the dumps
+    assert dumped and res[1] is True
+    assert sorted(os.listdir(tmp_path)) == ["rank_0", "rank_1"]
+
+
+def _object_collective_hangs(rank, ws, port, prefix):
+    dist = _init(rank, ws, port, prefix, timeout=2.0)
+    dist.all_reduce(np.ones(2, np.float32))
+    if rank == 1:  # never joins the object collective; dumps when rank 0 asks
+        t0 = time.monotonic()
+        while not os.path.exists(f"{prefix}0") and time.monotonic() - t0 < 30:
+            time.sleep(0.05)
+        time.sleep(1.5)
+        return os.path.exists(f"{prefix}1")
+    try:
+        dist.all_gather_object([None, None], {"step": 3})
+    except dist.DistTimeoutError as e:
+        return str(e)
+    return "completed"
+
+
+def test_an_object_collective_that_times_out_asks_every_rank_to_dump(tmp_path):
+    res = run_ranks(_object_collective_hangs, 2, str(tmp_path / "rank_"), timeout=90)
+    assert res[0] == "rank 0: all_gather_object #1 of group default_pg: rank 1 did not send its object within 2.0s"
+    assert res[1] is True
+    rc, _, err = fr_trace(tmp_path)
+    assert rc == 0, err
+
+
 # ---------------------------------------------------------------- different collectives or sizes at one seq
 
 

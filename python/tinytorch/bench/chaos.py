@@ -9,7 +9,8 @@ restart) and injects one fault, chosen and timed by the seed:
   kill-worker         SIGKILL one worker mid-step
   kill-node           SIGKILL the second agent: it and its workers are gone; the group goes on at half the world
   kill-in-save        SIGKILL one worker while it is inside dcp.save (stopped there first, so the kill lands)
-  stop-worker         SIGSTOP one worker (a hang): the others time out, the group restarts
+  stop-worker         SIGSTOP one worker (a hang): the others time out, the group restarts; every other rank
+                      must have left a flight-recorder dump that names the stopped rank
   corrupt-checkpoint  flip a byte in, or truncate, one file of the newest checkpoint, then SIGKILL a worker: the
                       restart must refuse that checkpoint (naming the file) and resume from the previous one
   net-slow, net-loss, net-cut
@@ -42,7 +43,8 @@ from dataclasses import dataclass, field
 from typing import Any, Callable, Dict, List, Optional, Tuple
 
 from . import _chaos_train as job
-from ._common import free_port, median, parse_list, table, write_json
+from ._cli import choice_list, nonnegative_float, nonnegative_int, positive_float, positive_int, usage_error
+from ._common import free_port, median, table, write_json
 
 FAULTS = ("kill-worker", "kill-node", "kill-in-save", "stop-worker", "corrupt-checkpoint",
           "net-slow", "net-loss", "net-cut")
@@ -53,16 +55,20 @@ LOSS_RTOL = 1e-10
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
     """The chaos subcommand's flags."""
-    p.add_argument("--trials", type=int, default=10, help="number of trials (faults go round-robin, order seeded)")
+    p.add_argument("--trials", type=positive_int, default=10,
+                   help="number of trials (faults go round-robin, order seeded)")
     p.add_argument("--seed", type=int, default=0, help="seed of the fault order, targets and moments")
-    p.add_argument("--faults", default=",".join(FAULTS), help=f"comma-separated subset of {', '.join(FAULTS)}")
-    p.add_argument("--steps", type=int, default=30, help="training steps of the job")
-    p.add_argument("--ckpt-every", type=int, default=5, help="steps between distributed checkpoints")
-    p.add_argument("--step-time", type=float, default=0.05, help="seconds each step lasts at least")
-    p.add_argument("--nproc-per-node", type=int, default=2, help="workers per agent (two agents)")
-    p.add_argument("--max-restarts", type=int, default=3, help="the job's --max-restarts")
-    p.add_argument("--timeout", type=float, default=15.0, help="the workers' process group timeout (seconds)")
-    p.add_argument("--trial-timeout", type=float, default=300.0, help="a trial still running after this fails")
+    p.add_argument("--faults", type=choice_list(FAULTS), default=list(FAULTS),
+                   help=f"comma-separated subset of {', '.join(FAULTS)}")
+    p.add_argument("--steps", type=positive_int, default=30, help="training steps of the job")
+    p.add_argument("--ckpt-every", type=positive_int, default=5, help="steps between distributed checkpoints")
+    p.add_argument("--step-time", type=nonnegative_float, default=0.05, help="seconds each step lasts at least")
+    p.add_argument("--nproc-per-node", type=positive_int, default=2, help="workers per agent (two agents)")
+    p.add_argument("--max-restarts", type=nonnegative_int, default=3, help="the job's --max-restarts")
+    p.add_argument("--timeout", type=positive_float, default=15.0,
+                   help="the workers' process group timeout (seconds)")
+    p.add_argument("--trial-timeout", type=positive_float, default=300.0,
+                   help="a trial still running after this fails")
     p.add_argument("--work-dir", default=None, help="where trials run (default: a temporary directory, removed "
                                                      "unless a trial failed)")
     p.add_argument("--json", default=None, help="write {'trials': [...], 'summary': {...}} here")
@@ -251,6 +257,9 @@ class Job:
         os.makedirs(self.run_dir, exist_ok=True)
         env = dict(os.environ, OMP_NUM_THREADS="1", OPENBLAS_NUM_THREADS="1", MKL_NUM_THREADS="1")
         env[MARKER] = self.trial_id
+        # Every rank's flight recorder dumps here when a collective fails (the hang trials read them).
+        os.makedirs(os.path.join(self.run_dir, "fr"), exist_ok=True)
+        env["TORCH_FR_DUMP_TEMP_FILE"] = os.path.join(self.run_dir, "fr", "rank_")
         if self.net is not None:
             env["TINYTORCH_RING_TRANSPORT"] = "tcp"  # the namespaces share a kernel: keep the ring on the link
             endpoint = f"{self.net.ip[0]}:29400"
@@ -399,7 +408,7 @@ def _signal_worker(sig: int, note: str) -> Callable[[Job, random.Random, Config,
         rank = rng.randrange(cfg.world)
         round_, step, delay = _mid_step(j, rng, cfg)
         os.kill(worker_pid(j, rank, round_), sig)
-        return Injected(time.time(), f"step {step} +{delay * 1e3:.0f}ms, rank {rank}{note}")
+        return Injected(time.time(), f"step {step} +{delay * 1e3:.0f}ms, rank {rank}{note}", {"rank": rank})
 
     return inject
 
@@ -525,6 +534,27 @@ NETEM = False  # set by main() from network_support()
 
 
 # ---------------------------------------------------------------------------------------------------- checks
+def check_dumps(run_dir: str, world: int, victim: int) -> Tuple[Optional[str], List[str]]:
+    """After a hang: every other rank left a flight-recorder dump and the analyzer names the stopped rank.
+    Returns (why not, or None) and the analyzer's first lines."""
+    from ..distributed.flight_recorder.analysis import analyze
+    from ..distributed.flight_recorder.loader import TraceError, read_dir
+
+    try:
+        dumps, _ = read_dir(os.path.join(run_dir, "fr"), "rank_")
+    except TraceError as e:
+        return f"no flight-recorder dumps ({e})", []
+    absent = sorted(set(range(world)) - {victim} - set(dumps))
+    if absent:
+        return f"ranks {absent} left no flight-recorder dump", []
+    findings = analyze(dumps, allow_incomplete_ranks=True)
+    lines = [line for f in findings for line in f.lines][:6]
+    named = set().union(*(f.ranks for f in findings if f.kind in ("missing_ranks", "missing_dumps")))
+    if victim not in named:
+        return f"the flight-recorder analysis does not name the stopped rank {victim}: {lines}", lines
+    return None, lines
+
+
 def check_losses(run_dir: str, cfg: Config, reference: List[float], baseline: Optional[List[float]]) -> Optional[str]:
     """None when every step has a loss and every loss recorded equals the uninterrupted run's; else why not."""
     records = read_losses(run_dir)
@@ -631,6 +661,10 @@ def run_trial(index: int, fault: str, rng: random.Random, cfg: Config, work: str
                                 f"{save - cfg.ckpt_every}")
             else:
                 rec["error_seen"] = json.loads(refused[0].what.split(" ", 2)[2])
+        if fault == "stop-worker":
+            why, rec["fr_trace"] = check_dumps(run_dir, cfg.world, inj.facts["rank"])
+            if why:
+                problems.append(why)
         if fault == "net-loss" and not NETEM and inj.facts.get("dropped", 0) == 0:
             problems.append("the link dropped no packets")
     if rec["restarts"] > cfg.max_restarts:
@@ -675,13 +709,10 @@ def main(args: argparse.Namespace) -> Dict[str, Any]:
     global NETEM
     cfg = Config(args.steps, args.ckpt_every, args.step_time, args.nproc_per_node, args.max_restarts, args.timeout,
                  args.trial_timeout)
-    faults = parse_list(args.faults)
-    unknown = [f for f in faults if f not in FAULTS]
-    if unknown:
-        raise SystemExit(f"--faults: unknown fault {', '.join(unknown)}; choose from {', '.join(FAULTS)}")
+    faults = list(dict.fromkeys(args.faults))
     if len(cfg.saves()) < 2:
-        raise SystemExit(f"--steps {cfg.steps} with --ckpt-every {cfg.ckpt_every} takes fewer than two checkpoints; "
-                         "the checkpoint faults need two")
+        usage_error(args, f"--steps {cfg.steps} with --ckpt-every {cfg.ckpt_every} takes fewer than two "
+                          "checkpoints; the checkpoint faults need two")
     skipped = None
     if any(f in NET_FAULTS for f in faults):
         skipped, NETEM = network_support()

@@ -971,6 +971,18 @@ def _next_object_seq(g: ProcessGroup) -> int:
         return g._object_seq
 
 
+def _object_from(g: ProcessGroup, what: str, seq: int, src: int) -> bytes:
+    """Group rank src's pickled object of call seq. A timeout here is a hang like a backend's: every rank is asked
+    for its flight-recorder dump, and the error names both ranks and the call."""
+    try:
+        return g._store.get(f"obj/{seq}/{src}")
+    except DistTimeoutError:
+        me = get_global_rank(g, g.rank())
+        _cdist._fr_on_collective_failure(me)
+        raise DistTimeoutError(f"rank {me}: {what} #{seq} of group {g._name}: rank {get_global_rank(g, src)} did not "
+                               f"send its object within {g._timeout}s") from None
+
+
 def all_gather_object(object_list: List[Any], obj: Any, group: Optional[Any] = None) -> None:
     """Gather a picklable object from every rank into object_list (small objects: it goes through the store)."""
     import pickle
@@ -983,7 +995,7 @@ def all_gather_object(object_list: List[Any], obj: Any, group: Optional[Any] = N
     seq = _next_object_seq(g)
     g._store.set(f"obj/{seq}/{g.rank()}", pickle.dumps(obj))
     for r in range(g.size()):
-        object_list[r] = pickle.loads(g._store.get(f"obj/{seq}/{r}"))
+        object_list[r] = pickle.loads(_object_from(g, "all_gather_object", seq, r))
     g._store.add(f"obj/{seq}/read", 1)
     if g.rank() == 0 and seq > 1:
         _cleanup_objects(g, seq - 1)
@@ -1002,7 +1014,7 @@ def broadcast_object_list(object_list: List[Any], src: Optional[int] = None, gro
     if g.rank() == root:
         g._store.set(f"obj/{seq}/{root}", pickle.dumps(list(object_list)))
     else:
-        got = pickle.loads(g._store.get(f"obj/{seq}/{root}"))
+        got = pickle.loads(_object_from(g, "broadcast_object_list", seq, root))
         if len(got) != len(object_list):
             raise ValueError(f"broadcast_object_list: rank {root} sent {len(got)} objects, this rank's list has "
                              f"{len(object_list)} slots")
