@@ -2,10 +2,11 @@
 over tensor-parallel parameters on a 2x2 (dp, tp) mesh each match one process trained on the same global batch
 (every full parameter after 3 AdamW steps, rtol 1e-5), with clip_grad_norm_, gradient accumulation
 (set_requires_gradient_sync, set_requires_all_reduce) and reshard_after_forward; a distributed checkpoint saved
-at dp2 x tp2 resumes at dp4 FSDP and at HSDP 2x2 with the losses of the uninterrupted run; and the errors for
-meshes FSDP cannot use."""
+at dp2 x tp2 resumes at dp4 FSDP, HSDP 2x2, HSDP x TP (1x2x2) and dp2 x tp2 (and full state dicts from rank 0
+do too) with the losses of the uninterrupted run; and the errors for meshes FSDP cannot use."""
 from __future__ import annotations
 
+import copy
 import os
 import sys
 
@@ -197,6 +198,10 @@ def _sharded(torch, layout, mesh):
         parallelize_module(m, mesh["tp"], _tp_plan())
         dp, d = mesh["dp"], mesh["dp"].get_local_rank()
         rows = slice(d * 2 * B, (d + 1) * 2 * B)
+    elif layout == "hsdp1x2xtp2":  # HSDP x TP on a 3-d mesh (a replicate dim of 1 rank: 4 processes)
+        parallelize_module(m, mesh["tp"], _tp_plan())
+        dp, d = mesh["rep", "shard"], mesh["shard"].get_local_rank()
+        rows = slice(d * 2 * B, (d + 1) * 2 * B)
     else:  # "dp4" (a 1-d mesh) or "hsdp2x2"
         dp, rows = mesh, slice(rank * B, (rank + 1) * B)
     for layer in m.layers:
@@ -230,17 +235,32 @@ def _fsdp_tp_worker(rank, world, port, ckpt):
     full_osd = {n: {k: v.numpy().copy() for k, v in st.items() if k != "step"} for n, st in full_osd["state"].items()}
     # a distributed checkpoint after STEPS steps, then two more steps: the losses every layout must continue with
     dcp.save({"model": get_model_state_dict(m), "optim": get_optimizer_state_dict(m, opt)}, checkpoint_id=ckpt)
+    full_opts = StateDictOptions(full_state_dict=True)
+    # a copy: the optimizer's live step counters are in it, and training goes on below
+    full_sd = copy.deepcopy((get_model_state_dict(m, options=full_opts),
+                             get_optimizer_state_dict(m, opt, options=full_opts)))
     want = _global(torch, _train(torch, m, opt, batches[STEPS:], rows, 1)[0])
     resumed = {}
+    mesh3 = init_device_mesh("cpu", (1, 2, 2), mesh_dim_names=("rep", "shard", "tp"))
     for layout_name, new_mesh in (("dp4", init_device_mesh("cpu", (4,))),
                                   ("hsdp2x2", init_device_mesh("cpu", (2, 2), mesh_dim_names=("rep", "shard"))),
-                                  ("dp2xtp2", mesh)):
-        m2, rows2 = _sharded(torch, layout_name, new_mesh)
+                                  ("hsdp1x2xtp2", mesh3), ("dp2xtp2", mesh), ("full", mesh)):
+        m2, rows2 = _sharded(torch, "dp2xtp2" if layout_name == "full" else layout_name, new_mesh)
         opt2 = torch.optim.AdamW(m2.parameters(), lr=1e-2)
-        sd = {"model": get_model_state_dict(m2), "optim": get_optimizer_state_dict(m2, opt2)}
-        dcp.load(sd, checkpoint_id=ckpt)
-        set_model_state_dict(m2, sd["model"])
-        set_optimizer_state_dict(m2, opt2, sd["optim"])
+        if layout_name == "full":  # full state dicts, from rank 0 only
+            set_model_state_dict(m2, full_sd[0] if rank == 0 else {}, options=StateDictOptions(
+                full_state_dict=True, broadcast_from_rank0=True))
+            set_optimizer_state_dict(m2, opt2, full_sd[1] if rank == 0 else {}, options=StateDictOptions(
+                full_state_dict=True, broadcast_from_rank0=True))
+        else:
+            sd = {"model": get_model_state_dict(m2), "optim": get_optimizer_state_dict(m2, opt2)}
+            dcp.load(sd, checkpoint_id=ckpt)
+            set_model_state_dict(m2, sd["model"])
+            set_optimizer_state_dict(m2, opt2, sd["optim"])
+        if layout_name == "hsdp1x2xtp2":
+            w1 = m2.layers[0].mlp.w1.weight
+            assert w1.device_mesh.mesh_dim_names == ("rep", "shard", "tp")
+            assert tuple(w1.placements) == (Replicate(), _StridedShard(0, split_factor=2), Shard(0))
         resumed[layout_name] = _global(torch, _train(torch, m2, opt2, batches[STEPS:], rows2, 1)[0])
     return full, norms, full_osd, want, resumed
 
