@@ -288,6 +288,7 @@ def _errors_worker(rank, world, port):
     import tinytorch as torch
     from tinytorch.distributed.device_mesh import init_device_mesh
     from tinytorch.distributed.fsdp import fully_shard
+    from tinytorch.distributed.tensor import Shard, distribute_tensor
     from tinytorch.distributed.tensor.parallel import ColwiseParallel, parallelize_module
     errors = {}
     mesh = init_device_mesh("cpu", (2, 2), mesh_dim_names=("dp", "tp"))
@@ -307,6 +308,17 @@ def _errors_worker(rank, world, port):
         fully_shard(uneven, mesh=mesh["dp"])
     except Exception as e:  # noqa: BLE001
         errors["uneven"] = f"{type(e).__name__}: {e}"
+    # loading a value laid out otherwise than the FSDP x TP shard: a full tensor, or the TP-only DTensor
+    sharded, _ = _sharded(torch, "dp2xtp2", mesh)
+    key = "layers.0.mlp.w1.weight"
+    tp_only = distribute_tensor(torch.zeros(HID, D, dtype=torch.float64), mesh["tp"], [Shard(0)])
+    for what, value in (("load_full", torch.zeros(HID, D, dtype=torch.float64)), ("load_tp_only", tp_only)):
+        sd = sharded.state_dict()
+        sd[key] = value
+        try:
+            sharded.load_state_dict(sd)
+        except Exception as e:  # noqa: BLE001
+            errors[what] = f"{type(e).__name__}: {e}"
     return errors
 
 
@@ -319,3 +331,6 @@ def test_nd_mesh_errors():
         assert errors["3d"].startswith("ValueError: fully_shard expects a 1D or 2D DeviceMesh")
         assert errors["uneven"].startswith("ValueError") and "weight" in errors["uneven"]
         assert "divisible by 4" in errors["uneven"]
+        for what in ("load_full", "load_tp_only"):
+            assert errors[what].startswith("RuntimeError: Error loading layers.0.mlp.w1.weight"), errors[what]
+            assert "_StridedShard(dim=0, sf=2), Shard(dim=0)" in errors[what], errors[what]

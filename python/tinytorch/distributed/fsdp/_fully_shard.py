@@ -383,7 +383,7 @@ def _register_state_dict_hooks(group: FSDPParamGroup) -> None:
                 for owner, attr in fp.owners:
                     key = prefix + attr
                     value = state_dict.get(key) if owner is mod else None
-                    if not isinstance(value, Tensor) or tuple(value.shape) != fp.orig_shape:
+                    if not isinstance(value, Tensor) or tuple(value.shape) != fp.global_shape:
                         continue  # absent, not a tensor, or a size mismatch: load_state_dict reports it by name
                     if isinstance(value, DTensor) and value.device_mesh == fp.spmd_mesh and \
                             not local_metadata.get("assign_to_params_buffers", False):
