@@ -165,7 +165,10 @@ class FSDPState:
                 state.pre_backward()
                 return grads
 
-        outs = FSDPPreBackward.apply(*tensors)
+        # A DTensor output (tensor parallelism's use_local_output=False) passes through as its local piece.
+        outs = FSDPPreBackward.apply(*(t.to_local() if isinstance(t, DTensor) else t for t in tensors))
+        outs = [DTensor.from_local(o, t.device_mesh, t.placements, shape=t.shape, stride=t.stride())
+                if isinstance(t, DTensor) else o for t, o in zip(tensors, outs)]
         swap = {id(t): o for t, o in zip(tensors, outs)}
         return _map_tensors(lambda t: swap.get(id(t), t), output)
 
