@@ -271,7 +271,8 @@ def _errors_worker(rank, world, port):
     parallelize_module(m, mesh["tp"], _plan(torch, sp=True))
     for key, fn in (("other_root", lambda: fully_shard(m.layers[0], mesh=other["dp2"])),
                     ("root_dp_mesh", lambda: fully_shard(m.layers[0], mesh=init_device_mesh("cpu", (4,)))),
-                    ("3d", lambda: fully_shard(m.layers[1], mesh=init_device_mesh("cpu", (1, 2, 2))))):
+                    ("3d", lambda: fully_shard(m.layers[1], mesh=init_device_mesh("cpu", (1, 2, 2)))),
+                    ("unnamed", lambda: fully_shard(m.layers[1], mesh=init_device_mesh("cpu", (2, 2))))):
         try:
             fn()
         except Exception as e:  # noqa: BLE001 - the message is what is tested
@@ -303,6 +304,7 @@ def test_nd_mesh_errors():
         assert "dp2" in errors["other_root"]
         assert "norm1.weight" in errors["root_dp_mesh"] and "same parent mesh" in errors["root_dp_mesh"]
         assert errors["3d"].startswith("ValueError: fully_shard expects a 1D or 2D DeviceMesh")
+        assert errors["unnamed"] == "AssertionError: Please init the 2D mesh for HSDP with mesh_dim_names specified"
         assert errors["uneven"].startswith("ValueError") and "weight" in errors["uneven"]
         assert "divisible by 4" in errors["uneven"]
         for what in ("load_full", "load_tp_only"):

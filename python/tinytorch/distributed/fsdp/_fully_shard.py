@@ -438,6 +438,8 @@ def fully_shard(module: Union[Module, List[Module]], *, mesh: Optional[DeviceMes
         mesh = init_device_mesh(dev, (c10d.get_world_size() if c10d.is_initialized() else 1,))
     if mesh.ndim not in (1, 2):
         raise ValueError(f"fully_shard expects a 1D or 2D DeviceMesh but got {mesh}")
+    if mesh.ndim == 2 and mesh.mesh_dim_names is None:
+        raise AssertionError("Please init the 2D mesh for HSDP with mesh_dim_names specified")
     params = [(p, owners, path) for p, owners, path in _managed_params(module)
               if not getattr(p, "_fsdp_managed", False) and (ignored_params is None or p not in ignored_params)]
     label = type(module).__name__
