@@ -1,10 +1,10 @@
 """fully_shard on n-d meshes, on 4 real processes (ring backend), with test_tensor_parallel's small transformer:
 HSDP on a 2x2 (replicate, shard) mesh and FSDP over tensor- and sequence-parallel parameters (Llama-style, with
-loss_parallel) on a 2x2 (dp, tp) mesh each match one process trained on the same global batch
-(every full parameter after 3 AdamW steps, rtol 1e-5), with clip_grad_norm_, gradient accumulation
-(set_requires_gradient_sync, set_requires_all_reduce) and reshard_after_forward; a distributed checkpoint saved
-at dp2 x tp2 resumes at dp4 FSDP, HSDP 2x2, HSDP x TP (1x2x2) and dp2 x tp2 (and full state dicts from rank 0
-do too) with the losses of the uninterrupted run; and the errors for meshes FSDP cannot use."""
+loss_parallel) on a 2x2 (dp, tp) mesh each match one process trained on the same global batch (every full
+parameter after 3 AdamW steps, rtol 1e-5), with clip_grad_norm_, gradient accumulation (set_requires_gradient_sync,
+set_requires_all_reduce), set_reduce_scatter_divide_factor, mixed precision and reshard_after_forward. A
+distributed checkpoint saved at dp2 x tp2 resumes at dp4 FSDP, HSDP 2x2, HSDP x TP (1x2x2) and dp2 x tp2 (full
+state dicts from rank 0 too) with the losses of the uninterrupted run. And the errors for meshes FSDP cannot use."""
 from __future__ import annotations
 
 import contextlib
@@ -112,7 +112,7 @@ def _hsdp_worker(rank, world, port):
     mesh = init_device_mesh("cpu", (2, 2), mesh_dim_names=("replicate", "shard"))
     out = {}
     for variant, micro, reshard, mp in (("plain", 1, True, None), ("no_sync", "no_sync", False, None),
-                                         ("no_all_reduce", "no_all_reduce", True, None),
+                                         ("no_all_reduce", "no_all_reduce", True, None), ("divide", 1, True, None),
                                          ("mp", 1, True, MixedPrecisionPolicy(param_dtype=torch.float32,
                                                                              reduce_dtype=torch.float64))):
         m = _model(torch)
@@ -122,6 +122,8 @@ def _hsdp_worker(rank, world, port):
         for layer in m.layers:
             fully_shard(layer, **kw)
         fully_shard(m, **kw)
+        if variant == "divide":  # sums over shard group and replicas, then divides: the mean again
+            m.set_reduce_scatter_divide_factor(4.0)
         placements = {tuple(p.placements) for p in m.parameters()}
         assert placements == {(Replicate(), Shard(0))}, placements
         seen = []  # the dtype the block computes in, and the sharded gradients' dtype
@@ -137,8 +139,8 @@ def _hsdp_worker(rank, world, port):
 
 def test_hsdp_2x2_matches_one_process():
     results = run_ranks(_hsdp_worker, 4, timeout=200)
-    for variant in ("plain", "no_sync", "no_all_reduce", "mp"):
-        ref_params, ref_norms, _, ref_losses = _reference(1 if variant in ("plain", "mp") else 2)
+    for variant in ("plain", "no_sync", "no_all_reduce", "divide", "mp"):
+        ref_params, ref_norms, _, ref_losses = _reference(2 if variant.startswith("no_") else 1)
         for rank, res in enumerate(results):
             params, norms, losses, compute_dtype, param_dtype = res[variant]
             assert param_dtype == "tinytorch.float64"
