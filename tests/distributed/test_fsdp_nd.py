@@ -17,15 +17,9 @@ import pytest
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from dist_helpers import run_ranks  # noqa: E402
-from test_tensor_parallel import D, V, _model, _plan  # noqa: E402  (a small transformer and its TP plan)
+from test_tensor_parallel import D, V, _init, _model, _plan  # noqa: E402  (a small transformer, its TP plan)
 
 S, B, STEPS, CLIP = 4, 2, 3, 0.5  # B rows per rank; the global batch has 4 * B rows
-
-
-def _init(rank, world, port):
-    import tinytorch.distributed as dist
-    dist.init_process_group("ring", init_method=f"tcp://127.0.0.1:{port}", rank=rank, world_size=world,
-                            timeout=60)
 
 
 def _batches(steps=STEPS):
