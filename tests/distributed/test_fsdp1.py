@@ -20,6 +20,7 @@ def _fsdp1_worker(rank, world, port):
                                                  size_based_auto_wrap_policy, transformer_auto_wrap_policy)
     _init(rank, world, port)
     mesh = init_device_mesh("cpu", (world,))
+    hybrid = init_device_mesh("cpu", (1, world))  # (replicate, shard)
     # _model defines its Block class on each call: the policies take the class of the model they wrap
     runs = {
         "full_shard": lambda block: dict(device_mesh=mesh, use_orig_params=True),
@@ -31,6 +32,9 @@ def _fsdp1_worker(rank, world, port):
                                                                              min_num_params=50)),
         "lambda_policy": lambda block: dict(auto_wrap_policy=functools.partial(
             lambda_auto_wrap_policy, lambda_fn=lambda m: isinstance(m, torch.nn.Linear))),
+        "no_shard": lambda block: dict(sharding_strategy=ShardingStrategy.NO_SHARD),
+        "hybrid_shard": lambda block: dict(sharding_strategy=ShardingStrategy.HYBRID_SHARD, device_mesh=hybrid,
+                                           auto_wrap_policy=ModuleWrapPolicy({block})),
     }
     out = {}
     for name, make_kwargs in runs.items():
@@ -45,6 +49,8 @@ def _fsdp1_worker(rank, world, port):
         wrapped = sorted(n for n, sub in m.named_modules() if isinstance(sub, FSDPModule) and n)
         opt = torch.optim.AdamW(sharded.parameters(), lr=1e-2, foreach=True)
         _train(torch, sharded, opt, rank, world)
+        if name == "no_shard":  # every rank holds every row
+            assert all(p.to_local().shape == p.shape for p in sharded.parameters())
         out[name] = ({k: v.full_tensor().numpy() for k, v in sharded.state_dict().items()}, wrapped)
     # sync_module_states: rank 0's values win
     m = _model(torch)
@@ -71,7 +77,8 @@ def test_fsdp1_strategies_and_wrap_policies_match_one_process():
                       "transformer_policy": ["blocks.0", "blocks.1", "blocks.2"],
                       # a block holds 54 parameters (its fc 42, under 50); the ModuleList is never wrapped
                       "size_policy": ["blocks.0", "blocks.1", "blocks.2"],
-                      "lambda_policy": ["blocks.0.fc", "blocks.1.fc", "blocks.2.fc", "inp", "out"]}
+                      "lambda_policy": ["blocks.0.fc", "blocks.1.fc", "blocks.2.fc", "inp", "out"],
+                      "no_shard": [], "hybrid_shard": ["blocks.0", "blocks.1", "blocks.2"]}
     for out in results:
         for name, want in expect_wrapped.items():
             params, wrapped = out[name]
