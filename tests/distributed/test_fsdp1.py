@@ -49,6 +49,12 @@ def _fsdp1_worker(rank, world, port):
         wrapped = sorted(n for n, sub in m.named_modules() if isinstance(sub, FSDPModule) and n)
         opt = torch.optim.AdamW(sharded.parameters(), lr=1e-2, foreach=True)
         _train(torch, sharded, opt, rank, world)
+        if name == "full_shard":  # a state dict of the wrapper loads back into it, also from inside a parent
+            sd = sharded.state_dict()
+            sharded.load_state_dict(sd)
+            parent = torch.nn.Sequential(sharded)
+            assert list(parent.state_dict()) == ["0." + k for k in sd]
+            parent.load_state_dict(parent.state_dict())
         if name == "no_shard":  # every rank holds every row
             assert all(p.to_local().shape == p.shape for p in sharded.parameters())
         out[name] = ({k: v.full_tensor().numpy() for k, v in sharded.state_dict().items()}, wrapped)

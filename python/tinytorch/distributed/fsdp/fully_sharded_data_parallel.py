@@ -17,6 +17,7 @@ from __future__ import annotations
 from typing import Any, Callable, Iterable, Iterator, Optional, Set, Tuple
 
 from ...nn import Module
+from ..algorithms._checkpoint.checkpoint_wrapper import _replace_prefix
 from .. import distributed_c10d as c10d
 from ..device_mesh import DeviceMesh, init_device_mesh
 from ._api import CPUOffloadPolicy, MixedPrecisionPolicy, OffloadPolicy
@@ -88,6 +89,11 @@ class FullyShardedDataParallel(Module):
             _recursive_wrap(module, policy, shard, ignored)
         shard(module)
         self._fsdp_wrapped_module = module
+        # state dicts use the unwrapped model's names (sharded parameters stay DTensors), as FSDP1's hooks do
+        self.register_state_dict_post_hook(
+            lambda m, state_dict, prefix, *_: _replace_prefix(state_dict, prefix + FSDP_PREFIX, prefix))
+        self.register_load_state_dict_pre_hook(
+            lambda m, state_dict, prefix, *_: _replace_prefix(state_dict, prefix, prefix + FSDP_PREFIX))
         self.sharding_strategy = strategy
         self.use_orig_params = use_orig_params
         self.backward_prefetch = backward_prefetch
@@ -120,14 +126,6 @@ class FullyShardedDataParallel(Module):
     def named_buffers(self, *args: Any, **kwargs: Any) -> Iterator[Tuple[str, Any]]:
         for name, b in super().named_buffers(*args, **kwargs):
             yield name.replace(FSDP_PREFIX, ""), b
-
-    def state_dict(self, *args: Any, **kwargs: Any) -> dict:
-        """The wrapped module's state dict (its names; sharded parameters as DTensors)."""
-        return self._fsdp_wrapped_module.state_dict(*args, **kwargs)
-
-    def load_state_dict(self, state_dict: Any, strict: bool = True, assign: bool = False) -> Any:
-        return self._fsdp_wrapped_module.load_state_dict(
-            {k.replace(FSDP_PREFIX, ""): v for k, v in state_dict.items()}, strict=strict, assign=assign)
 
     def clip_grad_norm_(self, max_norm: float, norm_type: float = 2.0) -> Any:
         """Clip the gradients of every parameter by their total norm across ranks; returns the norm."""
