@@ -74,4 +74,5 @@ attach(to=to, cpu=lambda a, memory_format=None: to(a, "cpu"),
            device if device is not None else "cuda") if not isinstance(device, int) else _device("cuda", device)),
        float=_cast("float32"), double=_cast("float64"), half=_cast("float16"), bfloat16=_cast("bfloat16"),
        long=_cast("int64"), int=_cast("int32"), short=_cast("int16"), char=_cast("int8"), byte=_cast("uint8"),
-       bool=_cast("bool"), cfloat=_cast("complex64"), cdouble=_cast("complex128"), type_as=lambda a, other: to(a, other.dtype))
+       bool=_cast("bool"), cfloat=_cast("complex64"), cdouble=_cast("complex128"),
+       type_as=lambda a, other: to(a, other.dtype))

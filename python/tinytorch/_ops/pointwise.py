@@ -158,7 +158,8 @@ def sub(a, b, *, alpha=1) -> Tensor:
             record("SubBackward0", sub_backward, out, (a, b))
         else:
             sa, da = a._data.shape, a._data.dtype
-            record("SubBackward0", lambda g: _fit(g, sa, da), out, (a,))
+            record("SubBackward0", (lambda g: g) if da == out._data.dtype else (lambda g: _fit(g, sa, da)), out,
+                   (a,))
     return out
 
 
@@ -205,8 +206,8 @@ def mul(a, b) -> Tensor:
                     return (_fit(g * b.conj(), sa, da) if ra else None, _fit(g * a.conj(), sb, db) if rb else None)
                 record("MulBackward0", mul_backward, out, (a, b), (a, b))
             else:
-                yc = y.conjugate()
-                record("MulBackward0", lambda g: _fit(g * yc, a._data.shape, a._data.dtype), out, (a,))
+                yc, sa, da = y.conjugate(), a._data.shape, a._data.dtype
+                record("MulBackward0", lambda g: _fit(g * yc, sa, da), out, (a,))
     return out
 
 
@@ -243,8 +244,8 @@ def div(a, b, *, rounding_mode=None) -> Tensor:
                         _fit(-g * (a / (b * b)).conj(), sb, db) if rb else None)
             record("DivBackward0", div_backward, out, (a, b), (a, b))
         else:
-            yc = y.conjugate()
-            record("DivBackward0", lambda g: _fit(g / yc, a._data.shape, a._data.dtype), out, (a,))
+            yc, sa, da = y.conjugate(), a._data.shape, a._data.dtype
+            record("DivBackward0", lambda g: _fit(g / yc, sa, da), out, (a,))
     return out
 
 
@@ -479,8 +480,8 @@ def _unary(name: str, kernel, derivative=None, uses="x", floating=True, integer_
 
 
 def _record_complex_unary(node_name: str, derivative, holomorphic: bool, op, a: Tensor, out: Tensor) -> Tensor:
-    """Record a unary op of a complex tensor (see _unary); both x and y are kept (complex formulas are rare
-    enough that the saving a per-op choice buys is not worth a second set of rules)."""
+    """Record a unary op of a complex tensor (see _unary). It saves both x and y whatever the formula reads:
+    one rule for every op, at the cost of one saved tensor more than some need."""
     y_alias = alias(out)
 
     def backward(g):
