@@ -111,6 +111,18 @@ def test_view_as_complex_and_real_share_memory():
     np.testing.assert_array_equal(tinytorch.view_as_real(zt).numpy()[..., 1], zt.numpy().imag)
 
 
+def test_meta_device():
+    """A model built on the meta device computes its rotary table with polar: shapes and dtypes, no data."""
+    with tinytorch.device("meta"):
+        f = tinytorch.outer(tinytorch.arange(4).float(), tinytorch.ones(3))
+        z = tinytorch.polar(tinytorch.ones_like(f), f)
+        r = tinytorch.view_as_real(z)
+        c = tinytorch.view_as_complex(r)
+    assert z.is_meta and z.shape == (4, 3) and z.dtype is tinytorch.complex64
+    assert r.shape == (4, 3, 2) and r.dtype is tinytorch.float32 and r.stride() == (6, 2, 1)
+    assert c.shape == (4, 3) and (c * c).dtype is tinytorch.complex64 and c.real.shape == (4, 3)
+
+
 def test_view_as_complex_errors():
     with pytest.raises(RuntimeError, match="Tensor must have a last dimension of size 2"):
         tinytorch.view_as_complex(tinytorch.ones(2, 3))

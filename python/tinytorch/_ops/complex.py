@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from .._meta import MetaArray
 from .._tensor import Tensor, _view_of
 from ._common import attach, needs_grad, record, sum_to, _grad_enabled
 from .pointwise import _result, broadcast_error_shapes
@@ -48,6 +49,8 @@ def _assemble(re, im, like):
         raise broadcast_error_shapes(re.shape, im.shape) from None
     c = np.complex128 if like.dtype == np.float64 else np.complex64
     out = xp.empty(shape, c)
+    if type(out) is MetaArray:
+        return out
     out.real[...] = re
     out.imag[...] = im
     return out
@@ -88,15 +91,17 @@ def polar(abs: Tensor, angle: Tensor) -> Tensor:
     return out
 
 
+def _pairs(x):
+    """A complex array's (real, imaginary) pairs as a new last axis: a view for any strides, meta arrays too."""
+    return x[..., None].view(np.float64 if x.dtype == np.complex128 else np.float32)
+
+
 def view_as_real(a: Tensor) -> Tensor:
     """A real view of a complex tensor with a last dimension of 2 (real part, imaginary part)."""
     x = a._data
     if x.dtype.kind != "c":
         raise RuntimeError("view_as_real is only supported for complex tensors")
-    xp = _xp(x)
-    re = x.real
-    data = xp.lib.stride_tricks.as_strided(re, x.shape + (2,), re.strides + (re.itemsize,))
-    out = _view_of(a, data)
+    out = _view_of(a, _pairs(x))
     if a._requires_grad and _grad_enabled():
         record("ViewAsRealBackward0", lambda g: view_as_complex(g.contiguous()), out, (a,))
     return out
@@ -126,7 +131,7 @@ def real(a: Tensor) -> Tensor:
     x = a._data
     if x.dtype.kind != "c":
         return a
-    out = _view_of(a, x.real)
+    out = _view_of(a, _pairs(x)[..., 0])
     if a._requires_grad and _grad_enabled():
         dt = a.dtype
         record("RealBackward0", lambda g: g.to(dt), out, (a,))
@@ -138,7 +143,7 @@ def imag(a: Tensor) -> Tensor:
     x = a._data
     if x.dtype.kind != "c":
         raise RuntimeError("imag is not implemented for tensors with non-complex dtypes.")
-    out = _view_of(a, x.imag)
+    out = _view_of(a, _pairs(x)[..., 1])
     if a._requires_grad and _grad_enabled():
         record("ImagBackward0", lambda g: g * 1j, out, (a,))
     return out
