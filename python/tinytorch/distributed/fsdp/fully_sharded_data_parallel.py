@@ -59,11 +59,9 @@ class FullyShardedDataParallel(Module):
         strategy = ShardingStrategy.FULL_SHARD if sharding_strategy is None else sharding_strategy
         if not isinstance(strategy, ShardingStrategy):
             raise TypeError(f"sharding_strategy must be a ShardingStrategy, got {strategy!r}")
-        if device_id is not None:
+        if device_id is not None:  # an int is a CUDA device index, as in FSDP1
             from ..._device import device as _device
-            dev = device_id if isinstance(device_id, _device) else _device("cuda", int(device_id)) \
-                if isinstance(device_id, int) else _device(device_id)
-            module.to(dev)
+            module.to(_device("cuda", device_id) if isinstance(device_id, int) else device_id)
         mesh = _mesh_for(strategy, process_group, device_mesh, module)
         ignored = _ignored_params(ignored_modules if ignored_modules is not None else ignored_states)
         if mixed_precision is not None and mixed_precision.buffer_dtype is not None:
