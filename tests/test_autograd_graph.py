@@ -230,7 +230,7 @@ def test_requires_grad_flag_rules():
     y = x * 2
     with pytest.raises(RuntimeError, match="you can only change requires_grad flags of leaf variables"):
         y.requires_grad_(False)
-    with pytest.raises(RuntimeError, match="only Tensors of floating point dtype can require gradients"):
+    with pytest.raises(RuntimeError, match="only Tensors of floating point and complex dtype can require gradients"):
         torch.ones(2, dtype=torch.int64).requires_grad_()
     d = y.detach()
     assert d.is_leaf and not d.requires_grad

@@ -6,6 +6,7 @@ from . import _memory
 from ._tensor import Size, Tensor
 from ._dtype import (bfloat16, dtype, float16, float32, float64, get_default_dtype, int8, int16, int32, int64,
                      promote_types, result_type, set_default_dtype, uint8)
+from ._dtype import complex64, complex128, complex64 as cfloat, complex128 as cdouble  # noqa: F811
 from ._dtype import bool_ as bool  # noqa: A001  (PyTorch's name)
 from ._device import device, get_default_device, set_default_device
 from . import _ops  # noqa: F401  (attaches the ops to Tensor)
@@ -23,6 +24,8 @@ from ._ops.linalg import addmm, baddbmm, bmm, dot, einsum, matmul, mm, mv, outer
 from ._ops.indexing import (argwhere, gather, index_add, index_copy, index_fill, index_put, index_select,
                             masked_scatter, masked_select, nonzero, scatter, scatter_add, take_along_dim)
 from ._ops.nn import log_softmax, softmax
+from ._ops.complex import (angle, complex, conj, conj_physical, is_conj, is_neg, polar, real, imag,  # noqa: A004
+                           resolve_conj, resolve_neg, sgn, view_as_complex, view_as_real)
 from .autograd.grad_mode import (enable_grad, inference_mode, is_grad_enabled, is_inference_mode_enabled, no_grad,
                                  set_grad_enabled)
 from . import autograd, cuda, utils  # noqa: E402

@@ -15,7 +15,8 @@ def _finish(t: Tensor, requires_grad: bool) -> Tensor:
 
 
 def _infer_dtype(data) -> _dtype_cls:
-    """PyTorch's inference for Python data: any float -> default float, else int64, all bools -> bool."""
+    """PyTorch's inference for Python data: any complex -> the default float's complex type, any float -> default
+    float, else int64, all bools -> bool."""
     kinds = set()
 
     def walk(x):
@@ -30,11 +31,16 @@ def _infer_dtype(data) -> _dtype_cls:
             kinds.add(int64)
         elif isinstance(x, (float, np.floating)):
             kinds.add(get_default_dtype())
+        elif isinstance(x, (complex, np.complexfloating)):
+            kinds.add(get_default_dtype().to_complex())
         else:
             raise TypeError(f"Could not infer dtype of {type(x).__name__}")
     walk(data)
     if not kinds:
         return get_default_dtype()
+    if any(k.is_complex for k in kinds):
+        cplx = [k for k in kinds if k.is_complex]
+        return cplx[0] if len(cplx) == 1 else get_default_dtype().to_complex()
     if any(k.is_floating_point for k in kinds):
         floats = [k for k in kinds if k.is_floating_point]
         return floats[0] if len(floats) == 1 else get_default_dtype()

@@ -27,7 +27,7 @@ class dtype:
         self.itemsize = self._np.itemsize if self._np is not None else itemsize
         self.is_floating_point = category == 2
         self.is_signed = name not in ("uint8", "bool")
-        self._category = category  # 0 bool, 1 integer, 2 floating
+        self._category = category  # 0 bool, 1 integer, 2 floating, 3 complex
 
     @property
     def np(self) -> np.dtype:
@@ -38,10 +38,20 @@ class dtype:
 
     @property
     def is_complex(self) -> bool:
-        return False
+        return self._category == 3
 
     def to_real(self) -> "dtype":
-        return self
+        """The real dtype of a complex one's parts (complex64 -> float32); other dtypes are their own."""
+        return _REAL_OF.get(self, self)
+
+    def to_complex(self) -> "dtype":
+        """The complex dtype with this floating dtype's parts (float64 -> complex128; float32 and the half
+        types -> complex64, tinytorch having no complex32); complex dtypes are their own."""
+        if self._category == 3:
+            return self
+        if not self.is_floating_point:
+            raise RuntimeError(f"to_complex is only supported for floating point dtypes, got {self.name}")
+        return complex128 if self is float64 else complex64
 
     def __repr__(self) -> str:
         return f"tinytorch.{self.name}"
@@ -60,8 +70,11 @@ float16 = dtype("float16", np.float16, 2)
 bfloat16 = dtype("bfloat16", None, 2, itemsize=2)  # NumPy dtype resolved on first use
 float32 = dtype("float32", np.float32, 2)
 float64 = dtype("float64", np.float64, 2)
+complex64 = dtype("complex64", np.complex64, 3)
+complex128 = dtype("complex128", np.complex128, 3)
+_REAL_OF = {complex64: float32, complex128: float64}
 
-ALL = (bool_, uint8, int8, int16, int32, int64, float16, bfloat16, float32, float64)
+ALL = (bool_, uint8, int8, int16, int32, int64, float16, bfloat16, float32, float64, complex64, complex128)
 _BY_NAME = {d.name: d for d in ALL}
 _BY_NP = {d._np: d for d in ALL if d._np is not None}
 _INT_ORDER = {uint8: 0, int8: 0, int16: 1, int32: 2, int64: 3}
@@ -84,11 +97,12 @@ def from_numpy_dtype(np_dtype) -> dtype:
         return bfloat16
     if d.kind == "U" or d.kind == "S" or d.kind == "O":
         raise TypeError(f"can't convert np.ndarray of type {d}. The only supported types are: "
-                        "float64, float32, float16, bfloat16, int64, int32, int16, int8, uint8, and bool.")
+                        "float64, float32, float16, bfloat16, complex64, complex128, int64, int32, int16, int8, "
+                        "uint8, and bool.")
     if d.kind == "u":  # uint16/32/64: widen like a careful user would
         return int64
-    if d.kind == "c":
-        raise TypeError(f"tinytorch has no complex dtypes (got {d})")
+    if d.kind == "c":  # complex256 (long double parts): PyTorch has no such type
+        raise TypeError(f"can't convert np.ndarray of type {d}: the complex types are complex64 and complex128")
     raise TypeError(f"unsupported NumPy dtype {d}")
 
 
@@ -102,8 +116,11 @@ def to_dtype(x) -> dtype:
         return int64
     if x is bool:
         return bool_
+    if x is complex:
+        return get_default_dtype().to_complex()
     if isinstance(x, str):
-        name = {"float": "float32", "double": "float64", "half": "float16", "long": "int64", "int": "int32"}.get(x, x)
+        name = {"float": "float32", "double": "float64", "half": "float16", "long": "int64", "int": "int32",
+                "cfloat": "complex64", "cdouble": "complex128"}.get(x, x)
         if name in _BY_NAME:
             return _BY_NAME[name]
     return from_numpy_dtype(x)
@@ -129,6 +146,10 @@ def promote_types(a: dtype, b: dtype) -> dtype:
     """PyTorch's promote_types: the smallest dtype both fit in, by category then size."""
     if a is b:
         return a
+    if a._category == 3 or b._category == 3:  # complex: the complex type of the promoted real parts
+        if a._category < 2 or b._category < 2:
+            return a if a._category == 3 else b
+        return promote_types(a.to_real(), b.to_real()).to_complex()
     if a._category != b._category:
         return a if a._category > b._category else b
     if a._category == 2:
@@ -143,11 +164,13 @@ def promote_types(a: dtype, b: dtype) -> dtype:
 
 
 def scalar_dtype(x) -> dtype:
-    """The dtype a Python scalar takes in promotion: bool, int64 or the default float."""
+    """The dtype a Python scalar takes in promotion: bool, int64, the default float or its complex type."""
     if isinstance(x, bool):
         return bool_
     if isinstance(x, int):
         return int64
+    if isinstance(x, complex):
+        return get_default_dtype().to_complex()
     return get_default_dtype()
 
 
@@ -171,12 +194,14 @@ def result_type(*args) -> dtype:
 
 
 def _combine(higher, lower):
-    # PyTorch's combine_categories: a higher-priority float wins outright; a lower-priority operand
-    # only matters when it brings a higher category (or the higher one is bool).
+    # PyTorch's combine_categories: a higher-priority float or complex wins outright unless the lower-priority
+    # operand brings a higher category (float32 tensor * 1j -> complex64); int or bool only matters to bool.
     if higher is None:
         return lower
-    if lower is None or higher.is_floating_point:
+    if lower is None or higher._category >= lower._category and higher._category >= 2:
         return higher
-    if higher is bool_ or lower.is_floating_point:
+    if lower._category == 3 and higher._category == 2:
+        return higher.to_complex()
+    if higher is bool_ or lower._category >= 2:
         return promote_types(higher, lower)
     return higher

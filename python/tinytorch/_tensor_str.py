@@ -52,6 +52,19 @@ class _Formatter:
         return self._fmt(x).rjust(self.width)
 
 
+class _ComplexFormatter:
+    """PyTorch's complex format: the real parts share one format, the imaginary parts another ("1.0000+0.5000j")."""
+
+    def __init__(self, values: np.ndarray) -> None:
+        self.kind = "c"
+        self.re, self.im = _Formatter(values.real), _Formatter(values.imag)
+        self.width = self.re.width + self.im.width + 2
+
+    def __call__(self, x) -> str:
+        im = self.im(x.imag).lstrip()
+        return self.re(x.real) + (im if im[0] in "+-" else "+" + im) + "j"
+
+
 def _summarize(a: np.ndarray) -> np.ndarray:
     """The elements that will be shown when the tensor is summarised (for the shared format)."""
     if a.ndim == 0:
@@ -105,9 +118,10 @@ def tensor_repr(t) -> str:
             suffixes.append(f"dtype={dt!r}")
     else:
         summarize = data.size > THRESHOLD
-        fmt = _Formatter(_summarize(data) if summarize else data)
+        shown = _summarize(data) if summarize else data
+        fmt = _ComplexFormatter(shown) if data.dtype.kind == "c" else _Formatter(shown)
         body = _body(data, fmt, len(prefix), summarize)
-    if data.size and dt not in (get_default_dtype(), int64, bool_):
+    if data.size and dt not in (get_default_dtype(), get_default_dtype().to_complex(), int64, bool_):
         suffixes.append(f"dtype={dt!r}")
     suffixes += _grad_suffix(t)
     return prefix + ", ".join([body] + suffixes) + ")"

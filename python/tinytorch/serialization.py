@@ -73,7 +73,8 @@ _EOCD_LEN = 22
 # PyTorch's legacy storage classes by tinytorch dtype name: the storage type written in persistent ids.
 _STORAGE_TYPE_OF = {"float64": "DoubleStorage", "float32": "FloatStorage", "float16": "HalfStorage",
                     "bfloat16": "BFloat16Storage", "int64": "LongStorage", "int32": "IntStorage",
-                    "int16": "ShortStorage", "int8": "CharStorage", "uint8": "ByteStorage", "bool": "BoolStorage"}
+                    "int16": "ShortStorage", "int8": "CharStorage", "uint8": "ByteStorage", "bool": "BoolStorage",
+                    "complex64": "ComplexFloatStorage", "complex128": "ComplexDoubleStorage"}
 _DTYPES = {d.name: d for d in _ALL_DTYPES}
 
 
@@ -573,7 +574,7 @@ class safe_globals:
         _USER_SAFE.update(self._saved)
 
 
-_UNSUPPORTED_TORCH_DTYPES = ("complex32", "complex64", "complex128", "cfloat", "cdouble", "uint16", "uint32",
+_UNSUPPORTED_TORCH_DTYPES = ("complex32", "uint16", "uint32",
                              "uint64", "float8_e4m3fn", "float8_e5m2", "float8_e4m3fnuz", "float8_e5m2fnuz",
                              "float8_e8m0fnu", "float4_e2m1fn_x2", "qint8", "quint8", "qint32", "quint4x2",
                              "quint2x4", "bits8", "bits16", "bits1x8", "bits2x4", "bits4x2")

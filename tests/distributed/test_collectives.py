@@ -272,6 +272,41 @@ def test_new_group():
     assert all(run_ranks(_subgroups, 4, timeout=60))
 
 
+def _complex(rank, ws, port):
+    import tinytorch
+    import tinytorch.distributed as dist
+
+    dist.init_process_group("ring", init_method=f"tcp://127.0.0.1:{port}", rank=rank, world_size=ws, timeout=20)
+    z = tinytorch.tensor(np.arange(6) * (1 + 1j) * (rank + 1), dtype=tinytorch.complex64)
+    dist.all_reduce(z)
+    np.testing.assert_array_equal(z.numpy(), np.arange(6) * (1 + 1j) * sum(range(1, ws + 1)))
+    avg = tinytorch.tensor([1j * rank], dtype=tinytorch.complex128)
+    dist.all_reduce(avg, op=dist.ReduceOp.AVG)
+    assert avg.item() == 1j * (ws - 1) / 2
+    out = tinytorch.zeros(ws * 2, dtype=tinytorch.complex64)
+    dist.all_gather_into_tensor(out, tinytorch.tensor([rank + 1j, -rank * 1j], dtype=tinytorch.complex64))
+    assert out.tolist() == [v for r in range(ws) for v in (r + 1j, -r * 1j)]
+    b = tinytorch.tensor([rank * (2 - 3j)], dtype=tinytorch.complex64)
+    dist.broadcast(b, src=1)
+    assert b.item() == 2 - 3j
+    errors = []
+    for op in (dist.ReduceOp.MAX, dist.ReduceOp.PRODUCT):
+        try:
+            dist.all_reduce(z, op=op)
+        except ValueError as e:
+            errors.append(str(e))
+    dist.destroy_process_group()
+    return errors
+
+
+def test_complex_tensors_travel_as_real_pairs():
+    """Complex tensors are summed, averaged, gathered and broadcast as (re, im) pairs; MAX and PRODUCT, which
+    are not pairwise, are refused on every rank before anything is sent."""
+    for errors in run_ranks(_complex, 2, timeout=60):
+        assert errors == ["all_reduce does not support MAX on complex tensors",
+                          "all_reduce does not support PRODUCT on complex tensors"]
+
+
 def _env_init(rank, ws, port, second_port):
     import os
 

@@ -51,9 +51,21 @@ def _cases(torch):
                        [(4, 6)], [[S(0)], [S(1)]]),
         "mean_uneven": (lambda x: x.mean() + x.mean(1).sum(), [(5, 3)], [[S(0)], [S(1)]]),
         "gelu_silu_dropout0": (lambda x: F.dropout(F.gelu(x) * F.silu(x), 0.0), [(4, 6)], [[S(1)]]),
+        "rotary_complex": (_rotary_complex(torch), [(2, 4, 3, 4), (4, 2)],
+                           [[S(2), R()], [S(1), S(0)], [S(3), R()], [S(0), S(1)]]),
         "cross_entropy_replicated": (lambda x, t: F.cross_entropy(x, t), [(6, 5), ("int", 5, (6,))],
                                      [[S(0), S(0)], [S(1), R()]]),
     }
+
+
+def _rotary_complex(torch):
+    """Rotary embeddings in complex numbers (view_as_complex, polar, complex multiply, view_as_real) and the
+    complex parts (conj, real, imag, angle, abs) on sharded inputs."""
+    def fn(x, f):
+        w = torch.view_as_complex(x.reshape(2, 4, 3, 2, 2)) * torch.polar(f.abs() + 0.5, f).view(1, 4, 1, 2)
+        parts = w.conj().imag + w.real * w.angle() + w.abs()
+        return torch.view_as_real(w).flatten(3) + parts.sum(-1, keepdim=True)
+    return fn
 
 
 def _loss_parallel_cases(torch):

@@ -1,2 +1,2 @@
 """Op implementations. Importing this package attaches every op to Tensor as a method/operator."""
-from . import convert, indexing, linalg, nn, pointwise, reduction, shape  # noqa: F401
+from . import complex, convert, indexing, linalg, nn, pointwise, reduction, shape  # noqa: F401

@@ -57,16 +57,18 @@ def operands(a: Tensor, b):
         return x.astype(get_default_dtype().np), b
     if tb is int or tb is bool:
         return x, b
+    if tb is complex:  # a complex scalar makes a real tensor complex (float32 * 1j -> complex64)
+        return (x if x.dtype.kind == "c" else x.astype(result_type(a, b).np)), b
     if isinstance(b, (np.generic, np.ndarray, list, tuple)):
         return operands(a, as_tensor_like(b, a))
-    if isinstance(b, (float, int)):  # float/int subclasses (numpy.float64 is a float)
-        return operands(a, float(b) if isinstance(b, float) else int(b))
+    if isinstance(b, (float, int, complex)):  # float/int subclasses (numpy.float64 is a float)
+        return operands(a, float(b) if isinstance(b, float) else int(b) if isinstance(b, int) else complex(b))
     raise TypeError(f"unsupported operand type for a Tensor op: '{type(b).__name__}'")
 
 
 # ml_dtypes' bfloat16 is NumPy's only kind-'V' dtype a tensor can hold: testing the kind spares
-# importing ml_dtypes (slow) just to recognise it.
-_FLOAT_KINDS = ("f", "V")
+# importing ml_dtypes (slow) just to recognise it. Complex ("c") counts too: it keeps its type where floats do.
+_FLOAT_KINDS = ("f", "V", "c")
 
 
 def _device_mismatch(a: Tensor, b: Tensor):
@@ -177,14 +179,15 @@ def commit_inplace(t: Tensor, result: Tensor) -> Tensor:
 
 def _copy_into(dst, src) -> None:
     if src.dtype != dst.dtype and np.can_cast(src.dtype, dst.dtype, "same_kind") is False and \
-            dst.dtype.kind not in _FLOAT_KINDS:
+            (dst.dtype.kind not in _FLOAT_KINDS or src.dtype.kind == "c" and dst.dtype.kind != "c"):
         raise TypeError
     dst[...] = src
 
 
 def _short(d) -> str:
     return {"float32": "Float", "float64": "Double", "float16": "Half", "bfloat16": "BFloat16", "int64": "Long",
-            "int32": "Int", "int16": "Short", "int8": "Char", "uint8": "Byte", "bool": "Bool"}[d.name]
+            "int32": "Int", "int16": "Short", "int8": "Char", "uint8": "Byte", "bool": "Bool",
+            "complex64": "ComplexFloat", "complex128": "ComplexDouble"}[d.name]
 
 
 def inplace_binary(t: Tensor, other, numpy_inplace, out_of_place) -> Tensor:

@@ -1,6 +1,8 @@
 """Moving and casting tensors: to(device/dtype), cpu(), cuda(), float(), half(), long(), ..."""
 from __future__ import annotations
 
+import warnings
+
 from .._device import device as _device, move, to_device
 from .._dtype import dtype as _dtype, to_dtype
 from .._tensor import Tensor, _wrap
@@ -39,6 +41,9 @@ def to(a: Tensor, *args, **kwargs) -> Tensor:
     if same_dev and same_dt and not copy:
         return a
     y = x
+    if not same_dt and x.dtype.kind == "c" and not dt.is_complex:
+        warnings.warn("Casting complex values to real discards the imaginary part", UserWarning, stacklevel=2)
+        y = y.real
     if not same_dt:
         r = _cpu.cast(y, dt.np) if y.size >= _cpu.MIN_SIZE else None
         y = y.astype(dt.np) if r is None else r
@@ -48,9 +53,12 @@ def to(a: Tensor, *args, **kwargs) -> Tensor:
     if y is x:
         y = x.copy()
     out = _wrap(y)
-    if needs_grad(a) and out.dtype.is_floating_point:
+    if needs_grad(a) and out.dtype._category >= 2:
         src_dt = a.dtype
-        record("ToCopyBackward0", lambda g: g.to(src_dev, src_dt), out, (a,))
+        if out.dtype.is_complex and not src_dt.is_complex:  # real -> complex: the real part is the gradient
+            record("ToCopyBackward0", lambda g: g.real.to(src_dev, src_dt), out, (a,))
+        else:
+            record("ToCopyBackward0", lambda g: g.to(src_dev, src_dt), out, (a,))
     return out
 
 
@@ -66,4 +74,5 @@ attach(to=to, cpu=lambda a, memory_format=None: to(a, "cpu"),
            device if device is not None else "cuda") if not isinstance(device, int) else _device("cuda", device)),
        float=_cast("float32"), double=_cast("float64"), half=_cast("float16"), bfloat16=_cast("bfloat16"),
        long=_cast("int64"), int=_cast("int32"), short=_cast("int16"), char=_cast("int8"), byte=_cast("uint8"),
-       bool=_cast("bool"), type_as=lambda a, other: to(a, other.dtype))
+       bool=_cast("bool"), cfloat=_cast("complex64"), cdouble=_cast("complex128"),
+       type_as=lambda a, other: to(a, other.dtype))

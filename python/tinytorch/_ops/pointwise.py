@@ -57,9 +57,12 @@ def broadcast_error_shapes(sa: tuple, sb: tuple, cause: Exception | None = None)
 
 
 def _fit(g: Tensor, shape: tuple, dtype) -> Tensor:
-    """A gradient for an input of `shape` and `dtype` (undo broadcasting and type promotion)."""
+    """A gradient for an input of `shape` and `dtype` (undo broadcasting and type promotion). A real input of
+    a complex result gets the real part: how a real loss changes with it (PyTorch's handle_r_to_c)."""
     g = sum_to(g, shape)
     if g._data.dtype != dtype:
+        if g._data.dtype.kind == "c" and dtype.kind != "c":
+            g = g.real
         g = g.to(_dt(dtype))
     return g
 
@@ -129,8 +132,8 @@ def add(a, b, *, alpha=1) -> Tensor:
                             _fit(g if alpha == 1 else g * alpha, sb, db) if rb else None)
                 record("AddBackward0", add_backward, out, (a, b))
             else:
-                da = a._data.dtype
-                record("AddBackward0", (lambda g: g) if da == out._data.dtype else (lambda g: g.to(_dt(da))),
+                sa, da = a._data.shape, a._data.dtype
+                record("AddBackward0", (lambda g: g) if da == out._data.dtype else (lambda g: _fit(g, sa, da)),
                        out, (a,))
     return out
 
@@ -154,7 +157,9 @@ def sub(a, b, *, alpha=1) -> Tensor:
                 return (_fit(g, sa, da) if ra else None, _fit(-g if alpha == 1 else g * -alpha, sb, db) if rb else None)
             record("SubBackward0", sub_backward, out, (a, b))
         else:
-            record("SubBackward0", lambda g: g, out, (a,))
+            sa, da = a._data.shape, a._data.dtype
+            record("SubBackward0", (lambda g: g) if da == out._data.dtype else (lambda g: _fit(g, sa, da)), out,
+                   (a,))
     return out
 
 
@@ -196,11 +201,13 @@ def mul(a, b) -> Tensor:
                 sa, da, sb, db = a._data.shape, a._data.dtype, b._data.shape, b._data.dtype
                 ra, rb = a._requires_grad, b._requires_grad
 
+                # conj: PyTorch's convention for complex inputs (conjugate Wirtinger); a no-op on real tensors
                 def mul_backward(g):
-                    return (_fit(g * b, sa, da) if ra else None, _fit(g * a, sb, db) if rb else None)
+                    return (_fit(g * b.conj(), sa, da) if ra else None, _fit(g * a.conj(), sb, db) if rb else None)
                 record("MulBackward0", mul_backward, out, (a, b), (a, b))
             else:
-                record("MulBackward0", lambda g: g * y, out, (a,))
+                yc, sa, da = y.conjugate(), a._data.shape, a._data.dtype
+                record("MulBackward0", lambda g: _fit(g * yc, sa, da), out, (a,))
     return out
 
 
@@ -233,10 +240,12 @@ def div(a, b, *, rounding_mode=None) -> Tensor:
             ra, rb = a._requires_grad, b._requires_grad
 
             def div_backward(g):
-                return (_fit(g / b, sa, da) if ra else None, _fit(-g * a / (b * b), sb, db) if rb else None)
+                return (_fit(g / b.conj(), sa, da) if ra else None,
+                        _fit(-g * (a / (b * b)).conj(), sb, db) if rb else None)
             record("DivBackward0", div_backward, out, (a, b), (a, b))
         else:
-            record("DivBackward0", lambda g: g / y, out, (a,))
+            yc, sa, da = y.conjugate(), a._data.shape, a._data.dtype
+            record("DivBackward0", lambda g: _fit(g / yc, sa, da), out, (a,))
     return out
 
 
@@ -428,9 +437,13 @@ def floor_divide(a, b) -> Tensor:
 
 # ------------------------------------------------------------------ unary math
 
-def _unary(name: str, kernel, derivative=None, uses="x", floating=True, integer_ok=False, cpu_op=None):
+def _unary(name: str, kernel, derivative=None, uses="x", floating=True, integer_ok=False, cpu_op=None,
+           holomorphic=True):
     """Build a unary op: out = kernel(x); derivative(g, x, y) -> grad, with y the op's output.
     `cpu_op` names the op in _cpu.unary, which runs large float arrays on the intra-op pool.
+    On complex input a holomorphic op's derivative is evaluated at conj(x), conj(y): for functions with
+    real Taylor coefficients f'(conj z) = conj(f'(z)), which is PyTorch's grad * conj(f'(z)). A
+    non-holomorphic op (abs) gets x and y as they are and its derivative handles complex itself.
 
     `uses` names what the derivative reads: "x" (the input), "y" (the output) or "xy".
     Under create_graph a saved output is recomputed from x so that its own graph is known.
@@ -448,6 +461,8 @@ def _unary(name: str, kernel, derivative=None, uses="x", floating=True, integer_
             r = _cpu.unary(cpu_op, x) if cpu_op is not None and type(x) is _ND and x.size >= _cpu.MIN_SIZE else None
             out = _result(kernel(x) if r is None else r)
         if derivative is not None and a._requires_grad and _grad_enabled():
+            if x.dtype.kind == "c":
+                return _record_complex_unary(node_name, derivative, holomorphic, op, a, out)
             if uses == "x":
                 record(node_name, lambda g: derivative(g, a, None), out, (a,), (a,))
             else:
@@ -464,7 +479,19 @@ def _unary(name: str, kernel, derivative=None, uses="x", floating=True, integer_
     return op
 
 
-abs = _unary("abs", np.abs, lambda g, x, y: g * x.sign(), floating=False, cpu_op=_cpu.ABS)
+def _record_complex_unary(node_name: str, derivative, holomorphic: bool, op, a: Tensor, out: Tensor) -> Tensor:
+    """Record a unary op of a complex tensor (see _unary). It saves both x and y whatever the formula reads:
+    one rule for every op, at the cost of one saved tensor more than some need."""
+    y_alias = alias(out)
+
+    def backward(g):
+        y = saved_output(y_alias, lambda: op(a))
+        return derivative(g, a.conj(), y.conj()) if holomorphic else derivative(g, a, y)
+    record(node_name, backward, out, (a,), (a, y_alias))
+    return out
+
+
+abs = _unary("abs", np.abs, lambda g, x, y: g * x.sgn(), floating=False, cpu_op=_cpu.ABS, holomorphic=False)
 exp = _unary("exp", np.exp, lambda g, x, y: g * y, uses="y", cpu_op=_cpu.EXP)
 exp2 = _unary("exp2", np.exp2, lambda g, x, y: g * y * math.log(2.0), uses="y")
 expm1 = _unary("expm1", np.expm1, lambda g, x, y: g * (y + 1), uses="y")
@@ -519,6 +546,9 @@ relu = _unary("relu", _relu_kernel, lambda g, x, y: _relu_grad(g, y), uses="y", 
 def sign(a: Tensor) -> Tensor:
     """Elementwise sign (zero gradient)."""
     x = a._data
+    if x.dtype.kind == "c":
+        raise RuntimeError("Unlike NumPy, torch.sign is not intended to support complex numbers. Please use "
+                           "torch.sgn instead.")
     out = _result(np.sign(x) if x.dtype.kind != "b" else x.copy())  # NumPy has no sign for bool
     if needs_grad(a):
         record("SignBackward0", lambda g: g * 0, out, (a,))

@@ -108,8 +108,8 @@ def sum_to_size(a: Tensor, *size) -> Tensor:
 
 
 def mean(a: Tensor, dim=None, keepdim: bool = False, *, dtype=None) -> Tensor:
-    """Mean over dim (floating point only, as in PyTorch)."""
-    if dtype is None and not a.dtype.is_floating_point:
+    """Mean over dim (floating point and complex only, as in PyTorch)."""
+    if dtype is None and a.dtype._category < 2:
         raise RuntimeError(f"mean(): could not infer output dtype. Input dtype must be either a floating point or "
                            f"complex dtype. Got: {_pretty(a.dtype)}")
     x = a._data if dtype is None else a._data.astype(to_dtype(dtype).np)

@@ -19,13 +19,22 @@ SUPPORTED = "float16, bfloat16, float32, float64, int32, int64"
 
 
 def array_of(x: Any) -> Any:
-    """The NumPy/CuPy array behind a tinytorch Tensor (its `_data`), or the array itself."""
+    """The NumPy/CuPy array behind a tinytorch Tensor (its `_data`), or the array itself. A contiguous complex
+    array comes as its real view (re, im, re, im, ...): collectives move and sum complex numbers as real pairs,
+    as PyTorch's do through view_as_real."""
     data = getattr(x, "_data", None)
-    if data is not None:
-        return data
-    if isinstance(x, np.ndarray) or _is_cupy(x):
-        return x
-    raise TypeError(f"expected a tinytorch Tensor or an ndarray, got {type(x).__name__}")
+    if data is None:
+        if not (isinstance(x, np.ndarray) or _is_cupy(x)):
+            raise TypeError(f"expected a tinytorch Tensor or an ndarray, got {type(x).__name__}")
+        data = x
+    if data.dtype.kind == "c" and data.flags["C_CONTIGUOUS"]:
+        return data.view(data.real.dtype)
+    return data
+
+
+def is_complex(x: Any) -> bool:
+    """Whether a tensor or array holds complex numbers."""
+    return getattr(x, "_data", x).dtype.kind == "c"
 
 
 def _is_cupy(a: Any) -> bool:

@@ -490,10 +490,12 @@ def _fingerprint(collective: str, arrays: Sequence[Any], **extra: Any) -> str:
     return f"{collective}(tensors=[{', '.join(parts)}]{ex})"
 
 
-def _op_code(op: Any, name: str, dtype: Any) -> int:
+def _op_code(op: Any, name: str, dtype: Any, tensor: Any = None) -> int:
     code = int(getattr(op, "value", op))
     if code not in ReduceOp._NAMES:
         raise ValueError(f"{name}: unknown reduce op {op!r}")
+    if tensor is not None and _arrays.is_complex(tensor) and code not in (ReduceOp.SUM, ReduceOp.AVG):
+        raise ValueError(f"{name} does not support {ReduceOp._NAMES[code]} on complex tensors")
     if code == ReduceOp.AVG and np.dtype(dtype).kind in "iu":
         raise TypeError(f"{name}: ReduceOp.AVG needs a floating-point tensor, got {np.dtype(dtype)}")
     return code
@@ -556,7 +558,7 @@ def all_reduce(tensor: Any, op: Any = ReduceOp.SUM, group: Optional[Any] = None,
     a = _arrays.array_of(tensor)
     _arrays.check_contiguous(a, "all_reduce", writable=True)
     t = _arrays.dtype_code(a, "all_reduce")
-    code = _op_code(op, "all_reduce", a.dtype)
+    code = _op_code(op, "all_reduce", a.dtype, tensor)
     return _issue(g, "all_reduce", [a], [a], [tensor],
                   lambda arr, a_: g._backend.allreduce(_arrays.data_ptr(arr[0]), arr[0].size, t, code, arr[0], a_),
                   async_op, [tensor], lambda: _fingerprint("all_reduce", [a], op=ReduceOp._NAMES[code]))
@@ -589,7 +591,7 @@ def reduce_scatter_tensor(output: Any, input: Any, op: Any = ReduceOp.SUM, group
     name = "reduce_scatter_tensor"
     o, i = _block_arrays(name, g, output, input, whole="input")
     t = _arrays.dtype_code(o, name)
-    code = _op_code(op, name, o.dtype)
+    code = _op_code(op, name, o.dtype, output)
     extra = {"overwrite_input": True} if _overwrite_input and g._backend_name == "ring" else {}
     return _issue(g, name, [o, i], [o], [output],
                   lambda arr, a_: g._backend.reduce_scatter(_arrays.data_ptr(arr[0]), _arrays.data_ptr(arr[1]), arr[0].size,
@@ -682,7 +684,7 @@ def reduce(tensor: Any, dst: Optional[int] = None, op: Any = ReduceOp.SUM, group
     a = _arrays.array_of(tensor)
     _arrays.check_contiguous(a, "reduce", writable=True)
     t = _arrays.dtype_code(a, "reduce")
-    code = _op_code(op, "reduce", a.dtype)
+    code = _op_code(op, "reduce", a.dtype, tensor)
     return _issue(g, "reduce", [a], [a], [tensor],
                   lambda arr, a_: g._backend.reduce(_arrays.data_ptr(arr[0]), arr[0].size, t, code, root, arr[0], a_),
                   async_op, [tensor], lambda: _fingerprint("reduce", [a], op=ReduceOp._NAMES[code], dst=root))

@@ -498,6 +498,9 @@ def _route_methods() -> None:
         if isinstance(attr, property) or not callable(attr):
             continue
         setattr(DTensor, name, _method(name, getattr(Tensor, name), dispatch))
+    from ..._ops import complex as complex_ops
+    for name in ("real", "imag"):  # properties on Tensor, ops (with a sharding rule) on a DTensor
+        setattr(DTensor, name, property(_method(name, getattr(complex_ops, name), dispatch)))
 
 
 def _method(name: str, base: Any, dispatch: Any):

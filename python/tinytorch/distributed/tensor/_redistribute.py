@@ -22,7 +22,7 @@ from .placement_types import Partial, Placement, Replicate, Shard, _StridedShard
 
 _REDUCE = {"sum": c10d.ReduceOp.SUM, "avg": c10d.ReduceOp.AVG, "max": c10d.ReduceOp.MAX,
            "min": c10d.ReduceOp.MIN, "product": c10d.ReduceOp.PRODUCT}
-_COMM_DTYPES = ("float16", "bfloat16", "float32", "float64", "int32", "int64")
+_COMM_DTYPES = ("float16", "bfloat16", "float32", "float64", "int32", "int64", "complex64", "complex128")
 
 
 def chunk_bounds(size: int, n: int, i: int) -> tuple[int, int]:

@@ -19,15 +19,17 @@ from .utils import R, broadcast_shape, is_partial_linear
 _UNARY = ("abs absolute acos arccos asin arcsin atan arctan ceil cos cosh erf exp exp2 expm1 floor frac log log10 "
           "log1p log2 reciprocal relu round rsqrt sigmoid sign sin sinh sqrt square tan tanh trunc nan_to_num isnan "
           "isinf isfinite logical_not bitwise_not clamp clip clamp_min clamp_max int long short char byte bool gelu "
-          "silu relu6 leaky_relu elu softplus logsigmoid hardtanh dropout __abs__ __invert__")
-_LINEAR_UNARY = "neg negative __neg__ __pos__ clone detach contiguous float double half bfloat16 to cpu cuda"
+          "silu relu6 leaky_relu elu softplus logsigmoid hardtanh dropout __abs__ __invert__ angle sgn")
+_LINEAR_UNARY = ("neg negative __neg__ __pos__ clone detach contiguous float double half bfloat16 to cpu cuda "
+                 "conj conj_physical resolve_conj resolve_neg real imag cfloat cdouble")
 _ADD = "add sub subtract rsub __add__ __radd__ __sub__ __rsub__"
 _MUL = "mul multiply __mul__ __rmul__"
 _DIV = "div divide true_divide __truediv__"
 _BINARY = ("pow maximum minimum remainder fmod floor_divide atan2 arctan2 eq ne lt le gt ge greater greater_equal "
            "less less_equal not_equal logical_and logical_or logical_xor bitwise_and bitwise_or bitwise_xor where "
            "masked_fill lerp addcmul addcdiv __rtruediv__ __floordiv__ __rfloordiv__ __mod__ __rmod__ __pow__ "
-           "__rpow__ __and__ __rand__ __or__ __ror__ __xor__ __rxor__ __eq__ __ne__ __lt__ __le__ __gt__ __ge__")
+           "__rpow__ __and__ __rand__ __or__ __ror__ __xor__ __rxor__ __eq__ __ne__ __lt__ __le__ __gt__ __ge__ "
+           "polar complex")
 _INPLACE = ("add_ sub_ subtract_ mul_ multiply_ div_ divide_ pow_ remainder_ floor_divide_ bitwise_and_ bitwise_or_ "
             "bitwise_xor_ neg_ abs_ exp_ log_ sqrt_ rsqrt_ sin_ cos_ tanh_ sigmoid_ relu_ floor_ ceil_ round_ trunc_ "
             "sign_ reciprocal_ square_ clamp_ clip_ clamp_min_ clamp_max_ masked_fill_ lerp_ addcmul_ addcdiv_ "

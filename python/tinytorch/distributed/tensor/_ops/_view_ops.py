@@ -164,6 +164,18 @@ def _permutation(name: str, nd: int, args: tuple, kw: dict) -> list:
     return [int(p) for p in perm]
 
 
+@register("view_as_complex", "view_as_real")
+def complex_view_rule(call: OpCall) -> Any:
+    """view_as_complex drops the last dim (the (real, imaginary) pairs: a shard on it is gathered first),
+    view_as_real adds one; shards on the other dims stay."""
+    x = call.args[0]
+    to_complex = call.name == "view_as_complex"
+    last = x.ndim - 1
+    targets = tuple(R if p.is_shard() and (type(p) is not Shard or to_complex and p.dim == last) else p
+                    for p in x._placements)
+    return run(call, [targets], (targets, x._gshape[:-1] if to_complex else x._gshape + (2,)))
+
+
 @register("transpose", "swapaxes", "swapdims", "t", "permute", "movedim", "moveaxis")
 def permute_rule(call: OpCall) -> Any:
     x = call.args[0]
