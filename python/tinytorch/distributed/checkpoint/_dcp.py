@@ -126,10 +126,11 @@ def _box(t: Tensor) -> Tuple[List[int], List[int]]:
     return offsets, sizes
 
 
-def _writes(t: Tensor) -> bool:
-    """Whether this rank stores its piece of t: replicas are written once, by the first rank holding them."""
+def _writes(t: Tensor, plain_writer: bool) -> bool:
+    """Whether this rank stores its piece of t: replicas are written once, by the first rank holding them (for a
+    plain tensor, `plain_writer` says whether this is the lowest rank whose state dict has its key)."""
     if not isinstance(t, DTensor):
-        return (c10d.get_rank() if c10d.is_initialized() else 0) == 0
+        return plain_writer
     coord = t._mesh.get_coordinate()
     return all(coord[d] == 0 for d, p in enumerate(t._placements) if isinstance(p, Replicate))
 
@@ -185,8 +186,16 @@ def save(state_dict: Dict[str, Any], *, checkpoint_id: Any = None, storage_write
     sync = storage_writer.sync_files if storage_writer is not None else True
     mine: Optional[dict] = None
     error: Optional[BaseException] = None
+    # A plain tensor is written by the lowest rank that holds it: rank 0 unless the ranks hold different parts of
+    # the model (pipeline stages), as PyTorch's planner deduplicates replicated items.
+    plain = [_key(p) for p, leaf in _flatten(state_dict) if isinstance(leaf, Tensor) and not isinstance(leaf, DTensor)]
+    if dist:
+        holders: list = [None] * c10d.get_world_size(process_group)
+        c10d.all_gather_object(holders, plain, group=process_group)
+        taken = set().union(*map(set, holders[:rank]))
+        plain = [k for k in plain if k not in taken]
     try:
-        mine = _write_rank_file(state_dict, path, rank, sync)
+        mine = _write_rank_file(state_dict, path, rank, sync, set(plain))
     except Exception as e:  # every rank must reach the exchange below, or the others would wait for it
         error = e
     if not dist:
@@ -199,8 +208,9 @@ def save(state_dict: Dict[str, Any], *, checkpoint_id: Any = None, storage_write
         # No metadata unless every rank's file is in place: a checkpoint missing a piece is never taken.
         _fail_together(f"dcp.save to {path}", {r: m for r, (_, m) in enumerate(gathered) if m is not None}, error)
         parts = [g[0] for g in gathered]
-    meta = {"format": FORMAT, "tensors": {}, "values": parts[0]["values"], "pieces": [], "files": {}}
-    for g in parts:
+    meta = {"format": FORMAT, "tensors": {}, "values": {}, "pieces": [], "files": {}}
+    for g in parts:  # a value is the lowest rank's that has it (pipeline stages hold different keys)
+        meta["values"] = {**g["values"], **meta["values"]}
         meta["tensors"].update(g["tensors"])
         meta["pieces"].extend(g["pieces"])
         meta["files"].update(g["files"])
@@ -213,7 +223,7 @@ def save(state_dict: Dict[str, Any], *, checkpoint_id: Any = None, storage_write
     return meta
 
 
-def _write_rank_file(state_dict: Dict[str, Any], path: str, rank: int, sync: bool) -> dict:
+def _write_rank_file(state_dict: Dict[str, Any], path: str, rank: int, sync: bool, plain_writes: set) -> dict:
     """Write this rank's pieces to its file; return what the metadata says about them."""
     os.makedirs(path, exist_ok=True)
     fname = f"__{rank}_0.distcp"
@@ -226,7 +236,7 @@ def _write_rank_file(state_dict: Dict[str, Any], path: str, rank: int, sync: boo
         key = _key(p)
         if isinstance(leaf, Tensor):
             tensors[key] = {"shape": list(leaf.shape), "dtype": str(leaf._data.dtype)}
-            if _writes(leaf):
+            if _writes(leaf, key in plain_writes):
                 offs, sizes = _box(leaf)
                 data = _host(leaf._data).reshape(-1).view(np.uint8)
                 pieces.append({"key": key, "offsets": offs, "sizes": sizes, "file": fname, "rank": rank,
