@@ -450,7 +450,7 @@ def main(argv=None) -> dict:
     if is_main:
         print(f"{args.backend}: GPT {n_params / 1e6:.2f}M parameters, {len(tokens) / 1e6:.2f}M bytes of "
               f"{'text from ' + args.data if args.data else 'Python standard library source'}, "
-              f"{world} rank(s) ({layout.describe()}); uniform baseline ln(256) = {uniform_loss():.3f}", flush=True)
+              f"{world} rank(s){f' ({layout.describe()})' if layout.names else ''}; uniform baseline ln(256) = {uniform_loss():.3f}", flush=True)
     progress = Progress()
     start, tokens_seen, first_loss = time.time(), 0, None
     deadline = start + args.minutes * 60

@@ -1,6 +1,7 @@
 """Parallelisms composed as torchtitan composes them, on real processes over the ring backend: a pipeline whose
 stages are each tensor-parallel over their own two ranks (pp2 x tp2, with and without activation checkpointing),
-and checkpoint_wrapper on tensor-parallel blocks (AC x TP). Every full parameter after three AdamW steps equals
+a pipeline whose stages are each sharded by fully_shard over two ranks (pp2 x dp_shard2), and checkpoint_wrapper
+on tensor-parallel blocks (AC x TP). Every full parameter after three AdamW steps equals
 one process trained on the same global batch (rtol 1e-5), the model and batches of test_tensor_parallel."""
 from __future__ import annotations
 
@@ -58,14 +59,22 @@ def _checkpoint_blocks(torch, module) -> list:
 
 
 def _pp_tp(torch, mesh, schedule_name: str, ac: bool):
-    """Stage mesh["pp"] rank of the model, tensor-parallel over mesh["tp"], trained STEPS AdamW steps."""
+    """Stage mesh["pp"] rank of the model, tensor-parallel over mesh["tp"] (or, on a ("pp", "dp") mesh, sharded
+    by fully_shard over mesh["dp"], each dp rank taking half the batch), trained STEPS AdamW steps."""
     from tinytorch.distributed import pipelining as pp
+    from tinytorch.distributed.fsdp import fully_shard
     from tinytorch.distributed.tensor.parallel import parallelize_module
     F = torch.nn.functional
     stage_index = mesh.get_local_rank("pp")
     piece = _piece(torch, _model(torch), stage_index, 2)
-    parallelize_module(piece, mesh["tp"], _tp_plan(torch, piece))
+    fsdp = "dp" in mesh.mesh_dim_names
+    if not fsdp:
+        parallelize_module(piece, mesh["tp"], _tp_plan(torch, piece))
     calls = _checkpoint_blocks(torch, piece) if ac else []
+    if fsdp:
+        for layer in piece.layers.values():
+            fully_shard(layer, mesh=mesh["dp"])
+        fully_shard(piece, mesh=mesh["dp"])
     stage = pp.PipelineStage(piece, stage_index, 2, "cpu", group=mesh.get_group("pp"))
 
     def loss_fn(logits, target):
@@ -75,6 +84,9 @@ def _pp_tp(torch, mesh, schedule_name: str, ac: bool):
     opt = torch.optim.AdamW(piece.parameters(), lr=1e-2)
     step_losses = []
     for ids, tgt in _batches():
+        if fsdp:  # this dp rank's half of the global batch
+            half = len(ids) // 2
+            ids, tgt = (a[mesh.get_local_rank("dp") * half:][:half] for a in (ids, tgt))
         if stage_index == 0:
             sched.step(torch.tensor(ids))
         else:
@@ -111,15 +123,17 @@ def _worker(rank, world, port):
     mesh = dist.init_device_mesh("cpu", (2, 2), mesh_dim_names=("pp", "tp"))  # stage 0: ranks 0, 1; stage 1: 2, 3
     out = {"pp_tp_1f1b": _pp_tp(torch, mesh, "1F1B", ac=False),
            "pp_tp_ac_gpipe": _pp_tp(torch, mesh, "GPipe", ac=True),
-           "tp_ac": _tp_ac(torch, mesh)}  # each tp pair trains the whole model on its own
+           "tp_ac": _tp_ac(torch, mesh),  # each tp pair trains the whole model on its own
+           "pp_fsdp_1f1b": _pp_tp(torch, dist.init_device_mesh("cpu", (2, 2), mesh_dim_names=("pp", "dp")), "1F1B",
+                                  ac=False)}
     dist.destroy_process_group()
     return out
 
 
-def test_pp2_x_tp2_and_ac_x_tp_match_one_process():
+def test_pp2_x_tp2_pp2_x_fsdp2_and_ac_x_tp_match_one_process():
     ref, ref_losses = _reference()
     res = run_ranks(_worker, 4, timeout=400)
-    for case in ("pp_tp_1f1b", "pp_tp_ac_gpipe"):
+    for case in ("pp_tp_1f1b", "pp_tp_ac_gpipe", "pp_fsdp_1f1b"):
         merged = {}
         for r in res:
             merged.update(r[case][0])
@@ -127,7 +141,7 @@ def test_pp2_x_tp2_and_ac_x_tp_match_one_process():
         for rank, (params, losses, calls) in enumerate(r[case] for r in res):
             for name, value in params.items():  # both tp ranks of a stage hold the same full parameters
                 np.testing.assert_allclose(value, ref[name], rtol=1e-5, atol=1e-8, err_msg=f"{case} rank {rank} {name}")
-            if rank >= 2:  # the last stage's ranks have the losses: the mean over the microbatches
+            if rank >= 2 and case != "pp_fsdp_1f1b":  # the last stage's ranks: the mean over the microbatches
                 np.testing.assert_allclose(losses, ref_losses, rtol=1e-5, err_msg=case)
             # one block per stage; with AC each block's forward runs again in backward (2 microbatches a step)
             assert calls == (2 * 2 * STEPS if case == "pp_tp_ac_gpipe" else 0), (case, calls)
