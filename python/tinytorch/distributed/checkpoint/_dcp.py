@@ -25,7 +25,7 @@ from ... import _C
 from ..._tensor import Tensor
 from .. import distributed_c10d as c10d
 from ..tensor._api import DTensor, chunk_bounds
-from ..tensor.placement_types import Replicate, Shard
+from ..tensor.placement_types import Shard, _StridedShard
 
 __all__ = ["save", "load", "FileSystemWriter", "FileSystemReader", "CheckpointException"]
 
@@ -110,29 +110,50 @@ def _decode(value: Any) -> Any:
     return value
 
 
-def _box(t: Tensor) -> Tuple[List[int], List[int]]:
-    """(offsets, sizes) of the part of the global tensor this rank holds."""
+def _boxes(t: Tensor) -> List[Tuple[List[int], List[int], List[int]]]:
+    """(global offsets, sizes, offsets in the local piece) of each part of the global tensor this rank holds:
+    one box, or several when a _StridedShard placement (FSDP over a TP-sharded dim) gives a rank rows from
+    several places. Mesh dims cut in order, each cutting what the outer ones left (as DTensor lays pieces out)."""
     shape = list(t.shape)
-    if not isinstance(t, DTensor):
-        return [0] * len(shape), shape
-    offsets = [0] * len(shape)
-    sizes = list(shape)
-    coord = t._mesh.get_coordinate()
-    for d, p in enumerate(t._placements):
-        if isinstance(p, Shard):
-            a, b = chunk_bounds(sizes[p.dim], t._mesh.size(d), coord[d])
-            offsets[p.dim] += a
-            sizes[p.dim] = b - a
-    return offsets, sizes
+    # per tensor dim: the global [start, stop) intervals this rank holds, in local order
+    spans: List[List[Tuple[int, int]]] = [[(0, s)] for s in shape]
+    if isinstance(t, DTensor):
+        coord = t._mesh.get_coordinate()
+        for d, p in enumerate(t._placements):
+            if isinstance(p, Shard):
+                spans[p.dim] = _cut(spans[p.dim], p, t._mesh.size(d), coord[d])
+    boxes: List[Tuple[List[int], List[int], List[int]]] = [([], [], [])]
+    for dim_spans in spans:
+        local, parts = 0, []
+        for a, b in dim_spans:
+            parts.append((a, b - a, local))
+            local += b - a
+        boxes = [(o + [a], s + [n], lo + [l]) for o, s, lo in boxes for a, n, l in parts]
+    return boxes
 
 
-def _writes(t: Tensor, plain_writer: bool) -> bool:
-    """Whether this rank stores its piece of t: replicas are written once, by the first rank holding them (for a
-    plain tensor, `plain_writer` says whether this is the lowest rank whose state dict has its key)."""
-    if not isinstance(t, DTensor):
-        return plain_writer
-    coord = t._mesh.get_coordinate()
-    return all(coord[d] == 0 for d, p in enumerate(t._placements) if isinstance(p, Replicate))
+def _cut(spans: List[Tuple[int, int]], p: Shard, n: int, i: int) -> List[Tuple[int, int]]:
+    """Rank i's part (of n) of the rows `spans` (global intervals read in order) under Shard/_StridedShard p."""
+    total = sum(b - a for a, b in spans)
+    if isinstance(p, _StridedShard):
+        block, piece = total // p.split_factor, total // (p.split_factor * n)
+        wanted = [(k * block + i * piece, k * block + (i + 1) * piece) for k in range(p.split_factor)]
+    else:
+        wanted = [chunk_bounds(total, n, i)]
+    out, at = [], 0
+    for a, b in spans:  # map local row ranges back to global ones
+        for lo, hi in wanted:
+            x, y = max(lo, at), min(hi, at + b - a)
+            if x < y:
+                out.append((a + x - at, a + y - at))
+        at += b - a
+    return out or [(0, 0)]
+
+
+def _held(state_dict: Dict[str, Any]) -> set:
+    """(key, offsets, sizes) of every box of every tensor this rank holds."""
+    return {(_key(p), tuple(offs), tuple(sizes)) for p, leaf in _flatten(state_dict) if isinstance(leaf, Tensor)
+            for offs, sizes, _ in _boxes(leaf)}
 
 
 def _host(a: Any) -> np.ndarray:
@@ -186,16 +207,16 @@ def save(state_dict: Dict[str, Any], *, checkpoint_id: Any = None, storage_write
     sync = storage_writer.sync_files if storage_writer is not None else True
     mine: Optional[dict] = None
     error: Optional[BaseException] = None
-    # A plain tensor is written by the lowest rank that holds it: rank 0 unless the ranks hold different parts of
-    # the model (pipeline stages), as PyTorch's planner deduplicates replicated items.
-    plain = [_key(p) for p, leaf in _flatten(state_dict) if isinstance(leaf, Tensor) and not isinstance(leaf, DTensor)]
+    # Each box of a tensor is written once, by the lowest rank holding it, as PyTorch's planner deduplicates:
+    # replicas (plain tensors, Replicate placements, sub-mesh DTensors repeated over the other mesh dims) are
+    # skipped, while ranks holding different parts of the model (pipeline stages) each write theirs.
+    held = _held(state_dict)
     if dist:
         holders: list = [None] * c10d.get_world_size(process_group)
-        c10d.all_gather_object(holders, plain, group=process_group)
-        taken = set().union(*map(set, holders[:rank]))
-        plain = [k for k in plain if k not in taken]
+        c10d.all_gather_object(holders, held, group=process_group)
+        held = held.difference(*holders[:rank])
     try:
-        mine = _write_rank_file(state_dict, path, rank, sync, set(plain))
+        mine = _write_rank_file(state_dict, path, rank, sync, held)
     except Exception as e:  # every rank must reach the exchange below, or the others would wait for it
         error = e
     if not dist:
@@ -223,7 +244,7 @@ def save(state_dict: Dict[str, Any], *, checkpoint_id: Any = None, storage_write
     return meta
 
 
-def _write_rank_file(state_dict: Dict[str, Any], path: str, rank: int, sync: bool, plain_writes: set) -> dict:
+def _write_rank_file(state_dict: Dict[str, Any], path: str, rank: int, sync: bool, writes: set) -> dict:
     """Write this rank's pieces to its file; return what the metadata says about them."""
     os.makedirs(path, exist_ok=True)
     fname = f"__{rank}_0.distcp"
@@ -236,13 +257,16 @@ def _write_rank_file(state_dict: Dict[str, Any], path: str, rank: int, sync: boo
         key = _key(p)
         if isinstance(leaf, Tensor):
             tensors[key] = {"shape": list(leaf.shape), "dtype": str(leaf._data.dtype)}
-            if _writes(leaf, key in plain_writes):
-                offs, sizes = _box(leaf)
-                data = _host(leaf._data).reshape(-1).view(np.uint8)
-                pieces.append({"key": key, "offsets": offs, "sizes": sizes, "file": fname, "rank": rank,
-                               "start": offset, "nbytes": data.nbytes, "crc32c": _C._cpu.crc32c(data)})
-                chunks.append(data)
-                offset += data.nbytes
+            local = None
+            for offs, sizes, at in _boxes(leaf):
+                if (key, tuple(offs), tuple(sizes)) in writes:
+                    local = _host(leaf._data).reshape(leaf._data.shape) if local is None else local
+                    data = np.ascontiguousarray(local[(Ellipsis,) + tuple(slice(a, a + n) for a, n in zip(at, sizes))])
+                    data = data.reshape(-1).view(np.uint8)
+                    pieces.append({"key": key, "offsets": offs, "sizes": sizes, "file": fname, "rank": rank,
+                                   "start": offset, "nbytes": data.nbytes, "crc32c": _C._cpu.crc32c(data)})
+                    chunks.append(data)
+                    offset += data.nbytes
         else:
             values[key] = _encode(leaf)
     _atomic_write(os.path.join(path, fname), chunks, sync)
@@ -349,23 +373,24 @@ def _read_updates(state_dict: Dict[str, Any], path: str, rank: int) -> List[Tupl
             raise CheckpointException(f"dcp.load: {item} has shape {info['shape']} in the "
                                       f"checkpoint but {list(leaf.shape)} in the state dict given")
         dt = np.dtype(info["dtype"])
-        offs, sizes = _box(leaf)
-        out = np.empty(sizes, dtype=dt)
-        covered = 0
-        for piece in by_key.get(key, []):
-            inter = _intersect(offs, sizes, piece["offsets"], piece["sizes"])
-            if inter is None:
-                continue
-            lo, hi = inter
-            src = files.piece(piece, item).view(dt).reshape(piece["sizes"])
-            src_idx = tuple(slice(l - o, h - o) for l, h, o in zip(lo, hi, piece["offsets"]))
-            dst_idx = tuple(slice(l - o, h - o) for l, h, o in zip(lo, hi, offs))
-            out[dst_idx] = src[src_idx]
-            covered += math.prod(h - l for l, h in zip(lo, hi))
-        if covered != math.prod(sizes):
-            raise CheckpointException(f"dcp.load: the checkpoint in {path} does not cover all of "
-                                      f"{item} (saved pieces hold {covered} of the "
-                                      f"{math.prod(sizes)} elements this rank needs)")
+        out = np.empty(tuple(leaf._data.shape), dtype=dt)
+        for offs, sizes, at in _boxes(leaf):
+            region = out[(Ellipsis,) + tuple(slice(a, a + n) for a, n in zip(at, sizes))]  # a view, also 0-d
+            covered = 0
+            for piece in by_key.get(key, []):
+                inter = _intersect(offs, sizes, piece["offsets"], piece["sizes"])
+                if inter is None:
+                    continue
+                lo, hi = inter
+                src = files.piece(piece, item).view(dt).reshape(piece["sizes"])
+                src_idx = tuple(slice(l - o, h - o) for l, h, o in zip(lo, hi, piece["offsets"]))
+                dst_idx = tuple(slice(l - o, h - o) for l, h, o in zip(lo, hi, offs))
+                region[dst_idx] = src[src_idx]
+                covered += math.prod(h - l for l, h in zip(lo, hi))
+            if covered != math.prod(sizes):
+                raise CheckpointException(f"dcp.load: the checkpoint in {path} does not cover all of "
+                                          f"{item} (saved pieces hold {covered} of the "
+                                          f"{math.prod(sizes)} elements this rank needs at offsets {offs})")
         updates.append((p, out))
     return updates
 

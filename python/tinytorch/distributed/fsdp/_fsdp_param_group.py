@@ -3,7 +3,9 @@
 One all-gather brings every rank's shards of the group into a flat buffer laid out rank after rank; the
 values are then copied into the group's unsharded storage, where each unsharded parameter is a view. After
 backward, the unsharded gradients are copied (in the same rank-after-rank layout) into one buffer that one
-reduce-scatter averages, leaving each rank the gradient rows of its own shards.
+reduce-scatter averages, leaving each rank the gradient rows of its own shards. Both run over the shard group
+(the mesh's last dim); with HSDP the reduced rows are then all-reduced across the replicate group (mesh dim 0),
+so gradients are averaged over every data-parallel rank.
 
 Freeing unsharded parameters (reshard): on the CPU the storage is an anonymous mapping whose pages are
 handed back to the kernel with madvise(MADV_DONTNEED). Ops may keep references to the unsharded arrays for
@@ -41,7 +43,8 @@ class FSDPParamGroup:
                  offload_policy: OffloadPolicy, label: str) -> None:
         self.fsdp_params = params
         self.mesh = mesh
-        self.pg = mesh.get_group(mesh.ndim - 1)
+        self.pg = mesh.get_group(mesh.ndim - 1)  # the shard group
+        self.replicate_pg = mesh.get_group(0) if mesh.ndim == 2 else None  # HSDP
         self.world = self.pg.size()
         self.label = label
         self.mp_policy = mp_policy
@@ -66,6 +69,8 @@ class FSDPParamGroup:
         self._rs: Optional[tuple] = None         # reduce-scatters in flight: (works, flat output, outputs, start)
         self.reshard_after_backward = True
         self.requires_gradient_sync = True
+        self.requires_all_reduce = True
+        self._partial: dict = {}  # HSDP without all-reduce: reduce-scattered gradient rows awaiting it, per param
         self.divide_factor: Optional[float] = None
         self.grads_remaining = 0
         self.in_backward = False
@@ -285,12 +290,44 @@ class FSDPParamGroup:
         itemsize = np.dtype(self.reduce_dtype or self._uniform_dtype()).itemsize
         self._wait("reduce_scatter", works, t0, nbytes * itemsize * (self.world - 1))
         pieces = [(p, out[p.offset:p.offset + (p.local_rows[1] - p.local_rows[0]) * p.row_numel]) for p in packed]
-        for p, piece in pieces + direct_out:
+        pieces += direct_out
+        if self.replicate_pg is not None:
+            pieces = self._all_reduce_replicas(pieces)
+        for p, piece in pieces:
             if self.divide_factor is not None:
                 piece /= self.divide_factor
             if self._is_cuda() and self.offload:
                 piece = piece.get()
             p.set_sharded_grad(piece)
+
+    def _all_reduce_replicas(self, pieces: List[tuple]) -> List[tuple]:
+        """HSDP: sum (or average) the reduce-scattered rows across the replicate group, in one all-reduce. With
+        set_requires_all_reduce(False) they are kept and added to the next all-reduce instead (nothing reaches
+        .grad until then), as PyTorch's FSDP2."""
+        xp = self._xp()
+        held = dict(pieces)
+        for p, q in self._partial.items():
+            held[p] = held[p] + q if p in held else q
+        self._partial = {}
+        order = [p for p in self.fsdp_params if p in held]
+        if not self.requires_all_reduce:
+            self._partial = {p: xp.array(held[p], copy=True) for p in order}
+            return []
+        if not order:
+            return []
+        flat = xp.concatenate([held[p].reshape(-1) for p in order])
+        op = c10d.ReduceOp.AVG if self.divide_factor is None else c10d.ReduceOp.SUM
+        t0 = time.monotonic_ns()
+        with c10d._debug_label(f"FSDP all-reduce of {self.label}"):
+            work = c10d.all_reduce(flat, op=op, group=self.replicate_pg, async_op=True)
+        n = self.replicate_pg.size()
+        self._wait("all_reduce", [work], t0, 2 * flat.nbytes * (n - 1) // n)
+        out, at = [], 0
+        for p in order:
+            size = held[p].size
+            out.append((p, flat[at:at + size]))
+            at += size
+        return out
 
     # ------------------------------------------------------------------ measurement
     def _wait(self, kind: str, works: List[Any], t0: int, nbytes: int) -> None:

@@ -263,6 +263,13 @@ class FSDPModule:
             if st.group is not None:
                 st.group.requires_gradient_sync = bool(requires_gradient_sync)
 
+    def set_requires_all_reduce(self, requires_all_reduce: bool, *, recurse: bool = True) -> None:
+        """HSDP: False keeps the reduce-scatter but skips the all-reduce across replicas (its rows are added to
+        the next one's); gradient accumulation with less communication."""
+        for st in self._states(recurse):
+            if st.group is not None:
+                st.group.requires_all_reduce = bool(requires_all_reduce)
+
     def set_reshard_after_backward(self, reshard_after_backward: bool, *, recurse: bool = True) -> None:
         """Whether parameters are resharded after backward (False keeps them gathered for the next forward)."""
         for st in self._states(recurse):
@@ -378,9 +385,9 @@ def _register_state_dict_hooks(group: FSDPParamGroup) -> None:
                     value = state_dict.get(key) if owner is mod else None
                     if not isinstance(value, Tensor) or tuple(value.shape) != fp.orig_shape:
                         continue  # absent, not a tensor, or a size mismatch: load_state_dict reports it by name
-                    if isinstance(value, DTensor) and value.device_mesh == fp.mesh and \
+                    if isinstance(value, DTensor) and value.device_mesh == fp.spmd_mesh and \
                             not local_metadata.get("assign_to_params_buffers", False):
-                        value = state_dict[key] = value.redistribute(fp.mesh, fp.sharded_param.placements)
+                        value = state_dict[key] = value.redistribute(fp.spmd_mesh, fp.spmd_placements)
                     fp.check_loaded(value, key)
 
         def post_load(mod: Module, incompatible_keys: Any, fps: List[FSDPParam] = fps) -> None:
@@ -399,8 +406,10 @@ def fully_shard(module: Union[Module, List[Module]], *, mesh: Optional[DeviceMes
                 ignored_params: Optional[set] = None) -> Module:
     """Shard module's parameters (those not already sharded by a fully_shard'ed submodule) along dim 0 over
     mesh, as DTensors; they are all-gathered around its forward and backward (ZeRO-3, or ZeRO-2 with
-    reshard_after_forward=False) and its gradients reduce-scattered. Returns the module, whose class becomes
-    FSDP<Name>."""
+    reshard_after_forward=False) and its gradients reduce-scattered. A 2-d mesh is HSDP: dims (replicate,
+    shard), gradients reduce-scattered over the shard dim then all-reduced across replicas. Parameters that are
+    already DTensors on a TP mesh sliced from the same root mesh are sharded through their TP-local pieces
+    (FSDP x TP). Returns the module, whose class becomes FSDP<Name>."""
     if isinstance(module, (list, tuple)):
         if len(module) != 1:
             raise NotImplementedError("fully_shard: one group over several modules is not supported; call "
@@ -424,13 +433,12 @@ def fully_shard(module: Union[Module, List[Module]], *, mesh: Optional[DeviceMes
     if mesh is None:
         dev = "cuda" if any(p.is_cuda for p in module.parameters()) else "cpu"
         mesh = init_device_mesh(dev, (c10d.get_world_size() if c10d.is_initialized() else 1,))
-    if mesh.ndim != 1:
-        raise NotImplementedError(f"fully_shard: only a 1-d mesh is supported (HSDP over a {mesh.ndim}-d mesh is "
-                                  "not implemented)")
+    if mesh.ndim not in (1, 2):
+        raise ValueError(f"fully_shard expects a 1D or 2D DeviceMesh but got {mesh}")
     params = [(p, owners, path) for p, owners, path in _managed_params(module)
-              if not isinstance(p, DTensor) and (ignored_params is None or p not in ignored_params)]
+              if not getattr(p, "_fsdp_managed", False) and (ignored_params is None or p not in ignored_params)]
     label = type(module).__name__
-    pg = mesh.get_group(0)
+    pg = mesh.get_group(mesh.ndim - 1)  # the shard group (HSDP: mesh dims are (replicate, shard))
     _verify_shapes(params, pg, label)
     state = FSDPState(module, mesh, reshard_after_forward, mp_policy, offload_policy)
     if params:

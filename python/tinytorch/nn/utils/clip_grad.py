@@ -73,32 +73,42 @@ def get_total_norm(tensors: Iterable[Tensor] | Tensor, norm_type: float = 2.0, e
 
 
 def _dtensor_total_norm(tensors: list, norm_type: float, error_if_nonfinite: bool) -> Tensor:
-    """The total norm of DTensors (FSDP's sharded gradients) with one all-reduce: each rank's sharded pieces
-    contribute their p-th powers (or their max for inf), replicated tensors count once."""
+    """The total norm of DTensors (FSDP's sharded gradients, FSDP x TP's 2-d ones, on one mesh or several
+    slices of one): each rank's pieces contribute their p-th powers (or their max for inf), reduced over exactly
+    the mesh dims that shard them (one all-reduce per mesh dim, of a value per layout); replicas count once."""
     from ...distributed import distributed_c10d as c10d
     from ...distributed.tensor._api import DTensor
     from ...distributed.tensor.placement_types import Replicate
-    mesh = tensors[0]._mesh
+    if not all(isinstance(t, DTensor) for t in tensors):
+        raise RuntimeError("clip_grad_norm_: got a mix of Tensor and DTensor gradients; make every parameter a "
+                           "DTensor (fully_shard or parallelize_module the whole model)")
+    meshes: list = []  # in order of first appearance: the same on every rank
     for t in tensors:
-        if not isinstance(t, DTensor) or t._mesh != mesh:
-            raise RuntimeError("clip_grad_norm_: the gradients must all be DTensors on one DeviceMesh (got a mix of "
-                               "Tensor and DTensor, or several meshes)")
+        if all(t._mesh != m for m in meshes):
+            meshes.append(t._mesh)
     inf = norm_type in (math.inf, -math.inf)
     combine = (max if norm_type == math.inf else min) if inf else sum
     power = 1.0 if inf or norm_type == 0 else norm_type
-    sharded, replicated = [], []
-    for t in tensors:
-        n = float(_array_norm(t._data, norm_type)) ** power if t._data.size or not inf else None
-        if n is None:
-            continue
-        (replicated if all(isinstance(p, Replicate) for p in t._placements) else sharded).append(n)
     neutral = -math.inf if norm_type == math.inf else math.inf if inf else 0.0
-    buf = np.array([combine(sharded) if sharded else neutral], dtype=np.float64)
+    by_layout: dict = {}  # (mesh, the mesh dims sharding the tensor) -> its pieces' contributions on this rank
+    replicated = []
+    for t in tensors:
+        m = next(i for i, mesh in enumerate(meshes) if mesh == t._mesh)
+        dims = tuple(d for d, p in enumerate(t._placements) if not isinstance(p, Replicate))
+        n = float(_array_norm(t._data, norm_type)) ** power if t._data.size or not inf else neutral
+        (by_layout.setdefault((m, dims), []) if dims else replicated).append(n)
+    layouts = sorted(by_layout)  # the same on every rank: every rank has the same parameters
+    buf = np.array([combine(by_layout[k]) for k in layouts], dtype=np.float64)
     op = c10d.ReduceOp.MAX if norm_type == math.inf else c10d.ReduceOp.MIN if inf else c10d.ReduceOp.SUM
-    for d in range(mesh.ndim):
-        if any(not isinstance(t._placements[d], Replicate) for t in tensors):
-            c10d.all_reduce(buf, op=op, group=mesh.get_group(d))
-    value = combine([float(buf[0])] + replicated)
+    for m, mesh in enumerate(meshes):
+        for d in range(mesh.ndim):
+            rows = [i for i, (mk, dims) in enumerate(layouts) if mk == m and d in dims]
+            if rows:
+                part = np.ascontiguousarray(buf[rows])
+                c10d.all_reduce(part, op=op, group=mesh.get_group(d))
+                buf[rows] = part
+    mesh = meshes[0]
+    value = combine([neutral] + [float(v) for v in buf] + replicated)
     if not inf and norm_type != 0:
         value = value ** (1.0 / norm_type)
     xp = _xp(tensors[0]._data)
