@@ -426,31 +426,41 @@ def main(argv=None) -> dict:
         y = np.stack([val_tokens[s + 1:s + 1 + args.context] for s in starts])
         return torch.from_numpy(x).to(device), torch.from_numpy(y).to(device)
 
-    def pipeline_loss(x, y, run) -> float:
-        """One step of the pipeline schedule (`run` is its step or eval); the mean loss of its microbatches, which
-        only the last stage's ranks compute, averaged over the data-parallel replicas onto every rank."""
-        losses = []
-        run(*((x,) if is_first else ()), **({"target": y, "losses": losses} if is_last else {}))
-        mine = sum(float(v) for v in losses) / len(losses) if is_last else 0.0
-        total = torch.tensor([mine / (layout.tp * layout.dp)], dtype=torch.float64, device=device)
+    def global_mean(mine: float | None) -> float:
+        """A loss averaged over the data-parallel replicas, onto every rank; `mine` is None on ranks that have none
+        (pipeline stages before the last). The ranks of one replica hold the same value, so each adds its share."""
+        if not distributed:
+            return mine
+        total = torch.tensor([0.0 if mine is None else mine / (world // (layout.pp * layout.dp))],
+                             dtype=torch.float64, device=device)
         dist.all_reduce(total)
-        return float(total.item())
+        return float(total.item()) / layout.dp
+
+    def step_loss(x, y, train: bool) -> float:
+        """The loss of one batch, with its backward when training: through the model, or one step of the pipeline
+        schedule (its last stage averages the microbatches' losses)."""
+        if schedule is None:
+            loss = F.cross_entropy((train_model if train else model)(x).flatten(0, 1), y.flatten())
+            if train:
+                loss.backward()
+            return global_mean(loss.item())
+        losses = []
+        run = schedule.step if train else schedule.eval
+        run(*((x,) if is_first else ()), **({"target": y, "losses": losses} if is_last else {}))
+        return global_mean(sum(float(v) for v in losses) / len(losses) if is_last else None)
 
     def evaluate() -> float:
         model.eval()
         with torch.no_grad():
-            batches = [val_batch() for _ in range(args.eval_batches)]
-            if schedule is not None:
-                losses = [pipeline_loss(x, y, schedule.eval) for x, y in batches]
-            else:
-                losses = [F.cross_entropy(model(x).flatten(0, 1), y.flatten()).item() for x, y in batches]
+            losses = [step_loss(*val_batch(), train=False) for _ in range(args.eval_batches)]
         model.train()
         return sum(losses) / len(losses)
 
     if is_main:
+        ranks = f"{world} rank(s)" + (f" ({layout.describe()})" if layout.names else "")
         print(f"{args.backend}: GPT {n_params / 1e6:.2f}M parameters, {len(tokens) / 1e6:.2f}M bytes of "
               f"{'text from ' + args.data if args.data else 'Python standard library source'}, "
-              f"{world} rank(s){f' ({layout.describe()})' if layout.names else ''}; uniform baseline ln(256) = {uniform_loss():.3f}", flush=True)
+              f"{ranks}; uniform baseline ln(256) = {uniform_loss():.3f}", flush=True)
     progress = Progress()
     start, tokens_seen, first_loss = time.time(), 0, None
     deadline = start + args.minutes * 60
@@ -474,12 +484,7 @@ def main(argv=None) -> dict:
         x, y = x.to(device, non_blocking=True), y.to(device, non_blocking=True)
         # zero_grad before forward: under DDP, forward hands each parameter a fresh view into its bucket.
         opt.zero_grad(set_to_none=True)
-        if schedule is not None:
-            value = pipeline_loss(x, y, schedule.step)
-        else:
-            loss = F.cross_entropy(train_model(x).flatten(0, 1), y.flatten())
-            loss.backward()
-            value = loss.item()
+        value = step_loss(x, y, train=True)
         # Sharded layouts sum the squares over all ranks, each stage's counted once; DDP's gradients are whole.
         clip_grad_norm(torch, params, 1.0, layout.tp * layout.dp if layout.sharded else 1, layout.sharded)
         opt.step()

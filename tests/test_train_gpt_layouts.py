@@ -80,6 +80,20 @@ def test_pp2_x_tp2_with_ac_traces_its_stages_and_resumes_at_other_layouts(tmp_pa
         np.testing.assert_allclose(losses[name][3:], losses["one_process"][3:], rtol=1e-4, err_msg=name)
 
 
+def test_fsdp_x_tp_checkpoint_resumes_under_fsdp_alone_and_under_pp_x_fsdp(tmp_path):
+    """2-D sharded state (fully_shard over dp2 of tensor-parallel parameters) saved, then resumed with the same two
+    data-parallel replicas at two other layouts: the logged losses (the replicas' mean) agree."""
+    first = tmp_path / "dp2_tp2"
+    assert "4 rank(s) (dp_shard2 x tp2)" in _run(first, 4, "--dp-shard", "2", "--tp", "2", "--steps", "2")[0]
+    losses = {}
+    for name, (world, flags) in {"fsdp": (2, ["--fsdp"]), "pp2_dp2": (4, ["--pp", "2", "--dp-shard", "2"])}.items():
+        out = tmp_path / name
+        shutil.copytree(first, out)
+        assert "at step 2" in _run(out, world, *flags, "--resume", "--steps", "4", "--trace-step", "0")[0]
+        losses[name] = _train_losses(out)
+    np.testing.assert_allclose(losses["pp2_dp2"], losses["fsdp"], rtol=1e-4)
+
+
 def _has_matplotlib() -> bool:
     try:
         import matplotlib  # noqa: F401
