@@ -152,3 +152,44 @@ def test_pp2_x_tp2_pp2_x_fsdp2_and_ac_x_tp_match_one_process():
         np.testing.assert_allclose(losses, ref_losses, rtol=1e-5)
         assert calls == 2 * LAYERS * STEPS
         assert not any("_checkpoint_wrapped_module" in k for k in keys)  # PyTorch's state-dict keys
+
+
+def _adamw_after_a_step(torch):
+    torch.manual_seed(0)
+    m = torch.nn.Sequential(torch.nn.Linear(2, 3), torch.nn.Linear(3, 1))
+    opt = torch.optim.AdamW(m.parameters(), lr=0.1)
+    m(torch.ones(4, 2)).sum().backward()
+    opt.step()
+    return m, opt
+
+
+def test_flattened_optimizer_state_dict_names_every_key_by_parameter_and_loads_back():
+    """flatten_optimizer_state_dict=True (what the composed example checkpoints): PyTorch's keys, and
+    set_optimizer_state_dict takes the flat form back into a fresh optimizer."""
+    import tinytorch as torch
+    from tinytorch.distributed.checkpoint.state_dict import (StateDictOptions, get_optimizer_state_dict,
+                                                             set_optimizer_state_dict)
+    flat = StateDictOptions(flatten_optimizer_state_dict=True)
+    m, opt = _adamw_after_a_step(torch)
+    sd = get_optimizer_state_dict(m, opt, options=flat)
+    assert {k for k in sd if k.startswith("state.")} == {f"state.{n}.{s}" for n in ("0.weight", "0.bias", "1.weight",
+                                                                                   "1.bias")
+                                                         for s in ("step", "exp_avg", "exp_avg_sq")}
+    assert sd["param_groups.1.bias.lr"] == 0.1 and sd["param_groups.0.weight.betas"] == (0.9, 0.999)
+    fresh = torch.optim.AdamW(m.parameters(), lr=0.5)
+    set_optimizer_state_dict(m, fresh, {k: v.clone() if hasattr(v, "clone") else v for k, v in sd.items()})
+    assert fresh.param_groups[0]["lr"] == 0.1
+    for p in m.parameters():
+        for name, value in opt.state[p].items():
+            np.testing.assert_array_equal(fresh.state[p][name].numpy(), value.numpy())
+    try:
+        import torch as pt
+        from torch.distributed.checkpoint.state_dict import StateDictOptions as PtOptions
+        from torch.distributed.checkpoint.state_dict import get_optimizer_state_dict as pt_get
+    except ImportError:
+        return
+    pm, popt = _adamw_after_a_step(pt)
+    theirs = pt_get(pm, popt, options=PtOptions(flatten_optimizer_state_dict=True))
+    assert {k for k in theirs if k.startswith("state.")} == {k for k in sd if k.startswith("state.")}
+    shared = {k for k in sd if k.startswith("param_groups.")} & set(theirs)
+    assert {k.rsplit(".", 1)[1] for k in shared} >= {"lr", "betas", "eps", "weight_decay", "amsgrad", "maximize"}
