@@ -1,11 +1,14 @@
-"""fully_shard on n-d meshes, on 4 real processes (ring backend): HSDP on a 2x2 (replicate, shard) mesh and FSDP
-over tensor-parallel parameters on a 2x2 (dp, tp) mesh each match one process trained on the same global batch
-(every full parameter after 3 AdamW steps, rtol 1e-5), with clip_grad_norm_, gradient accumulation
-(set_requires_gradient_sync, set_requires_all_reduce) and reshard_after_forward; a distributed checkpoint saved
-at dp2 x tp2 resumes at dp4 FSDP and at HSDP 2x2 with the losses of the uninterrupted run; and the errors for
-meshes FSDP cannot use."""
+"""fully_shard on n-d meshes, on 4 real processes (ring backend), with test_tensor_parallel's small transformer:
+HSDP on a 2x2 (replicate, shard) mesh and FSDP over tensor- and sequence-parallel parameters (Llama-style, with
+loss_parallel) on a 2x2 (dp, tp) mesh each match one process trained on the same global batch (every full
+parameter after 3 AdamW steps, rtol 1e-5), with clip_grad_norm_, gradient accumulation (set_requires_gradient_sync,
+set_requires_all_reduce), set_reduce_scatter_divide_factor, mixed precision and reshard_after_forward. A
+distributed checkpoint saved at dp2 x tp2 resumes at dp4 FSDP, HSDP 2x2, HSDP x TP (1x2x2) and dp2 x tp2 (full
+state dicts from rank 0 too) with the losses of the uninterrupted run. And the errors for meshes FSDP cannot use."""
 from __future__ import annotations
 
+import contextlib
+import copy
 import os
 import sys
 
@@ -14,65 +17,26 @@ import pytest
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from dist_helpers import run_ranks  # noqa: E402
+from test_tensor_parallel import D, V, _init, _model, _plan  # noqa: E402  (a small transformer, its TP plan)
 
-D, HID, S, B, STEPS, CLIP = 8, 16, 4, 2, 3, 0.5  # B rows per rank; the global batch has 4 * B rows
-
-
-def _init(rank, world, port):
-    import tinytorch.distributed as dist
-    dist.init_process_group("ring", init_method=f"tcp://127.0.0.1:{port}", rank=rank, world_size=world,
-                            timeout=60)
+S, B, STEPS, CLIP = 4, 2, 3, 0.5  # B rows per rank; the global batch has 4 * B rows
 
 
-def _model(torch, vocab):
-    nn, F = torch.nn, torch.nn.functional
-
-    class MLP(nn.Module):
-        def __init__(self):
-            super().__init__()
-            self.w1, self.w2 = nn.Linear(D, HID), nn.Linear(HID, D)
-
-        def forward(self, x):
-            return self.w2(F.gelu(self.w1(x)))
-
-    class Block(nn.Module):
-        def __init__(self):
-            super().__init__()
-            self.norm, self.mlp = nn.LayerNorm(D), MLP()
-
-        def forward(self, x):
-            return x + self.mlp(self.norm(x))
-
-    class Model(nn.Module):
-        def __init__(self):
-            super().__init__()
-            self.tok = nn.Embedding(vocab, D)
-            self.layers = nn.ModuleList(Block() for _ in range(2))
-            self.norm = nn.LayerNorm(D)
-            self.out = nn.Linear(D, vocab, bias=False)
-
-        def forward(self, ids):
-            h = self.tok(ids)
-            for layer in self.layers:
-                h = layer(h)
-            return self.out(self.norm(h))
-
-    torch.manual_seed(0)
-    m = Model().double()
-    for p in m.parameters():  # non-trivial norm weights and biases
-        if p.ndim == 1:
-            p.data.add_(torch.randn(p.shape, dtype=torch.float64) * 0.1)
-    return m
-
-
-def _batches(vocab, steps=STEPS):
+def _batches(steps=STEPS):
     g = np.random.default_rng(1)
-    return [(g.integers(0, vocab, (4 * B, S)), g.integers(0, vocab, (4 * B, S))) for _ in range(steps)]
+    return [(g.integers(0, V, (4 * B, S)), g.integers(0, V, (4 * B, S))) for _ in range(steps)]
 
 
-def _loss(torch, model, ids, tgt):
+def _forward_backward(torch, model, ids, tgt):
+    """Mean cross entropy and its backward; vocabulary-sharded logits (sequence parallelism) under loss_parallel.
+    Returns the loss."""
+    from tinytorch.distributed.tensor import DTensor
+    from tinytorch.distributed.tensor.parallel import loss_parallel
     logits = model(torch.tensor(ids))
-    return torch.nn.functional.cross_entropy(logits.flatten(0, 1), torch.tensor(tgt).flatten())
+    with loss_parallel() if isinstance(logits, DTensor) else contextlib.nullcontext():
+        loss = torch.nn.functional.cross_entropy(logits.flatten(0, 1), torch.tensor(tgt).flatten())
+        loss.backward()
+    return loss.item()
 
 
 def _train(torch, model, opt, batches, rows, micro):
@@ -89,9 +53,7 @@ def _train(torch, model, opt, batches, rows, micro):
                 model.set_requires_gradient_sync(last)
             elif micro == "no_all_reduce":
                 model.set_requires_all_reduce(last)
-            loss = _loss(torch, model, i, t)
-            loss.backward()
-            losses.append(loss.item())
+            losses.append(_forward_backward(torch, model, i, t))
         norms.append(float(torch.nn.utils.clip_grad_norm_(model.parameters(), CLIP)))
         opt.step()
         opt.zero_grad()
@@ -121,15 +83,15 @@ def _micro_order(micro):
                           [np.arange(r * B + B // 2, (r + 1) * B) for r in range(4)])
 
 
-def _reference(vocab, micro):
+def _reference(micro):
     import tinytorch as torch
-    m = _model(torch, vocab)
+    m = _model(torch)
     opt = torch.optim.AdamW(m.parameters(), lr=1e-2)
     # a global microbatch is every rank's half of its rows: the same rows as a half of the global batch
-    _, norms = _train(torch, m, opt, _batches(vocab), _micro_order(micro), 1 if micro == 1 else 2)
+    losses, norms = _train(torch, m, opt, _batches(), _micro_order(micro), 1 if micro == 1 else 2)
     state = {n: {k: v.numpy().copy() for k, v in opt.state[p].items() if k != "step"}
              for n, p in m.named_parameters()}
-    return _full(m), norms, state
+    return _full(m), norms, state, losses
 
 
 # ---------------------------------------------------------------------------------------------- HSDP
@@ -144,58 +106,68 @@ def _hsdp_worker(rank, world, port):
     mesh = init_device_mesh("cpu", (2, 2), mesh_dim_names=("replicate", "shard"))
     out = {}
     for variant, micro, reshard, mp in (("plain", 1, True, None), ("no_sync", "no_sync", False, None),
-                                         ("no_all_reduce", "no_all_reduce", True, None),
+                                         ("no_all_reduce", "no_all_reduce", True, None), ("divide", 1, True, None),
                                          ("mp", 1, True, MixedPrecisionPolicy(param_dtype=torch.float32,
                                                                              reduce_dtype=torch.float64))):
-        m = _model(torch, 15)  # 15 rows: uneven shards (8 + 7) with padding in the collectives
+        m = _model(torch)
         kw = {"mesh": mesh, "reshard_after_forward": reshard}
         if mp is not None:
             kw["mp_policy"] = mp
         for layer in m.layers:
             fully_shard(layer, **kw)
         fully_shard(m, **kw)
+        if variant == "divide":  # sums over shard group and replicas, then divides: the mean again
+            m.set_reduce_scatter_divide_factor(4.0)
         placements = {tuple(p.placements) for p in m.parameters()}
         assert placements == {(Replicate(), Shard(0))}, placements
+        seen = []  # the dtype the block computes in, and the sharded gradients' dtype
+        m.layers[0].mlp.w1.register_forward_pre_hook(lambda mod, args: seen.append(str(mod.weight.dtype)))
         opt = torch.optim.AdamW(m.parameters(), lr=1e-2)
         rows = slice(rank * B, (rank + 1) * B)
-        losses, norms = _train(torch, m, opt, _batches(15), rows, micro)
-        out[variant] = (_full(m), norms)
+        losses, norms = _train(torch, m, opt, _batches()[:1], rows, micro)
+        sharded_dtype = str(m.layers[0].mlp.w1.weight.dtype)
+        more, norms2 = _train(torch, m, opt, _batches()[1:], rows, micro)
+        out[variant] = (_full(m), norms + norms2, _global(torch, losses + more), seen[0], sharded_dtype)
     return out
 
 
 def test_hsdp_2x2_matches_one_process():
     results = run_ranks(_hsdp_worker, 4, timeout=200)
-    for variant in ("plain", "no_sync", "no_all_reduce", "mp"):
-        ref_params, ref_norms, _ = _reference(15, 1 if variant in ("plain", "mp") else 2)
-        rtol, atol = (1e-5, 1e-8) if variant != "mp" else (1e-3, 1e-4)  # mp: float32 compute
+    for variant in ("plain", "no_sync", "no_all_reduce", "divide", "mp"):
+        ref_params, ref_norms, _, ref_losses = _reference(2 if variant.startswith("no_") else 1)
         for rank, res in enumerate(results):
-            params, norms = res[variant]
-            np.testing.assert_allclose(norms, ref_norms, rtol=rtol, err_msg=f"{variant} rank {rank}")
+            params, norms, losses, compute_dtype, param_dtype = res[variant]
+            assert param_dtype == "tinytorch.float64"
+            if variant == "mp":  # float32 compute: near-zero gradients (wk's bias) are noise that Adam amplifies,
+                assert compute_dtype == "tinytorch.float32"  # so the check is on the losses and norms
+                np.testing.assert_allclose(losses, ref_losses, rtol=1e-5, err_msg=f"mp rank {rank}")
+                np.testing.assert_allclose(norms, ref_norms, rtol=1e-4, err_msg=f"mp rank {rank}")
+                continue
+            assert compute_dtype == "tinytorch.float64"
+            np.testing.assert_allclose(losses, ref_losses, rtol=1e-5, err_msg=f"{variant} rank {rank}")
+            np.testing.assert_allclose(norms, ref_norms, rtol=1e-5, err_msg=f"{variant} rank {rank}")
             assert params.keys() == ref_params.keys()
             for name, want in ref_params.items():
-                np.testing.assert_allclose(params[name], want, rtol=rtol, atol=atol,
+                np.testing.assert_allclose(params[name], want, rtol=1e-5, atol=1e-8,
                                            err_msg=f"{variant} rank {rank}: {name}")
 
 
 # ---------------------------------------------------------------------------------------------- FSDP x TP
 
 
-def _tp_plan():
-    from tinytorch.distributed.tensor import Replicate
-    from tinytorch.distributed.tensor.parallel import ColwiseParallel, RowwiseParallel
-    return {"tok": RowwiseParallel(input_layouts=Replicate()), "layers.*.mlp.w1": ColwiseParallel(),
-            "layers.*.mlp.w2": RowwiseParallel(), "out": ColwiseParallel(output_layouts=Replicate())}
-
-
 def _sharded(torch, layout, mesh):
     """The test model laid out as `layout` on the 4 ranks; returns (model, rows of the global batch per step)."""
     from tinytorch.distributed.fsdp import fully_shard
     from tinytorch.distributed.tensor.parallel import parallelize_module
-    m = _model(torch, 16)
+    m = _model(torch)
     rank = torch.distributed.get_rank()
     if layout == "dp2xtp2":
-        parallelize_module(m, mesh["tp"], _tp_plan())
+        parallelize_module(m, mesh["tp"], _plan(torch, sp=True))
         dp, d = mesh["dp"], mesh["dp"].get_local_rank()
+        rows = slice(d * 2 * B, (d + 1) * 2 * B)
+    elif layout == "hsdp1x2xtp2":  # HSDP x TP on a 3-d mesh (a replicate dim of 1 rank: 4 processes), no SP:
+        parallelize_module(m, mesh["tp"], _plan(torch, sp=False))  # the norms stay plain FSDP parameters
+        dp, d = mesh["rep", "shard"], mesh["shard"].get_local_rank()
         rows = slice(d * 2 * B, (d + 1) * 2 * B)
     else:  # "dp4" (a 1-d mesh) or "hsdp2x2"
         dp, rows = mesh, slice(rank * B, (rank + 1) * B)
@@ -221,33 +193,51 @@ def _fsdp_tp_worker(rank, world, port, ckpt):
     assert layout["layers.0.mlp.w1.weight"] == (("dp", "tp"), (_StridedShard(0, split_factor=2), Shard(0)))
     assert layout["layers.0.mlp.w2.weight"] == (("dp", "tp"), (Shard(0), Shard(1)))
     assert layout["layers.0.mlp.w2.bias"] == (("dp", "tp"), (Shard(0), Replicate()))
-    assert layout["layers.0.norm.weight"] == (("dp",), (Shard(0),))
+    assert layout["layers.0.norm1.weight"] == (("dp", "tp"), (Shard(0), Replicate()))  # SequenceParallel's
     opt = torch.optim.AdamW(m.parameters(), lr=1e-2)
-    batches = _batches(16, STEPS + 2)
+    batches = _batches(STEPS + 2)
     _, norms = _train(torch, m, opt, batches[:STEPS], rows, 1)
     full = _full(m)
     full_osd = get_optimizer_state_dict(m, opt, options=StateDictOptions(full_state_dict=True))
     full_osd = {n: {k: v.numpy().copy() for k, v in st.items() if k != "step"} for n, st in full_osd["state"].items()}
     # a distributed checkpoint after STEPS steps, then two more steps: the losses every layout must continue with
     dcp.save({"model": get_model_state_dict(m), "optim": get_optimizer_state_dict(m, opt)}, checkpoint_id=ckpt)
+    full_opts = StateDictOptions(full_state_dict=True)
+    # a copy: the optimizer's live step counters are in it, and training goes on below
+    full_sd = copy.deepcopy((get_model_state_dict(m, options=full_opts),
+                             get_optimizer_state_dict(m, opt, options=full_opts)))
     want = _global(torch, _train(torch, m, opt, batches[STEPS:], rows, 1)[0])
     resumed = {}
+    mesh3 = init_device_mesh("cpu", (1, 2, 2), mesh_dim_names=("rep", "shard", "tp"))
     for layout_name, new_mesh in (("dp4", init_device_mesh("cpu", (4,))),
                                   ("hsdp2x2", init_device_mesh("cpu", (2, 2), mesh_dim_names=("rep", "shard"))),
-                                  ("dp2xtp2", mesh)):
-        m2, rows2 = _sharded(torch, layout_name, new_mesh)
+                                  ("hsdp1x2xtp2", mesh3), ("dp2xtp2", mesh), ("full", mesh)):
+        m2, rows2 = _sharded(torch, "dp2xtp2" if layout_name == "full" else layout_name, new_mesh)
         opt2 = torch.optim.AdamW(m2.parameters(), lr=1e-2)
-        sd = {"model": get_model_state_dict(m2), "optim": get_optimizer_state_dict(m2, opt2)}
-        dcp.load(sd, checkpoint_id=ckpt)
-        set_model_state_dict(m2, sd["model"])
-        set_optimizer_state_dict(m2, opt2, sd["optim"])
+        if layout_name == "full":  # full state dicts, from rank 0 only
+            set_model_state_dict(m2, full_sd[0] if rank == 0 else {}, options=StateDictOptions(
+                full_state_dict=True, broadcast_from_rank0=True))
+            set_optimizer_state_dict(m2, opt2, full_sd[1] if rank == 0 else {}, options=StateDictOptions(
+                full_state_dict=True, broadcast_from_rank0=True))
+        else:
+            sd = {"model": get_model_state_dict(m2), "optim": get_optimizer_state_dict(m2, opt2)}
+            dcp.load(sd, checkpoint_id=ckpt)
+            set_model_state_dict(m2, sd["model"])
+            set_optimizer_state_dict(m2, opt2, sd["optim"])
+        if layout_name == "hsdp1x2xtp2":
+            w1 = m2.layers[0].mlp.w1.weight
+            assert w1.device_mesh.mesh_dim_names == ("rep", "shard", "tp")
+            assert tuple(w1.placements) == (Replicate(), _StridedShard(0, split_factor=2), Shard(0))
+            norm = m2.layers[0].norm1.weight
+            assert (norm.device_mesh.mesh_dim_names, tuple(norm.placements)) == (("rep", "shard"),
+                                                                                (Replicate(), Shard(0)))
         resumed[layout_name] = _global(torch, _train(torch, m2, opt2, batches[STEPS:], rows2, 1)[0])
     return full, norms, full_osd, want, resumed
 
 
 def test_fsdp_tp_2x2_matches_one_process_and_resumes_at_other_layouts(tmp_path):
     results = run_ranks(_fsdp_tp_worker, 4, str(tmp_path / "ckpt"), timeout=200)
-    ref_params, ref_norms, ref_state = _reference(16, 1)
+    ref_params, ref_norms, ref_state, _ = _reference(1)
     for rank, (full, norms, full_osd, want, resumed) in enumerate(results):
         np.testing.assert_allclose(norms, ref_norms, rtol=1e-5, err_msg=f"rank {rank}")
         assert full.keys() == ref_params.keys()
@@ -268,15 +258,17 @@ def _errors_worker(rank, world, port):
     import tinytorch as torch
     from tinytorch.distributed.device_mesh import init_device_mesh
     from tinytorch.distributed.fsdp import fully_shard
+    from tinytorch.distributed.tensor import Shard, distribute_tensor
     from tinytorch.distributed.tensor.parallel import ColwiseParallel, parallelize_module
     errors = {}
     mesh = init_device_mesh("cpu", (2, 2), mesh_dim_names=("dp", "tp"))
     other = init_device_mesh("cpu", (2, 2), mesh_dim_names=("dp2", "tp2"))
-    m = _model(torch, 16)
-    parallelize_module(m, mesh["tp"], _tp_plan())
+    m = _model(torch)
+    parallelize_module(m, mesh["tp"], _plan(torch, sp=True))
     for key, fn in (("other_root", lambda: fully_shard(m.layers[0], mesh=other["dp2"])),
                     ("root_dp_mesh", lambda: fully_shard(m.layers[0], mesh=init_device_mesh("cpu", (4,)))),
-                    ("3d", lambda: fully_shard(m.layers[1], mesh=init_device_mesh("cpu", (1, 2, 2))))):
+                    ("3d", lambda: fully_shard(m.layers[1], mesh=init_device_mesh("cpu", (1, 2, 2)))),
+                    ("unnamed", lambda: fully_shard(m.layers[1], mesh=init_device_mesh("cpu", (2, 2))))):
         try:
             fn()
         except Exception as e:  # noqa: BLE001 - the message is what is tested
@@ -287,15 +279,30 @@ def _errors_worker(rank, world, port):
         fully_shard(uneven, mesh=mesh["dp"])
     except Exception as e:  # noqa: BLE001
         errors["uneven"] = f"{type(e).__name__}: {e}"
+    # loading a value laid out otherwise than the FSDP x TP shard: a full tensor, or the TP-only DTensor
+    sharded, _ = _sharded(torch, "dp2xtp2", mesh)
+    key = "layers.0.mlp.w1.weight"
+    tp_only = distribute_tensor(torch.zeros(4 * D, D, dtype=torch.float64), mesh["tp"], [Shard(0)])
+    for what, value in (("load_full", torch.zeros(4 * D, D, dtype=torch.float64)), ("load_tp_only", tp_only)):
+        sd = sharded.state_dict()
+        sd[key] = value
+        try:
+            sharded.load_state_dict(sd)
+        except Exception as e:  # noqa: BLE001
+            errors[what] = f"{type(e).__name__}: {e}"
     return errors
 
 
 def test_nd_mesh_errors():
     for errors in run_ranks(_errors_worker, 4, timeout=100):
         assert errors["other_root"].startswith("AssertionError")
-        assert "mlp.w1.weight" in errors["other_root"] and "same parent mesh" in errors["other_root"]
+        assert "norm1.weight" in errors["other_root"] and "same parent mesh" in errors["other_root"]
         assert "dp2" in errors["other_root"]
-        assert "mlp.w1.weight" in errors["root_dp_mesh"] and "same parent mesh" in errors["root_dp_mesh"]
+        assert "norm1.weight" in errors["root_dp_mesh"] and "same parent mesh" in errors["root_dp_mesh"]
         assert errors["3d"].startswith("ValueError: fully_shard expects a 1D or 2D DeviceMesh")
+        assert errors["unnamed"] == "AssertionError: Please init the 2D mesh for HSDP with mesh_dim_names specified"
         assert errors["uneven"].startswith("ValueError") and "weight" in errors["uneven"]
         assert "divisible by 4" in errors["uneven"]
+        for what in ("load_full", "load_tp_only"):
+            assert errors[what].startswith("RuntimeError: Error loading layers.0.mlp.w1.weight"), errors[what]
+            assert "_StridedShard(dim=0, sf=2), Shard(dim=0)" in errors[what], errors[what]

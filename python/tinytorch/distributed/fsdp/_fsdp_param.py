@@ -76,7 +76,7 @@ class FSDPParam:
 
     def check_loaded(self, value: Any, key: str) -> None:
         """Raise (naming the parameter `key`) unless `value` is laid out as this parameter's shard: a DTensor of
-        the same global shape, on FSDP's mesh, placed (Shard(0),), holding this rank's rows."""
+        the same global shape, on the sharded parameter's mesh and placements, holding this rank's rows."""
         want = f"a DTensor of shape {list(self.global_shape)} placed {self.spmd_placements} on {self.spmd_mesh}"
         how = ("make it with distribute_tensor(full_tensor, param.device_mesh, param.placements), or load a full "
                "state dict with set_model_state_dict(model, sd, options=StateDictOptions(full_state_dict=True))")

@@ -165,7 +165,10 @@ class FSDPState:
                 state.pre_backward()
                 return grads
 
-        outs = FSDPPreBackward.apply(*tensors)
+        # A DTensor output (tensor parallelism's use_local_output=False) passes through as its local piece.
+        outs = FSDPPreBackward.apply(*(t.to_local() if isinstance(t, DTensor) else t for t in tensors))
+        outs = [DTensor.from_local(o, t.device_mesh, t.placements, shape=t.shape, stride=t.stride())
+                if isinstance(t, DTensor) else o for t, o in zip(tensors, outs)]
         swap = {id(t): o for t, o in zip(tensors, outs)}
         return _map_tensors(lambda t: swap.get(id(t), t), output)
 
@@ -383,7 +386,7 @@ def _register_state_dict_hooks(group: FSDPParamGroup) -> None:
                 for owner, attr in fp.owners:
                     key = prefix + attr
                     value = state_dict.get(key) if owner is mod else None
-                    if not isinstance(value, Tensor) or tuple(value.shape) != fp.orig_shape:
+                    if not isinstance(value, Tensor) or tuple(value.shape) != fp.global_shape:
                         continue  # absent, not a tensor, or a size mismatch: load_state_dict reports it by name
                     if isinstance(value, DTensor) and value.device_mesh == fp.spmd_mesh and \
                             not local_metadata.get("assign_to_params_buffers", False):
@@ -435,6 +438,8 @@ def fully_shard(module: Union[Module, List[Module]], *, mesh: Optional[DeviceMes
         mesh = init_device_mesh(dev, (c10d.get_world_size() if c10d.is_initialized() else 1,))
     if mesh.ndim not in (1, 2):
         raise ValueError(f"fully_shard expects a 1D or 2D DeviceMesh but got {mesh}")
+    if mesh.ndim == 2 and mesh.mesh_dim_names is None:
+        raise AssertionError("Please init the 2D mesh for HSDP with mesh_dim_names specified")
     params = [(p, owners, path) for p, owners, path in _managed_params(module)
               if not getattr(p, "_fsdp_managed", False) and (ignored_params is None or p not in ignored_params)]
     label = type(module).__name__
