@@ -30,10 +30,11 @@ def build(torch, cfg: GPTConfig):
 
         def forward(self, x):
             B, T, C = x.shape
-            q, k, v = self.qkv(self.ln1(x)).split(C, 2)
-            q, k, v = (t.view(B, T, cfg.heads, C // cfg.heads).transpose(1, 2) for t in (q, k, v))
+            # qkv's outputs are grouped by head, (q, k, v) inside each (Megatron-LM's layout): split column-wise
+            # over t tensor-parallel ranks, each rank gets whole heads, and this code runs on its local heads.
+            q, k, v = self.qkv(self.ln1(x)).view(B, T, -1, 3, C // cfg.heads).transpose(1, 2).unbind(3)
             y = F.scaled_dot_product_attention(q, k, v, is_causal=True)
-            x = x + self.drop(self.proj(y.transpose(1, 2).reshape(B, T, C)))
+            x = x + self.drop(self.proj(y.transpose(1, 2).reshape(B, T, -1)))
             return x + self.drop(self.out(F.gelu(self.fc(self.ln2(x)))))
 
     class GPT(nn.Module):
@@ -46,9 +47,12 @@ def build(torch, cfg: GPTConfig):
             self.head = nn.Linear(cfg.width, cfg.vocab_size)
 
         def forward(self, idx):
-            T = idx.shape[1]
-            x = self.tok(idx) + self.pos(torch.arange(T, device=idx.device))
-            return self.head(self.ln(self.blocks(x)))
+            # A pipeline stage keeps some of the blocks; only the first keeps the embeddings and only the last the
+            # final norm and head (the others are None): its input is then the previous stage's activations.
+            x = idx if self.tok is None else self.tok(idx) + self.pos(torch.arange(idx.shape[1], device=idx.device))
+            for block in self.blocks.children():
+                x = block(x)
+            return x if self.head is None else self.head(self.ln(x))
 
         @torch.no_grad()
         def generate(self, idx, new_tokens: int, temperature: float = 0.8, generator=None):

@@ -1155,6 +1155,8 @@ def _sdpa_fused(q: Tensor, k: Tensor, v: Tensor, attn_mask, is_causal: bool, sc:
     out = _wrap(out4.reshape(q._data.shape[:-1] + (Ev,)))
     if needs_grad(q, k, v):
         y = alias(out)
+        # Which inputs get a gradient is fixed now: saved tensors may come back detached (checkpoint recomputes).
+        wanted = (q._requires_grad, k._requires_grad, v._requires_grad)
 
         def sdpa_backward(g):
             if _grad_enabled():
@@ -1162,8 +1164,8 @@ def _sdpa_fused(q: Tensor, k: Tensor, v: Tensor, attn_mask, is_causal: bool, sc:
             g4 = _heads(g._data)
             dq, dk, dv = np.empty_like(q4), np.empty_like(k4), np.empty_like(v4)
             _C._cpu.sdpa_backward(g4, q4, k4, v4, mask, is_causal, sc, _heads(y._data), lse, dq, dk, dv)
-            return tuple(_wrap(d.reshape(t._data.shape)) if t._requires_grad else None
-                         for d, t in ((dq, q), (dk, k), (dv, v)))
+            return tuple(_wrap(d.reshape(t._data.shape)) if w else None
+                         for d, t, w in ((dq, q, wanted[0]), (dk, k, wanted[1]), (dv, v, wanted[2])))
         record("ScaledDotProductFlashAttentionForCpuBackward0", sdpa_backward, out, (q, k, v), (q, k, v, y))
     return out
 

@@ -178,9 +178,12 @@ def rnn_layer(mode: str, x: Tensor, h0: Tensor, c0: Tensor | None, w_ih: Tensor,
     cn_t = _wrap(xp.array(c_n, copy=True)) if c_n is not None else None
     inputs = (x, h0, c0, w_ih, w_hh, b_ih, b_hh, w_hr)
     if needs_grad(*[t for t in inputs if t is not None]):
+        # Which inputs get a gradient is fixed now: saved tensors may come back detached (checkpoint recomputes).
+        wanted = tuple(t is not None and t._requires_grad for t in inputs)
+
         def rnn_backward(gy, ghn, gcn=None):
             grads = _backward(mode, saved, hprev, X, Wih, Whh, Whr, bih is not None, H, Hout, reverse, m,
-                              _arr(gy), _arr(ghn), _arr(gcn), inputs)
+                              _arr(gy), _arr(ghn), _arr(gcn), wanted)
             if _grad_enabled():  # create_graph: these gradients are computed on arrays, so not differentiable
                 grads = _once_differentiable(grads, tuple(g for g in (gy, ghn, gcn) if g is not None) +
                                              tuple(t for t in inputs if t is not None))
@@ -209,7 +212,7 @@ def _once_differentiable(grads: tuple, depends_on: tuple) -> tuple:
     return tuple(out)
 
 
-def _backward(mode, saved, hprev, X, Wih, Whh, Whr, has_bias, H, Hout, reverse, m, gy, ghn, gcn, inputs):
+def _backward(mode, saved, hprev, X, Wih, Whh, Whr, has_bias, H, Hout, reverse, m, gy, ghn, gcn, wanted):
     """BPTT over the saved activations; weight gradients as products over all steps at the end."""
     xp = _xp(X)
     T, B, I = X.shape
@@ -314,21 +317,21 @@ def _backward(mode, saved, hprev, X, Wih, Whh, Whr, has_bias, H, Hout, reverse, 
                 dh = _matmul(d, Whh) + dht * ~m[t]
             else:
                 dh = _matmul(d, Whh)
-    x, h0, c0, w_ih, w_hh, b_ih, b_hh, w_hr = inputs
+    x, h0, c0, w_ih, w_hh, b_ih, b_hh, w_hr = wanted
     D2 = dgates.reshape(T * B, GH)
     Dh2 = extra["dhg"].reshape(T * B, GH) if mode == "GRU" else D2
-    gx = _wrap(_matmul(D2, Wih).reshape(T, B, I)) if x._requires_grad else None
-    gwih = _wrap(_matmul(D2.T, X.reshape(T * B, I))) if w_ih._requires_grad else None
-    gwhh = _wrap(_matmul(Dh2.T, hprev.reshape(T * B, Hout))) if w_hh._requires_grad else None
+    gx = _wrap(_matmul(D2, Wih).reshape(T, B, I)) if x else None
+    gwih = _wrap(_matmul(D2.T, X.reshape(T * B, I))) if w_ih else None
+    gwhh = _wrap(_matmul(Dh2.T, hprev.reshape(T * B, Hout))) if w_hh else None
     gbih = gbhh = None
     if has_bias:
-        gbih = _wrap(D2.sum(0)) if b_ih._requires_grad else None
-        gbhh = _wrap(Dh2.sum(0) if mode == "GRU" else D2.sum(0)) if b_hh._requires_grad else None
+        gbih = _wrap(D2.sum(0)) if b_ih else None
+        gbhh = _wrap(Dh2.sum(0) if mode == "GRU" else D2.sum(0)) if b_hh else None
     gwhr = None
-    if w_hr is not None and w_hr._requires_grad:
+    if w_hr:
         gwhr = _wrap(_matmul(extra["dH"].reshape(T * B, Hout).T, saved["ms"].reshape(T * B, H)))
-    gh0 = _wrap(dh) if h0._requires_grad else None
-    gc0 = _wrap(extra["dc0"]) if c0 is not None and c0._requires_grad else None
+    gh0 = _wrap(dh) if h0 else None
+    gc0 = _wrap(extra["dc0"]) if c0 else None
     return gx, gh0, gc0, gwih, gwhh, gbih, gbhh, gwhr
 
 

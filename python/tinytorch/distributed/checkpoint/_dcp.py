@@ -25,7 +25,7 @@ from ... import _C
 from ..._tensor import Tensor
 from .. import distributed_c10d as c10d
 from ..tensor._api import DTensor, chunk_bounds
-from ..tensor.placement_types import Replicate, Shard, _StridedShard
+from ..tensor.placement_types import Shard, _StridedShard
 
 __all__ = ["save", "load", "FileSystemWriter", "FileSystemReader", "CheckpointException"]
 
@@ -150,18 +150,10 @@ def _cut(spans: List[Tuple[int, int]], p: Shard, n: int, i: int) -> List[Tuple[i
     return out or [(0, 0)]
 
 
-def _writes(t: Tensor) -> bool:
-    """Whether this rank stores its piece of t: replicas are written once, by the first rank holding them. A
-    DTensor on a sub-mesh (mesh["dp"]) is replicated over the root mesh's other dims too."""
-    if not isinstance(t, DTensor):
-        return (c10d.get_rank() if c10d.is_initialized() else 0) == 0
-    coord = t._mesh.get_coordinate()
-    if any(coord[d] != 0 for d, p in enumerate(t._placements) if isinstance(p, Replicate)):
-        return False
-    root = t._mesh._get_root_mesh()
-    spanned = {r for span in t._mesh._spans for r in span}
-    root_coord = root.get_coordinate()
-    return all(root_coord[r] == 0 for r in range(root.ndim) if r not in spanned)
+def _held(state_dict: Dict[str, Any]) -> set:
+    """(key, offsets, sizes) of every box of every tensor this rank holds."""
+    return {(_key(p), tuple(offs), tuple(sizes)) for p, leaf in _flatten(state_dict) if isinstance(leaf, Tensor)
+            for offs, sizes, _ in _boxes(leaf)}
 
 
 def _host(a: Any) -> np.ndarray:
@@ -215,8 +207,16 @@ def save(state_dict: Dict[str, Any], *, checkpoint_id: Any = None, storage_write
     sync = storage_writer.sync_files if storage_writer is not None else True
     mine: Optional[dict] = None
     error: Optional[BaseException] = None
+    # Each box of a tensor is written once, by the lowest rank holding it, as PyTorch's planner deduplicates:
+    # replicas (plain tensors, Replicate placements, sub-mesh DTensors repeated over the other mesh dims) are
+    # skipped, while ranks holding different parts of the model (pipeline stages) each write theirs.
+    held = _held(state_dict)
+    if dist:
+        holders: list = [None] * c10d.get_world_size(process_group)
+        c10d.all_gather_object(holders, held, group=process_group)
+        held = held.difference(*holders[:rank])
     try:
-        mine = _write_rank_file(state_dict, path, rank, sync)
+        mine = _write_rank_file(state_dict, path, rank, sync, held)
     except Exception as e:  # every rank must reach the exchange below, or the others would wait for it
         error = e
     if not dist:
@@ -229,8 +229,9 @@ def save(state_dict: Dict[str, Any], *, checkpoint_id: Any = None, storage_write
         # No metadata unless every rank's file is in place: a checkpoint missing a piece is never taken.
         _fail_together(f"dcp.save to {path}", {r: m for r, (_, m) in enumerate(gathered) if m is not None}, error)
         parts = [g[0] for g in gathered]
-    meta = {"format": FORMAT, "tensors": {}, "values": parts[0]["values"], "pieces": [], "files": {}}
-    for g in parts:
+    meta = {"format": FORMAT, "tensors": {}, "values": {}, "pieces": [], "files": {}}
+    for g in parts:  # a value is the lowest rank's that has it (pipeline stages hold different keys)
+        meta["values"] = {**g["values"], **meta["values"]}
         meta["tensors"].update(g["tensors"])
         meta["pieces"].extend(g["pieces"])
         meta["files"].update(g["files"])
@@ -243,7 +244,7 @@ def save(state_dict: Dict[str, Any], *, checkpoint_id: Any = None, storage_write
     return meta
 
 
-def _write_rank_file(state_dict: Dict[str, Any], path: str, rank: int, sync: bool) -> dict:
+def _write_rank_file(state_dict: Dict[str, Any], path: str, rank: int, sync: bool, writes: set) -> dict:
     """Write this rank's pieces to its file; return what the metadata says about them."""
     os.makedirs(path, exist_ok=True)
     fname = f"__{rank}_0.distcp"
@@ -256,9 +257,10 @@ def _write_rank_file(state_dict: Dict[str, Any], path: str, rank: int, sync: boo
         key = _key(p)
         if isinstance(leaf, Tensor):
             tensors[key] = {"shape": list(leaf.shape), "dtype": str(leaf._data.dtype)}
-            if _writes(leaf):
-                local = _host(leaf._data).reshape(leaf._data.shape)
-                for offs, sizes, at in _boxes(leaf):
+            local = None
+            for offs, sizes, at in _boxes(leaf):
+                if (key, tuple(offs), tuple(sizes)) in writes:
+                    local = _host(leaf._data).reshape(leaf._data.shape) if local is None else local
                     data = np.ascontiguousarray(local[(Ellipsis,) + tuple(slice(a, a + n) for a, n in zip(at, sizes))])
                     data = data.reshape(-1).view(np.uint8)
                     pieces.append({"key": key, "offsets": offs, "sizes": sizes, "file": fname, "rank": rank,

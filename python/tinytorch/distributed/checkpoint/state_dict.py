@@ -169,7 +169,34 @@ def get_optimizer_state_dict(model: Module, optimizers: Any, *, submodules: Opti
                     state[_clean(fqns[id(p)])] = entry
     if options.full_state_dict and options.cpu_offload and _rank() != 0:
         return {}
+    if options.flatten_optimizer_state_dict:
+        return _flatten_optim(state, groups)
     return {"state": state, "param_groups": groups}
+
+
+def _flatten_optim(state: Dict[str, Dict[str, Any]], groups: List[dict]) -> Dict[str, Any]:
+    """PyTorch's flat form, "state.<fqn>.<name>" and "param_groups.<fqn>.<hyperparameter>": every key names its
+    parameter, so ranks holding different parameters (pipeline stages) never write the same key differently."""
+    flat = {f"state.{fqn}.{k}": v for fqn, st in state.items() for k, v in st.items()}
+    for g in groups:
+        for fqn in g["params"]:
+            flat.update({f"param_groups.{fqn}.{k}": v for k, v in g.items() if k != "params"})
+    return flat
+
+
+def _unflatten_optim(flat: Dict[str, Any], model: Module) -> Dict[str, Any]:
+    """The nested form of _flatten_optim's output, one param group per parameter."""
+    state: Dict[str, Dict[str, Any]] = {}
+    groups: Dict[str, dict] = {}
+    fqns = sorted((_clean(n) for n, _ in model.named_parameters()), key=len, reverse=True)
+    for key, v in flat.items():
+        kind, rest = key.split(".", 1)
+        fqn = next((f for f in fqns if rest.startswith(f + ".")), None)
+        if kind not in ("state", "param_groups") or fqn is None:
+            raise KeyError(f"set_optimizer_state_dict: flattened key {key!r} names no parameter of the model")
+        target = state.setdefault(fqn, {}) if kind == "state" else groups.setdefault(fqn, {"params": [fqn]})
+        target[rest[len(fqn) + 1:]] = v
+    return {"state": state, "param_groups": list(groups.values())}
 
 
 def get_state_dict(model: Module, optimizers: Any, *, submodules: Optional[set] = None,
@@ -312,6 +339,8 @@ def set_optimizer_state_dict(model: Module, optimizers: Any, optim_state_dict: D
     _reshard(model)
     fqns = _param_fqns(model)
     by_fqn = {_clean(name): p for name, p in model.named_parameters()}
+    if optim_state_dict and "state" not in optim_state_dict and "param_groups" not in optim_state_dict:
+        optim_state_dict = _unflatten_optim(optim_state_dict, model)
     if options.broadcast_from_rank0:
         flat = None
         if _rank() == 0:
@@ -335,7 +364,7 @@ def set_optimizer_state_dict(model: Module, optimizers: Any, optim_state_dict: D
         for group in optim.param_groups:
             names = [_clean(fqns[id(p)]) for p in group["params"]]
             saved = next((g for g in saved_groups if list(g["params"]) == names), None) or \
-                next((g for g in saved_groups if set(names) <= set(g["params"])), None)
+                next((g for g in saved_groups if names and names[0] in g["params"]), None)
             g = {k: v for k, v in (saved or group).items() if k not in ("params", "param_names")}
             g["params"] = list(range(index, index + len(names)))
             groups.append(g)
