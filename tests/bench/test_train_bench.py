@@ -67,3 +67,40 @@ class _Tiny:
 def _lib():
     import tinytorch
     return tinytorch
+
+
+def test_tp_and_pp_train_the_one_rank_model():
+    """tp (parallelize_module, Megatron's qkv order) and pp (Schedule1F1B over 2 stages) on 2 ranks start from
+    the one-rank W3's loss on the same batch: the same model, split; pp reports each rank's compute and idle."""
+    small = dict(steps=2, warmup=1, batch=4, seq=16, baseline=False)
+    one = T.run("W3", "none", 1, **small)
+    tp = T.run("W3", "tp", 2, **small)
+    pp = T.run("W3", "pp", 2, microbatches=2, **small)
+    for row in (tp, pp):
+        assert row["world"] == 2 and row["params"] == one["params"] and row["step_ms"] > 0
+        assert row["first_loss"] == pytest.approx(one["first_loss"], rel=1e-5)
+        # tp and pp ranks share one batch: tokens/s counts it once
+        assert row["tokens_per_s"] == pytest.approx(4 * 16 / (row["step_ms"] / 1e3))
+        assert row["alone_ms"] is None and row["exposed_comm_ms"] is None
+    assert pp["microbatches"] == 2 and tp["microbatches"] is None
+    for compute, idle in zip(pp["compute_ms_per_rank"], pp["idle_ms_per_rank"]):
+        assert 0 < compute and 0 <= idle
+    assert "compute_ms_per_rank" not in tp
+
+
+def test_megatron_qkv_order_gives_each_rank_its_heads():
+    import numpy as np
+    import tinytorch
+    from tinytorch.bench import workloads
+
+    tinytorch.manual_seed(0)
+    model = workloads.gpt(tinytorch, T=16, d=8, h=4, L=1)
+    w = model.blocks[0].qkv.weight.detach().numpy().copy()
+    T.megatron_qkv_order(model, tinytorch, 2)
+    got = model.blocks[0].qkv.weight.detach().numpy()
+    q, k, v = w[:8], w[8:16], w[16:]
+    # rank 0's contiguous half: q, k, v of heads 0-1; rank 1's: of heads 2-3
+    np.testing.assert_array_equal(got[:12], np.concatenate([q[:4], k[:4], v[:4]]))
+    np.testing.assert_array_equal(got[12:], np.concatenate([q[4:], k[4:], v[4:]]))
+    with pytest.raises(ValueError, match="--strategy tp over 3 ranks needs the width 8 and the 4 heads"):
+        T.megatron_qkv_order(model, tinytorch, 3)

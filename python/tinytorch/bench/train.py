@@ -1,16 +1,25 @@
 """`tinytorch-bench train`: step time, tokens/s, peak memory per rank, and exposed and hidden communication of
-DDP and ZeRO-1/2/3 training steps on W2, W3 or a GPT preset.
+DDP, ZeRO-1/2/3, tensor-parallel and pipeline-parallel training steps on W2, W3 or a GPT preset.
 
     tinytorch-bench train --nproc 2 --model W3 --strategy ddp --steps 10 --json train.json
+    tinytorch-bench train --nproc 2 --model W3 --strategy tp,pp --microbatches 4
     tinytorch-bench train --nproc 1 --model W3 --strategy none --trace w3_trace.json   # input of simulate --profile
     tinytorch-run --nproc-per-node 8 -m tinytorch.bench train --model gpt-125m --device cuda --strategy zero3
 
 Strategies: `none` (each rank alone, no communication), `ddp` (nn.parallel.DistributedDataParallel), `zero1`
 (DDP + tinytorch.distributed.optim.ZeroRedundancyOptimizer), `zero2`/`zero3` (tinytorch.distributed.fsdp
-.fully_shard on every block and the root, reshard_after_forward False/True). Each rank also steps an unwrapped
-copy of the model on its own batch, round-robin with the measured configuration, so load on the machine hits
-both alike: exposed communication = step - that copy's step (for DDP also the Reducer's own measurement of
-all-reduce time hidden behind backward). Step = zero_grad, forward, cross-entropy, backward, AdamW step.
+.fully_shard on every block and the root, reshard_after_forward False/True), `tp` (Megatron-LM's tensor
+parallelism over all the ranks through parallelize_module: each block's qkv and fc ColwiseParallel, proj and out
+RowwiseParallel, so four all-reduces per block and step; embeddings, layer norms and head replicated; the fused
+qkv weight's rows ordered per rank as Megatron-LM lays them out, so each rank holds whole heads and the model is
+the one-rank model), `pp` (a pipeline over all the ranks, one stage of L/world blocks each, the first also
+embedding, the last also the final norm, head and loss; Schedule1F1B over --microbatches). tp and pp ranks
+share one batch of --batch sequences; the data-parallel strategies give each rank its own. Each data-parallel
+rank also steps an unwrapped copy of the model on its own batch, round-robin with the measured configuration,
+so load on the machine hits both alike: exposed communication = step - that copy's step (for DDP also the
+Reducer's own measurement of all-reduce time hidden behind backward); tp and pp split one model, so they have
+no such copy, and pp reports each rank's compute (the time inside its stage's forward and backward chunks) and
+idle time instead. Step = zero_grad, forward, cross-entropy, backward, AdamW step.
 Peak memory: the process's peak RSS on CPU; on GPU the bytes CuPy's pool holds (it keeps freed blocks, so
 that is its high-water mark).
 """
@@ -24,7 +33,8 @@ from typing import Any, Callable, Dict, List, Optional
 from ._cli import choice_list, nonnegative_int, positive_float, positive_int, usage_error
 from ._common import launched, median, run_ranks, table, write_json
 
-STRATEGIES = ("none", "ddp", "zero1", "zero2", "zero3")
+STRATEGIES = ("none", "ddp", "zero1", "zero2", "zero3", "tp", "pp")
+MODEL_PARALLEL = ("tp", "pp")  # strategies that split one model (and one batch) over the ranks
 
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
@@ -39,13 +49,17 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
                    help=f"comma-separated, of {', '.join(STRATEGIES)}")
     p.add_argument("--steps", type=positive_int, default=10)
     p.add_argument("--warmup", type=nonnegative_int, default=2, help="steps left out of the medians (< --steps)")
-    p.add_argument("--batch", type=positive_int, default=None, help="sequences per rank (GPT models)")
+    p.add_argument("--batch", type=positive_int, default=None,
+                   help="sequences per rank (GPT models), per tp/pp group for tp and pp (W3 default 16)")
+    p.add_argument("--microbatches", type=positive_int, default=4,
+                   help="pp: microbatches per step (Schedule1F1B; at least --nproc, dividing --batch)")
     p.add_argument("--seq", type=positive_int, default=None, help="sequence length (GPT models)")
     p.add_argument("--bucket-mb", type=positive_float, default=25.0, help="DDP's bucket_cap_mb")
     p.add_argument("--device", default="cpu", choices=["cpu", "cuda"])
     p.add_argument("--threads", type=positive_int, default=1, help="intra-op threads per rank")
     p.add_argument("--no-baseline", action="store_true", help="skip the unwrapped copy (no exposed-comm figure)")
-    p.add_argument("--trace", default=None, help="write rank 0's last step as a Chrome trace for simulate --profile")
+    p.add_argument("--trace", default=None, help="write rank 0's last step as a Chrome trace for simulate --profile "
+                                                 "(data-parallel strategies)")
     p.add_argument("--json", default=None)
     p.add_argument("--plot", default=None, help="PNG of step time split into compute and exposed communication")
     p.add_argument("--timeout", type=positive_float, default=1800.0)
@@ -93,6 +107,98 @@ def wrap(strategy: str, model: Any, lib: Any, bucket_mb: float, lr: float = 1e-3
         fully_shard(model, reshard_after_forward=reshard)
         return model, lib.optim.AdamW(model.parameters(), lr=lr), None
     raise ValueError(f"unknown strategy {strategy!r}; choose from {', '.join(STRATEGIES)}")
+
+
+def _forward_backward(call: Any, lib: Any) -> Callable[[Any, Any], Any]:
+    """Forward, cross-entropy and backward of a model (wrapped or not): the loss."""
+    def run(x: Any, y: Any) -> Any:
+        loss = lib.nn.functional.cross_entropy(call(x), y)
+        loss.backward()
+        return loss
+    return run
+
+
+def _step(forward_backward: Callable[[Any, Any], Any], opt: Any) -> Callable[[Any, Any], Optional[float]]:
+    """One training step: zero_grad, forward and backward, optimizer step; the loss as a float (reading it
+    waits for the device), None on a pipeline rank without the loss."""
+    def run(x: Any, y: Any) -> Optional[float]:
+        opt.zero_grad()
+        loss = forward_backward(x, y)
+        opt.step()
+        return None if loss is None else float(loss)
+    return run
+
+
+def megatron_qkv_order(model: Any, lib: Any, tp: int) -> None:
+    """Reorder each block's fused qkv rows [q; k; v] to [q_0 k_0 v_0; q_1 k_1 v_1; ...] (Megatron-LM's layout),
+    so that ColwiseParallel's contiguous row shard r holds q, k and v of rank r's heads: the block's chunk(3)
+    then splits each rank's output into its own heads' q, k and v, and the sharded model is the unsharded one."""
+    import numpy as np
+
+    for block in model.blocks:
+        c = block.qkv.out_features // 3
+        if c % tp or block.h % tp:
+            raise ValueError(f"--strategy tp over {tp} ranks needs the width {c} and the {block.h} heads divisible "
+                             f"by {tp}")
+        w = c // tp
+        idx = np.concatenate([j * c + r * w + np.arange(w) for r in range(tp) for j in range(3)])
+        with lib.no_grad():
+            for p in (block.qkv.weight, block.qkv.bias):
+                p.copy_(lib.from_numpy(np.ascontiguousarray(p.detach().numpy()[idx])))
+
+
+def tensor_parallel(model: Any, lib: Any, world: int, device: str) -> Any:
+    """Megatron-LM's tensor parallelism of a GPT over all `world` ranks through parallelize_module: attention's
+    qkv and the MLP's fc split by columns, proj and out by rows (an all-reduce after each in forward, one before
+    each column-split input in backward: four per block)."""
+    from tinytorch.distributed.device_mesh import init_device_mesh
+    from tinytorch.distributed.tensor.parallel import ColwiseParallel, RowwiseParallel, parallelize_module
+
+    megatron_qkv_order(model, lib, world)
+    model = model.to(device)
+    mesh = init_device_mesh(device.split(":")[0], (world,), mesh_dim_names=("tp",))
+    plan = {"blocks.*.qkv": ColwiseParallel(), "blocks.*.proj": RowwiseParallel(),
+            "blocks.*.fc": ColwiseParallel(), "blocks.*.out": RowwiseParallel()}
+    return parallelize_module(model, mesh, plan)
+
+
+class _Pipeline:
+    """This rank's stage of a GPT cut into `world` stages of L/world blocks, stepped by Schedule1F1B over
+    `microbatches`; `compute_s` sums the time inside the stage's forward and backward chunks (the rest of a
+    step is waiting on its neighbours, the bubble)."""
+
+    def __init__(self, model: Any, lib: Any, rank: int, world: int, device: str, microbatches: int) -> None:
+        from tinytorch.distributed.pipelining import PipelineStage, Schedule1F1B
+
+        from .workloads import gpt_stage
+
+        if len(model.blocks) % world:
+            raise ValueError(f"--strategy pp over {world} ranks needs the {len(model.blocks)} blocks divisible by "
+                             f"{world}")
+        self.module = gpt_stage(lib, model, rank, world).to(device)
+        self.stage = PipelineStage(self.module, rank, world, lib.device(device))
+        self.schedule = Schedule1F1B(self.stage, n_microbatches=microbatches,
+                                     loss_fn=lib.nn.functional.cross_entropy)
+        self.first, self.last = rank == 0, rank == world - 1
+        self.compute_s = 0.0
+        for name in ("forward_one_chunk", "backward_one_chunk"):
+            setattr(self.stage, name, self._timed(getattr(self.stage, name)))
+
+    def _timed(self, fn: Callable[..., Any]) -> Callable[..., Any]:
+        def run(*args: Any, **kwargs: Any) -> Any:
+            t0 = time.perf_counter()
+            try:
+                return fn(*args, **kwargs)
+            finally:
+                self.compute_s += time.perf_counter() - t0
+        return run
+
+    def step(self, x: Any, y: Any) -> Optional[float]:
+        """One schedule step (forward and backward of every microbatch); the mean microbatch loss on the last
+        stage, None elsewhere."""
+        losses: List[Any] = []
+        self.schedule.step(*((x,) if self.first else ()), target=y if self.last else None, losses=losses)
+        return sum(float(v.item()) for v in losses) / len(losses) if self.last else None
 
 
 class _Recorder:
@@ -159,40 +265,58 @@ def worker(cfg: Dict[str, Any]) -> Optional[Dict[str, Any]]:
     init_group("nccl" if device.startswith("cuda") else "ring")
     rank, world = dist.get_rank(), dist.get_world_size()
     lib = tinytorch
-    runs = []  # (label, call, opt, ddp, x, y, model, recorder)
+    runs = []  # (label, step function, opt, ddp, x, y, call, recorder)
     tokens = params = 0
-    for label, strat in ([("alone", "none")] if cfg["baseline"] and strategy != "none" else []) + [(strategy, strategy)]:
+    pipe: Optional[_Pipeline] = None
+    alone = [("alone", "none")] if cfg["baseline"] and strategy not in ("none", *MODEL_PARALLEL) else []
+    for label, strat in alone + [(strategy, strategy)]:
         lib.manual_seed(0)
         model, _, _, tokens = workloads.build(lib, cfg["model"], cfg["batch"], cfg["seq"])
-        x_np, y_np = _rank_batch(workloads, cfg, rank)
-        model = model.to(device)
+        x_np, y_np = _rank_batch(workloads, cfg, 0 if strat in MODEL_PARALLEL else rank)
+        x, y = lib.from_numpy(x_np).to(device), lib.from_numpy(y_np).to(device)
         if label == strategy:
             params = sum(int(p.numel()) for p in model.parameters())  # before any sharding
-        recorder = _Recorder(model) if label == strategy else None
-        call, opt, ddp = wrap(strat, model, lib, cfg["bucket_mb"])
-        x, y = lib.from_numpy(x_np).to(device), lib.from_numpy(y_np).to(device)
-        runs.append((label, call, opt, ddp, x, y, model, recorder))
+        if strat == "pp":
+            pipe = _Pipeline(model, lib, rank, world, device, cfg["microbatches"])
+            call, opt, ddp, recorder = None, lib.optim.AdamW(pipe.module.parameters(), lr=1e-3), None, None
+            forward_backward = pipe.step
+        else:
+            if strat == "tp":
+                call, ddp = tensor_parallel(model, lib, world, device), None
+                opt = lib.optim.AdamW(call.parameters(), lr=1e-3)
+            else:
+                call, opt, ddp = wrap(strat, model.to(device), lib, cfg["bucket_mb"])
+            recorder = _Recorder(model) if label == strategy and strat != "tp" else None
+            forward_backward = _forward_backward(call, lib)
+        runs.append((label, _step(forward_backward, opt), opt, ddp, x, y, call, recorder))
     times: Dict[str, List[float]] = {r[0]: [] for r in runs}
+    losses: List[Optional[float]] = []
+    compute: List[float] = []
     stats: List[Dict[str, Any]] = []
-    for step in range(cfg["steps"]):
-        order = runs if step % 2 == 0 else runs[::-1]
-        for label, call, opt, ddp, x, y, model, rec in order:
+    for i in range(cfg["steps"]):
+        order = runs if i % 2 == 0 else runs[::-1]
+        for label, step, opt, ddp, x, y, call, rec in order:
+            if pipe is not None:
+                pipe.compute_s = 0.0
             t0 = time.perf_counter()
-            opt.zero_grad()
-            loss = lib.nn.functional.cross_entropy(call(x), y)
-            loss.backward()
-            opt.step()
-            loss.item()
+            loss = step(x, y)
             times[label].append(time.perf_counter() - t0)
+            if label == strategy:
+                losses.append(loss)
+            if pipe is not None:
+                compute.append(pipe.compute_s)
             if ddp is not None:
                 stats.append(ddp.last_step_stats)
     trace = None
     if cfg["trace"]:  # every rank steps (a wrapped model communicates); rank 0 writes the file
-        label, call, opt, ddp, x, y, model, rec = runs[-1]
+        label, _, opt, ddp, x, y, call, rec = runs[-1]
         trace = trace_step(call, opt, x, y, lib, rec, cfg, params, tokens, device, write=rank == 0)
     w = cfg["warmup"]
     mine = {"rank": rank, "step_ms": 1e3 * median(times[strategy][w:]),
-            "step_ms_all": [1e3 * t for t in times[strategy]], "peak_bytes": _peak_bytes(device)}
+            "step_ms_all": [1e3 * t for t in times[strategy]], "peak_bytes": _peak_bytes(device), "losses": losses}
+    if compute:
+        mine["compute_ms"] = 1e3 * median(compute[w:])
+        mine["idle_ms"] = 1e3 * median([t - c for t, c in zip(times[strategy][w:], compute[w:])])
     if "alone" in times:
         mine["alone_ms"] = 1e3 * median(times["alone"][w:])
     if stats:
@@ -205,7 +329,8 @@ def worker(cfg: Dict[str, Any]) -> Optional[Dict[str, Any]]:
     if rank != 0:
         return None
     return {"model": cfg["model"], "strategy": strategy, "world": world, "params": params,
-            "tokens_per_rank_step": tokens, "ranks": everyone, "trace": trace, "device": device}
+            "tokens_per_step": tokens if strategy in MODEL_PARALLEL else tokens * world, "ranks": everyone,
+            "trace": trace, "device": device, "microbatches": cfg["microbatches"] if strategy == "pp" else None}
 
 
 def _rank_batch(workloads: Any, cfg: Dict[str, Any], rank: int) -> tuple:
@@ -259,10 +384,13 @@ def trace_step(call: Any, opt: Any, x: Any, y: Any, lib: Any, rec: Any, cfg: Dic
 
 
 def summarize(res: Dict[str, Any]) -> Dict[str, Any]:
-    """One row: rank 0's medians, the slowest rank's peak memory, tokens/s over all ranks."""
+    """One row: rank 0's medians, the slowest rank's peak memory, tokens/s over all ranks, the first step's loss
+    (the rank that has it: the last under pp); pp adds each rank's compute and idle time."""
     r0 = res["ranks"][0]
+    first = [r["losses"][0] for r in res["ranks"] if r["losses"] and r["losses"][0] is not None]
     row = {"model": res["model"], "strategy": res["strategy"], "world": res["world"], "params": res["params"],
-           "step_ms": r0["step_ms"], "tokens_per_s": res["tokens_per_rank_step"] * res["world"] / (r0["step_ms"] / 1e3),
+           "step_ms": r0["step_ms"], "tokens_per_s": res["tokens_per_step"] / (r0["step_ms"] / 1e3),
+           "first_loss": first[0] if first else None, "microbatches": res.get("microbatches"),
            "peak_bytes_per_rank": [r["peak_bytes"] for r in res["ranks"]],
            "peak_mb_max": max(r["peak_bytes"] for r in res["ranks"]) / 2 ** 20,
            "alone_ms": r0.get("alone_ms"), "comm_ms": r0.get("comm_ms"), "step_ms_all": r0["step_ms_all"]}
@@ -275,6 +403,9 @@ def summarize(res: Dict[str, Any]) -> Dict[str, Any]:
         row["hidden_comm_ms"] = r0.get("overlapped_ms")
     else:
         row["exposed_comm_ms"] = row["hidden_comm_ms"] = None
+    if "compute_ms" in r0:
+        row["compute_ms_per_rank"] = [r["compute_ms"] for r in res["ranks"]]
+        row["idle_ms_per_rank"] = [r["idle_ms"] for r in res["ranks"]]
     row["trace"] = res.get("trace")
     return row
 
@@ -315,13 +446,43 @@ def plot(rows: List[Dict[str, Any]], path: str) -> bool:
 
 def run(model: str, strategy: str, nproc: Optional[int], steps: int = 10, warmup: int = 2, batch: Optional[int] = None,
         seq: Optional[int] = None, bucket_mb: float = 25.0, device: str = "cpu", threads: int = 1,
-        baseline: bool = True, trace: Optional[str] = None, timeout: float = 1800.0) -> Optional[Dict[str, Any]]:
+        baseline: bool = True, trace: Optional[str] = None, timeout: float = 1800.0,
+        microbatches: int = 4) -> Optional[Dict[str, Any]]:
     """Measure one (model, strategy) on nproc spawned ranks (or the launched ones); rank 0's summary row."""
     cfg = {"model": model, "strategy": strategy, "steps": steps, "warmup": warmup, "batch": batch, "seq": seq,
            "bucket_mb": bucket_mb, "device": device, "threads": threads, "baseline": baseline,
-           "trace": os.path.abspath(trace) if trace else None}
+           "trace": os.path.abspath(trace) if trace else None, "microbatches": microbatches}
     res = run_ranks(worker, nproc, (cfg,), timeout=timeout)
     return summarize(res[0]) if res and res[0] is not None else None
+
+
+def _check_model_parallel(args: argparse.Namespace, strategies: List[str]) -> None:
+    """tp and pp flag combinations, reported as argparse reports a bad flag: a GPT model whose heads (tp) or
+    blocks (pp) the ranks divide, and for pp a microbatch count of at least the ranks that divides the batch."""
+    asked = [s for s in strategies if s in MODEL_PARALLEL]
+    if not asked:
+        return
+    if args.model == "W2":
+        usage_error(args, f"argument --strategy: {asked[0]} splits a GPT's blocks: use --model W3 or a GPT preset, "
+                          f"not W2")
+    if args.trace and len(asked) == len(strategies):
+        usage_error(args, f"argument --trace: records one rank's whole step for simulate --profile; {asked[0]} "
+                          f"splits the step over the ranks (add a data-parallel strategy, or leave --trace out)")
+    from .model import GPT_PRESETS
+
+    world = args.nproc or int(os.environ.get("WORLD_SIZE", "2"))
+    pre = GPT_PRESETS[args.model]
+    if "tp" in asked and pre["heads"] % world:
+        usage_error(args, f"argument --strategy: tp over {world} ranks needs {args.model}'s {pre['heads']} heads "
+                          f"divisible by {world}")
+    if "pp" in asked:
+        if pre["layers"] % world:
+            usage_error(args, f"argument --strategy: pp over {world} ranks needs {args.model}'s {pre['layers']} "
+                              f"blocks divisible by {world}")
+        batch = args.batch or (16 if args.model == "W3" else 1)
+        if args.microbatches < world or batch % args.microbatches:
+            usage_error(args, f"argument --microbatches: Schedule1F1B over {world} stages needs at least {world} "
+                              f"microbatches that divide --batch {batch}, got {args.microbatches}")
 
 
 def main(args: argparse.Namespace) -> Optional[List[Dict[str, Any]]]:
@@ -330,11 +491,13 @@ def main(args: argparse.Namespace) -> Optional[List[Dict[str, Any]]]:
     if args.warmup >= args.steps:
         usage_error(args, f"argument --warmup: must be less than --steps ({args.steps}), got {args.warmup}")
     nproc = args.nproc if args.nproc or launched() else 2
+    _check_model_parallel(args, strategies)
+    data_parallel = [s for s in strategies if s not in MODEL_PARALLEL]
     rows = []
     for s in strategies:
-        trace = args.trace if s == strategies[-1] else None
+        trace = args.trace if data_parallel and s == data_parallel[-1] else None
         row = run(args.model, s, nproc, args.steps, args.warmup, args.batch, args.seq, args.bucket_mb, args.device,
-                  args.threads, not args.no_baseline, trace, args.timeout)
+                  args.threads, not args.no_baseline, trace, args.timeout, args.microbatches)
         if row is None:
             return None  # a launched rank other than 0
         rows.append(row)

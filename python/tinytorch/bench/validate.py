@@ -8,8 +8,9 @@
 2. predict with the same models `simulate` uses: DDP, ZeRO-2 and ZeRO-3 W3 at world 2 (the DDP/ZeRO model),
    W3 with tensor parallelism over the 2 ranks and in a 2-stage 1F1B pipeline (the 3-D model, `layout.py`,
    with the traced step's compute), and all_reduce at 3 and 4 ranks over the sweep's sizes;
-3. measure those runs and print predicted against measured; error = (predicted - measured) / measured. A case
-   whose strategy `tinytorch-bench train` does not run (yet) is printed as predicted only.
+3. measure those runs (`tinytorch-bench train --strategy ddp|zero2|zero3|tp|pp`) and print predicted against
+   measured; error = (predicted - measured) / measured. A case whose strategy this build cannot run (ZeRO-2/3
+   without tinytorch.distributed.fsdp) is printed as predicted only.
 Calibration and measurement alternate over rounds: training steps compare medians over `--repeats` rounds,
 collectives the fastest of `--sweep-repeats` sweeps (load from other processes only adds time).
 
@@ -41,9 +42,8 @@ class Case(NamedTuple):
     layout: Optional[L.Layout] = None
 
 
-# TP: both ranks on one batch of 16; PP: 2 stages (blocks 0-1, blocks 2-3 and the head), 4 microbatches of 4.
-# Their measured side is `tinytorch-bench train --strategy tp|pp` running these layouts: once train.STRATEGIES
-# has them, validate measures them too.
+# TP: both ranks on one batch of 16; PP: 2 stages (blocks 0-1, blocks 2-3 and the head), 4 microbatches of 4;
+# measured by `tinytorch-bench train --strategy tp|pp` running these layouts.
 TRAINING_CASES = (Case("ddp"), Case("zero2"), Case("zero3"),
                   Case("tp", L.Layout(tp=2, micro_batch=16, global_batch=16)),
                   Case("pp", L.Layout(pp=2, schedule="1f1b", micro_batch=4, global_batch=16)))
@@ -142,8 +142,10 @@ def main(args: argparse.Namespace) -> List[Dict[str, Any]]:
         one = T.run("W3", "none", 2, steps=args.steps, warmup=args.warmup, baseline=False,
                     trace=trace if rep == 0 else None)
         calib_ms.append(one["step_ms"])
-        for s in strategies:
-            measured[s].append(T.run("W3", s, 2, steps=args.steps, warmup=args.warmup, baseline=False)["step_ms"])
+        for c in measured_cases:
+            m = c.layout.microbatches if c.layout else 1
+            measured[c.strategy].append(T.run("W3", c.strategy, 2, steps=args.steps, warmup=args.warmup,
+                                              baseline=False, microbatches=m)["step_ms"])
     cal_path = os.path.join(args.out_dir, "calibration_sweep_2ranks.json")
     write_json(cal_path, {"rows": _best_rows(sweeps[2]), "world": 2})
     hw = hwmod.from_collectives(cal_path)
