@@ -14,12 +14,13 @@ RowwiseParallel, so four all-reduces per block and step; embeddings, layer norms
 qkv weight's rows ordered per rank as Megatron-LM lays them out, so each rank holds whole heads and the model is
 the one-rank model), `pp` (a pipeline over all the ranks, one stage of L/world blocks each, the first also
 embedding, the last also the final norm, head and loss; Schedule1F1B over --microbatches). tp and pp ranks
-share one batch of --batch sequences; the data-parallel strategies give each rank its own. Each data-parallel
-rank also steps an unwrapped copy of the model on its own batch, round-robin with the measured configuration,
-so load on the machine hits both alike: exposed communication = step - that copy's step (for DDP also the
-Reducer's own measurement of all-reduce time hidden behind backward); tp and pp split one model, so they have
-no such copy, and pp reports each rank's compute (the time inside its stage's forward and backward chunks) and
-idle time instead. Step = zero_grad, forward, cross-entropy, backward, AdamW step.
+share one batch of --batch sequences; the data-parallel strategies give each rank its own. Each rank also
+steps an unwrapped copy of the whole model on its batch, round-robin with the measured configuration, so load
+on the machine hits both alike (`alone_ms`, the compute scale `validate` predicts each case from): for the
+data-parallel strategies exposed communication = step - that copy's step (for DDP also the Reducer's own
+measurement of all-reduce time hidden behind backward); tp and pp split the copy's work, so alone / step is
+their speedup, and pp reports each rank's compute (the time inside its stage's forward and backward chunks)
+and idle time. Step = zero_grad, forward, cross-entropy, backward, AdamW step.
 Peak memory: the process's peak RSS on CPU; on GPU the bytes CuPy's pool holds (it keeps freed blocks, so
 that is its high-water mark).
 """
@@ -268,11 +269,11 @@ def worker(cfg: Dict[str, Any]) -> Optional[Dict[str, Any]]:
     runs = []  # (label, step function, opt, ddp, x, y, call, recorder)
     tokens = params = 0
     pipe: Optional[_Pipeline] = None
-    alone = [("alone", "none")] if cfg["baseline"] and strategy not in ("none", *MODEL_PARALLEL) else []
+    alone = [("alone", "none")] if cfg["baseline"] and strategy != "none" else []
     for label, strat in alone + [(strategy, strategy)]:
         lib.manual_seed(0)
         model, _, _, tokens = workloads.build(lib, cfg["model"], cfg["batch"], cfg["seq"])
-        x_np, y_np = _rank_batch(workloads, cfg, 0 if strat in MODEL_PARALLEL else rank)
+        x_np, y_np = _rank_batch(workloads, cfg, 0 if strategy in MODEL_PARALLEL else rank)
         x, y = lib.from_numpy(x_np).to(device), lib.from_numpy(y_np).to(device)
         if label == strategy:
             params = sum(int(p.numel()) for p in model.parameters())  # before any sharding
@@ -303,8 +304,8 @@ def worker(cfg: Dict[str, Any]) -> Optional[Dict[str, Any]]:
             times[label].append(time.perf_counter() - t0)
             if label == strategy:
                 losses.append(loss)
-            if pipe is not None:
-                compute.append(pipe.compute_s)
+                if pipe is not None:
+                    compute.append(pipe.compute_s)
             if ddp is not None:
                 stats.append(ddp.last_step_stats)
     trace = None
@@ -396,7 +397,7 @@ def summarize(res: Dict[str, Any]) -> Dict[str, Any]:
            "alone_ms": r0.get("alone_ms"), "comm_ms": r0.get("comm_ms"), "step_ms_all": r0["step_ms_all"]}
     if res["strategy"] == "ddp" and "exposed_ms" in r0:  # the Reducer measured its all-reduces
         row["exposed_comm_ms"], row["hidden_comm_ms"] = r0["exposed_ms"], r0["overlapped_ms"]
-    elif row["alone_ms"] is not None and res["strategy"] != "none":
+    elif row["alone_ms"] is not None and res["strategy"] not in ("none", *MODEL_PARALLEL):
         # ZeRO: step - alone; for ZeRO-1 the hidden part is DDP's gradient all-reduce behind backward (its
         # parameter broadcast after the step is exposed by construction)
         row["exposed_comm_ms"] = max(r0["step_ms"] - row["alone_ms"], 0.0)

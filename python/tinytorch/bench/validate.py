@@ -3,8 +3,10 @@
     tinytorch-bench validate --json validate.json [--out-dir DIR]
 
 1. calibrate: a 2-rank all_reduce sweep (alpha and bus bandwidth of `this-machine`) and a traced 1-rank W3
-   step (per-unit compute, the order and times gradients become ready, the optimizer step), taken on rank 0
-   while a second rank trains alone beside it, so it sees the CPU contention of the 2-rank runs;
+   step (per-unit and per-op compute, the order and times gradients become ready, the optimizer step), taken
+   on rank 0 while a second rank trains alone beside it, so it sees the CPU contention of the 2-rank runs;
+   the trace gives the step's shape, and each measured run's scale is the unwrapped W3 step (`alone_ms`)
+   that `train` steps round-robin with the measured configuration on the same ranks;
 2. predict with the same models `simulate` uses: DDP, ZeRO-2 and ZeRO-3 W3 at world 2 (the DDP/ZeRO model),
    W3 with tensor parallelism over the 2 ranks and in a 2-stage 1F1B pipeline (the 3-D model, `layout.py`,
    with the traced step's compute), and all_reduce at 3 and 4 ranks over the sweep's sizes;
@@ -124,9 +126,11 @@ def main(args: argparse.Namespace) -> List[Dict[str, Any]]:
     trace = os.path.join(args.out_dir, "w3_1rank_trace.json")
     sweeps: Dict[int, List[List[Dict[str, Any]]]] = {n: [] for n in [2] + worlds}
     calib_ms: List[float] = []
-    measured: Dict[str, List[float]] = {s: [] for s in strategies}
+    runs: Dict[str, List[Dict[str, Any]]] = {s: [] for s in strategies}
     # Calibration and measurement alternate, `repeats` rounds, and medians are compared: load from other
-    # processes then falls on both alike instead of on whichever ran during a busy minute.
+    # processes then falls on both alike instead of on whichever ran during a busy minute. Within a training
+    # run they alternate step by step: each measured run also steps the unwrapped W3 on the same ranks
+    # (train's alone_ms), and that run's prediction takes its compute scale from those steps.
     rounds = max(args.repeats, args.sweep_repeats)
     for rep in range(rounds):
         if rep < args.sweep_repeats:
@@ -136,30 +140,41 @@ def main(args: argparse.Namespace) -> List[Dict[str, Any]]:
         if rep >= args.repeats:
             continue
         # The traced step is rank 0's while a second rank trains beside it without communicating, so it sees
-        # the CPU contention of the 2-rank runs it predicts; the median of its run's steps gives the scale.
-        print(f"# round {rep + 1}/{rounds}: W3 calibration (2 ranks, no communication), then "
-              f"{', '.join(strategies)} at 2 ranks")
-        one = T.run("W3", "none", 2, steps=args.steps, warmup=args.warmup, baseline=False,
-                    trace=trace if rep == 0 else None)
-        calib_ms.append(one["step_ms"])
+        # the CPU contention of the 2-rank runs it predicts: it gives the step's shape (per-unit and per-op
+        # shares, gradient timing); the scale comes from each measured run's own unwrapped steps.
+        print(f"# round {rep + 1}/{rounds}: " + ("W3 trace (2 ranks, no communication), then " if rep == 0 else "")
+              + f"{', '.join(strategies)} at 2 ranks, each beside the unwrapped W3")
+        if rep == 0:
+            calib_ms.append(T.run("W3", "none", 2, steps=args.steps, warmup=args.warmup, baseline=False,
+                                  trace=trace)["step_ms"])
         for c in measured_cases:
             m = c.layout.microbatches if c.layout else 1
-            measured[c.strategy].append(T.run("W3", c.strategy, 2, steps=args.steps, warmup=args.warmup,
-                                              baseline=False, microbatches=m)["step_ms"])
+            runs[c.strategy].append(T.run("W3", c.strategy, 2, steps=args.steps, warmup=args.warmup,
+                                          baseline=True, microbatches=m))
     cal_path = os.path.join(args.out_dir, "calibration_sweep_2ranks.json")
     write_json(cal_path, {"rows": _best_rows(sweeps[2]), "world": 2})
     hw = hwmod.from_collectives(cal_path)
     traced = load_profile(trace)
-    w = traced.scaled(median(calib_ms) / 1e3 / (traced.fwd_s + traced.bwd_s + traced.opt_s))
+
+    def scaled(step_ms: float) -> M.Workload:
+        """The traced step's shape at a measured W3 step's scale."""
+        return traced.scaled(step_ms / 1e3 / (traced.fwd_s + traced.bwd_s + traced.opt_s))
+
+    alone_ms = [r["alone_ms"] for rs in runs.values() for r in rs]
+    w = scaled(median(alone_ms or calib_ms))
     print(f"# this-machine: alpha {hw.intra.alpha_s * 1e6:.1f} us per ring step, bus bandwidth "
           f"{hw.intra.beta_Bps / 1e9:.2f} GB/s (2 ranks), {hw.cpu_cores} cores; W3 step: forward "
           f"{w.fwd_s * 1e3:.0f} ms, backward {w.bwd_s * 1e3:.0f} ms, optimizer {w.opt_s * 1e3:.0f} ms")
     cases: List[Dict[str, Any]] = []
     for c in TRAINING_CASES:
-        got = measured.get(c.strategy)
+        got = runs.get(c.strategy) or []
+        predicted = [predict(c, scaled(r["alone_ms"]), hw) for r in got] or [predict(c, w, hw)]
+        steps = [r["step_ms"] for r in got]
         cases.append({"strategy": c.strategy, "world": 2, "model": "W3",
-                      "layout": c.layout.name() if c.layout else None, "predicted_ms": predict(c, w, hw),
-                      "measured_ms": median(got) if got else None, "measured_repeats_ms": got})
+                      "layout": c.layout.name() if c.layout else None, "predicted_ms": median(predicted),
+                      "measured_ms": median(steps) if steps else None, "predicted_repeats_ms": predicted,
+                      "measured_repeats_ms": steps, "alone_repeats_ms": [r["alone_ms"] for r in got],
+                      "idle_ms_per_rank": got[-1].get("idle_ms_per_rank") if got else None})
     for n in worlds:
         rows = _best_rows(sweeps[n])
         write_json(os.path.join(args.out_dir, f"sweep_{n}ranks.json"), {"rows": rows, "world": n})
@@ -178,5 +193,6 @@ def main(args: argparse.Namespace) -> List[Dict[str, Any]]:
           f"({time.time() - t_start:.0f} s; load average {os.getloadavg()[0]:.1f} on {os.cpu_count()} cores)")
     if args.json:
         write_json(args.json, {"cases": cases, "hardware": hw.to_json(), "tolerance": args.tolerance,
+                               "calibration_step_ms": calib_ms,
                                "repeats": args.repeats, "sweep_repeats": args.sweep_repeats, "load_avg": os.getloadavg(), "cpus": os.cpu_count()})
     return cases
