@@ -89,6 +89,8 @@ FLAG_CASES = [
     (["validate", "--sizes", "1M,1Q"], "argument --sizes: expected a comma-separated list of sizes such as 256K "
                                        "or 16M, got '1Q' in '1M,1Q'"),
     (["validate", "--iters", "0"], "argument --iters: expected a positive integer, got '0'"),
+    (["validate", "--cases", "tp,zero9"], "argument --cases: expected a comma-separated list of ddp, zero2, zero3, "
+                                          "tp, pp, got 'tp,zero9'"),
     (["validate", "--worlds", "3,1"], "argument --worlds: expected a comma-separated list of integers >= 2, got "
                                       "'1' in '3,1'"),
     (["validate", "--steps", "0"], "argument --steps: expected a positive integer, got '0'"),

@@ -244,9 +244,11 @@ def _stage_units(model: Transformer, lay: Layout, hw: Hardware, measured: Option
     """Per pipeline rank, per microbatch: (compute seconds tensor parallelism splits, compute seconds it
     repeats on every tensor-parallel rank, recompute seconds, parameters it splits, parameters it repeats).
     Counted: every FLOP splits (Megatron-LM's vocabulary-parallel embedding and output layer too). Measured:
-    a block's traced time splits but for its `replicated_share` (layer norms and residual adds, split only
-    with sequence parallelism); embeddings, final norm, head and loss run whole on every tensor-parallel
-    rank, as tinytorch-bench train's tp plan leaves them."""
+    the blocks have one shape, so each costs the traced blocks' mean (a single traced step on a loaded machine
+    splits its time among them unevenly: whichever block a preemption fell in looks slower); a block's time
+    splits but for its `replicated_share` (layer norms and residual adds, split only with sequence
+    parallelism); embeddings, final norm, head and loss run whole on every tensor-parallel rank, as
+    tinytorch-bench train's tp plan leaves them."""
     p, v, b = lay.pp, lay.vpp, lay.micro_batch
     per_rank = model.layers // p
     if measured is None:
@@ -271,12 +273,14 @@ def _stage_units(model: Transformer, lay: Layout, hw: Hardware, measured: Option
     rec = {"none": 0.0, "selective": 3.0 * s / (6.0 * h + s), "full": 1.0}[lay.recompute]  # x forward
     rho = 0.0 if lay.tp == 1 or lay.sequence_parallel else replicated_share(model, measured)
     chunk = model.layers // (p * v)
+    fwd = sum(u.fwd_s for u in blocks) / len(blocks) * frac
+    both = sum(u.fwd_s + u.bwd_s for u in blocks) / len(blocks) * frac
     out = [[0.0] * 5 for _ in range(p)]
     for k, u in enumerate(blocks):
         r = (k // chunk) % p
-        out[r][0] += (1 - rho) * (u.fwd_s + u.bwd_s) * frac
-        out[r][1] += rho * (u.fwd_s + u.bwd_s) * frac
-        out[r][2] += rec * u.fwd_s * frac
+        out[r][0] += (1 - rho) * both
+        out[r][1] += rho * both
+        out[r][2] += rec * fwd
         out[r][3] += u.params
     for u in rest:
         out[p - 1][1] += (u.fwd_s + u.bwd_s) * frac

@@ -27,12 +27,14 @@ that is its high-water mark).
 from __future__ import annotations
 
 import argparse
+import importlib
+import importlib.util
 import os
 import time
 from typing import Any, Callable, Dict, List, Optional
 
 from ._cli import choice_list, nonnegative_int, positive_float, positive_int, usage_error
-from ._common import launched, median, run_ranks, table, write_json
+from ._common import free_port, launched, median, run_ranks, table, write_json
 
 STRATEGIES = ("none", "ddp", "zero1", "zero2", "zero3", "tp", "pp")
 MODEL_PARALLEL = ("tp", "pp")  # strategies that split one model (and one batch) over the ranks
@@ -59,6 +61,9 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--device", default="cpu", choices=["cpu", "cuda"])
     p.add_argument("--threads", type=positive_int, default=1, help="intra-op threads per rank")
     p.add_argument("--no-baseline", action="store_true", help="skip the unwrapped copy (no exposed-comm figure)")
+    p.add_argument("--torch", action="store_true",
+                   help="also step PyTorch's same configuration (gloo, CPU, same weights) round-robin on the same "
+                        "ranks: torch_ms and vs_torch (the ratio of the medians)")
     p.add_argument("--trace", default=None, help="write rank 0's last step as a Chrome trace for simulate --profile "
                                                  "(data-parallel strategies)")
     p.add_argument("--json", default=None)
@@ -78,30 +83,36 @@ def _units(model: Any) -> List[Any]:
     return [m for m in model.children() if any(True for _ in m.parameters())]
 
 
+def _api(lib: Any, module: str) -> Any:
+    """`lib`'s submodule by PyTorch's name (tinytorch.distributed.fsdp, torch.distributed.fsdp, ...): the same
+    wrapping code builds either library's configuration."""
+    return importlib.import_module(f"{lib.__name__}.{module}")
+
+
 def wrap(strategy: str, model: Any, lib: Any, bucket_mb: float, lr: float = 1e-3) -> tuple:
-    """(module to call, optimizer, DDP module or None) for a strategy; the ZeRO APIs are imported by name when
-    asked for, with a clear error when this build lacks them."""
+    """(module to call, optimizer, DDP module or None) for a strategy, in tinytorch or PyTorch (`lib`); the
+    ZeRO APIs are imported by name when asked for, with a clear error when this build lacks them."""
     if strategy == "none":
         return model, lib.optim.AdamW(model.parameters(), lr=lr), None
-    from tinytorch.nn.parallel import DistributedDataParallel as DDP
+    DDP = _api(lib, "nn.parallel").DistributedDataParallel
 
     if strategy == "ddp":
         ddp = DDP(model, bucket_cap_mb=bucket_mb)
         return ddp, lib.optim.AdamW(model.parameters(), lr=lr), ddp
     if strategy == "zero1":
         try:
-            from tinytorch.distributed.optim import ZeroRedundancyOptimizer
-        except ImportError as e:
-            raise RuntimeError("strategy zero1 needs tinytorch.distributed.optim.ZeroRedundancyOptimizer, which this "
-                               f"build does not have ({e})") from None
+            ZeroRedundancyOptimizer = _api(lib, "distributed.optim").ZeroRedundancyOptimizer
+        except (ImportError, AttributeError) as e:
+            raise RuntimeError(f"strategy zero1 needs {lib.__name__}.distributed.optim.ZeroRedundancyOptimizer, which "
+                               f"this build does not have ({e})") from None
         ddp = DDP(model, bucket_cap_mb=bucket_mb)
         return ddp, ZeroRedundancyOptimizer(model.parameters(), optimizer_class=lib.optim.AdamW, lr=lr), ddp
     if strategy in ("zero2", "zero3"):
         try:
-            from tinytorch.distributed.fsdp import fully_shard
-        except ImportError as e:
-            raise RuntimeError(f"strategy {strategy} needs tinytorch.distributed.fsdp (fully_shard), which this build "
-                               f"does not have ({e})") from None
+            fully_shard = _api(lib, "distributed.fsdp").fully_shard
+        except (ImportError, AttributeError) as e:
+            raise RuntimeError(f"strategy {strategy} needs {lib.__name__}.distributed.fsdp (fully_shard), which this "
+                               f"build does not have ({e})") from None
         reshard = strategy == "zero3"
         for unit in _units(model):
             fully_shard(unit, reshard_after_forward=reshard)
@@ -152,15 +163,14 @@ def tensor_parallel(model: Any, lib: Any, world: int, device: str) -> Any:
     """Megatron-LM's tensor parallelism of a GPT over all `world` ranks through parallelize_module: attention's
     qkv and the MLP's fc split by columns, proj and out by rows (an all-reduce after each in forward, one before
     each column-split input in backward: four per block)."""
-    from tinytorch.distributed.device_mesh import init_device_mesh
-    from tinytorch.distributed.tensor.parallel import ColwiseParallel, RowwiseParallel, parallelize_module
-
+    tp = _api(lib, "distributed.tensor.parallel")
     megatron_qkv_order(model, lib, world)
     model = model.to(device)
-    mesh = init_device_mesh(device.split(":")[0], (world,), mesh_dim_names=("tp",))
-    plan = {"blocks.*.qkv": ColwiseParallel(), "blocks.*.proj": RowwiseParallel(),
-            "blocks.*.fc": ColwiseParallel(), "blocks.*.out": RowwiseParallel()}
-    return parallelize_module(model, mesh, plan)
+    mesh = _api(lib, "distributed.device_mesh").init_device_mesh(device.split(":")[0], (world,),
+                                                                 mesh_dim_names=("tp",))
+    plan = {"blocks.*.qkv": tp.ColwiseParallel(), "blocks.*.proj": tp.RowwiseParallel(),
+            "blocks.*.fc": tp.ColwiseParallel(), "blocks.*.out": tp.RowwiseParallel()}
+    return tp.parallelize_module(model, mesh, plan)
 
 
 class _Pipeline:
@@ -169,17 +179,16 @@ class _Pipeline:
     step is waiting on its neighbours, the bubble)."""
 
     def __init__(self, model: Any, lib: Any, rank: int, world: int, device: str, microbatches: int) -> None:
-        from tinytorch.distributed.pipelining import PipelineStage, Schedule1F1B
-
         from .workloads import gpt_stage
 
+        pipelining = _api(lib, "distributed.pipelining")
         if len(model.blocks) % world:
             raise ValueError(f"--strategy pp over {world} ranks needs the {len(model.blocks)} blocks divisible by "
                              f"{world}")
         self.module = gpt_stage(lib, model, rank, world).to(device)
-        self.stage = PipelineStage(self.module, rank, world, lib.device(device))
-        self.schedule = Schedule1F1B(self.stage, n_microbatches=microbatches,
-                                     loss_fn=lib.nn.functional.cross_entropy)
+        self.stage = pipelining.PipelineStage(self.module, rank, world, lib.device(device))
+        self.schedule = pipelining.Schedule1F1B(self.stage, n_microbatches=microbatches,
+                                                loss_fn=lib.nn.functional.cross_entropy)
         self.first, self.last = rank == 0, rank == world - 1
         self.compute_s = 0.0
         for name in ("forward_one_chunk", "backward_one_chunk"):
@@ -265,22 +274,35 @@ def worker(cfg: Dict[str, Any]) -> Optional[Dict[str, Any]]:
         device = f"cuda:{local}"
     init_group("nccl" if device.startswith("cuda") else "ring")
     rank, world = dist.get_rank(), dist.get_world_size()
-    lib = tinytorch
     runs = []  # (label, step function, opt, ddp, x, y, call, recorder)
     tokens = params = 0
     pipe: Optional[_Pipeline] = None
-    alone = [("alone", "none")] if cfg["baseline"] and strategy != "none" else []
-    for label, strat in alone + [(strategy, strategy)]:
+    configs = [("alone", "none", tinytorch)] if cfg["baseline"] and strategy != "none" else []
+    configs.append((strategy, strategy, tinytorch))
+    if cfg["torch"]:  # PyTorch's same configuration on its own gloo group, from the same weights
+        import torch
+        import torch.distributed as torch_dist
+
+        torch.set_num_threads(cfg["threads"])
+        torch_dist.init_process_group("gloo", init_method=f"tcp://{os.environ.get('MASTER_ADDR', '127.0.0.1')}:"
+                                                          f"{cfg['torch_port']}", rank=rank, world_size=world)
+        configs.append(("torch", strategy, torch))
+    weights: Dict[str, Any] = {}
+    for label, strat, lib in configs:
         lib.manual_seed(0)
-        model, _, _, tokens = workloads.build(lib, cfg["model"], cfg["batch"], cfg["seq"])
+        model, _, _, n_tokens = workloads.build(lib, cfg["model"], cfg["batch"], cfg["seq"])
         x_np, y_np = _rank_batch(workloads, cfg, 0 if strategy in MODEL_PARALLEL else rank)
         x, y = lib.from_numpy(x_np).to(device), lib.from_numpy(y_np).to(device)
         if label == strategy:
-            params = sum(int(p.numel()) for p in model.parameters())  # before any sharding
+            params, tokens = sum(int(p.numel()) for p in model.parameters()), n_tokens  # before any sharding
+            weights = {k: v.detach().numpy().copy() for k, v in model.state_dict().items()}
+        elif label == "torch":
+            model.load_state_dict({k: lib.from_numpy(v) for k, v in weights.items()})
         if strat == "pp":
-            pipe = _Pipeline(model, lib, rank, world, device, cfg["microbatches"])
-            call, opt, ddp, recorder = None, lib.optim.AdamW(pipe.module.parameters(), lr=1e-3), None, None
-            forward_backward = pipe.step
+            stage = _Pipeline(model, lib, rank, world, device, cfg["microbatches"])
+            pipe = stage if label == strategy else pipe
+            call, opt, ddp, recorder = None, lib.optim.AdamW(stage.module.parameters(), lr=1e-3), None, None
+            forward_backward = stage.step
         else:
             if strat == "tp":
                 call, ddp = tensor_parallel(model, lib, world, device), None
@@ -289,9 +311,11 @@ def worker(cfg: Dict[str, Any]) -> Optional[Dict[str, Any]]:
                 call, opt, ddp = wrap(strat, model.to(device), lib, cfg["bucket_mb"])
             recorder = _Recorder(model) if label == strategy and strat != "tp" else None
             forward_backward = _forward_backward(call, lib)
+        ddp = ddp if lib is tinytorch else None  # last_step_stats is tinytorch's Reducer's
         runs.append((label, _step(forward_backward, opt), opt, ddp, x, y, call, recorder))
     times: Dict[str, List[float]] = {r[0]: [] for r in runs}
     losses: List[Optional[float]] = []
+    torch_losses: List[Optional[float]] = []
     compute: List[float] = []
     stats: List[Dict[str, Any]] = []
     for i in range(cfg["steps"]):
@@ -306,6 +330,8 @@ def worker(cfg: Dict[str, Any]) -> Optional[Dict[str, Any]]:
                 losses.append(loss)
                 if pipe is not None:
                     compute.append(pipe.compute_s)
+            elif label == "torch":
+                torch_losses.append(loss)
             if ddp is not None:
                 stats.append(ddp.last_step_stats)
     trace = None
@@ -320,6 +346,8 @@ def worker(cfg: Dict[str, Any]) -> Optional[Dict[str, Any]]:
         mine["idle_ms"] = 1e3 * median([t - c for t, c in zip(times[strategy][w:], compute[w:])])
     if "alone" in times:
         mine["alone_ms"] = 1e3 * median(times["alone"][w:])
+    if "torch" in times:
+        mine["torch_ms"], mine["torch_losses"] = 1e3 * median(times["torch"][w:]), torch_losses
     if stats:
         st = stats[w:] or stats
         for k in ("comm_ms", "overlapped_ms", "exposed_ms", "overlap_fraction"):
@@ -327,6 +355,8 @@ def worker(cfg: Dict[str, Any]) -> Optional[Dict[str, Any]]:
     everyone: List[Any] = [None] * world
     dist.all_gather_object(everyone, mine)
     dist.destroy_process_group()
+    if cfg["torch"]:
+        torch_dist.destroy_process_group()
     if rank != 0:
         return None
     return {"model": cfg["model"], "strategy": strategy, "world": world, "params": params,
@@ -388,10 +418,14 @@ def summarize(res: Dict[str, Any]) -> Dict[str, Any]:
     """One row: rank 0's medians, the slowest rank's peak memory, tokens/s over all ranks, the first step's loss
     (the rank that has it: the last under pp); pp adds each rank's compute and idle time."""
     r0 = res["ranks"][0]
-    first = [r["losses"][0] for r in res["ranks"] if r["losses"] and r["losses"][0] is not None]
+    def first(key: str) -> Optional[float]:
+        got = [r[key][0] for r in res["ranks"] if r.get(key) and r[key][0] is not None]
+        return got[0] if got else None
+
     row = {"model": res["model"], "strategy": res["strategy"], "world": res["world"], "params": res["params"],
            "step_ms": r0["step_ms"], "tokens_per_s": res["tokens_per_step"] / (r0["step_ms"] / 1e3),
-           "first_loss": first[0] if first else None, "microbatches": res.get("microbatches"),
+           "first_loss": first("losses"), "microbatches": res.get("microbatches"),
+           "torch_ms": r0.get("torch_ms"), "torch_first_loss": first("torch_losses"),
            "peak_bytes_per_rank": [r["peak_bytes"] for r in res["ranks"]],
            "peak_mb_max": max(r["peak_bytes"] for r in res["ranks"]) / 2 ** 20,
            "alone_ms": r0.get("alone_ms"), "comm_ms": r0.get("comm_ms"), "step_ms_all": r0["step_ms_all"]}
@@ -414,10 +448,12 @@ def summarize(res: Dict[str, Any]) -> Dict[str, Any]:
 def render(rows: List[Dict[str, Any]]) -> str:
     """The measured table."""
     body = [(r["model"], r["strategy"], r["world"], r["step_ms"], r["alone_ms"], r["tokens_per_s"], r["peak_mb_max"],
-             r["comm_ms"], r["exposed_comm_ms"], r["hidden_comm_ms"]) for r in rows]
+             r["comm_ms"], r["exposed_comm_ms"], r["hidden_comm_ms"], r["torch_ms"],
+             r["step_ms"] / r["torch_ms"] if r["torch_ms"] else None) for r in rows]
     return table(["model", "strategy", "world", "step_ms", "alone_ms", "tokens/s", "peak_MB/rank", "comm_ms",
-                  "exposed_ms", "hidden_ms"], body,
-                 ["{}", "{}", "{}", "{:.1f}", "{:.1f}", "{:.0f}", "{:.0f}", "{:.1f}", "{:.1f}", "{:.1f}"])
+                  "exposed_ms", "hidden_ms", "torch_ms", "vs_torch"], body,
+                 ["{}", "{}", "{}", "{:.1f}", "{:.1f}", "{:.0f}", "{:.0f}", "{:.1f}", "{:.1f}", "{:.1f}", "{:.1f}",
+                  "{:.2f}"])
 
 
 def plot(rows: List[Dict[str, Any]], path: str) -> bool:
@@ -448,11 +484,12 @@ def plot(rows: List[Dict[str, Any]], path: str) -> bool:
 def run(model: str, strategy: str, nproc: Optional[int], steps: int = 10, warmup: int = 2, batch: Optional[int] = None,
         seq: Optional[int] = None, bucket_mb: float = 25.0, device: str = "cpu", threads: int = 1,
         baseline: bool = True, trace: Optional[str] = None, timeout: float = 1800.0,
-        microbatches: int = 4) -> Optional[Dict[str, Any]]:
+        microbatches: int = 4, torch: bool = False) -> Optional[Dict[str, Any]]:
     """Measure one (model, strategy) on nproc spawned ranks (or the launched ones); rank 0's summary row."""
     cfg = {"model": model, "strategy": strategy, "steps": steps, "warmup": warmup, "batch": batch, "seq": seq,
            "bucket_mb": bucket_mb, "device": device, "threads": threads, "baseline": baseline,
-           "trace": os.path.abspath(trace) if trace else None, "microbatches": microbatches}
+           "trace": os.path.abspath(trace) if trace else None, "microbatches": microbatches, "torch": torch,
+           "torch_port": int(os.environ["MASTER_PORT"]) + 1 if launched() else free_port()}
     res = run_ranks(worker, nproc, (cfg,), timeout=timeout)
     return summarize(res[0]) if res and res[0] is not None else None
 
@@ -493,12 +530,14 @@ def main(args: argparse.Namespace) -> Optional[List[Dict[str, Any]]]:
         usage_error(args, f"argument --warmup: must be less than --steps ({args.steps}), got {args.warmup}")
     nproc = args.nproc if args.nproc or launched() else 2
     _check_model_parallel(args, strategies)
+    if args.torch and (args.device != "cpu" or importlib.util.find_spec("torch") is None):
+        usage_error(args, "argument --torch: needs PyTorch importable and --device cpu")
     data_parallel = [s for s in strategies if s not in MODEL_PARALLEL]
     rows = []
     for s in strategies:
         trace = args.trace if data_parallel and s == data_parallel[-1] else None
         row = run(args.model, s, nproc, args.steps, args.warmup, args.batch, args.seq, args.bucket_mb, args.device,
-                  args.threads, not args.no_baseline, trace, args.timeout, args.microbatches)
+                  args.threads, not args.no_baseline, trace, args.timeout, args.microbatches, args.torch)
         if row is None:
             return None  # a launched rank other than 0
         rows.append(row)

@@ -30,7 +30,8 @@ from typing import Any, Dict, List, NamedTuple, Optional
 from . import hardware as hwmod
 from . import layout as L
 from . import model as M
-from ._cli import byte_size, int_at_least, list_of, nonnegative_int, positive_float, positive_int, usage_error
+from ._cli import (byte_size, choice_list, int_at_least, list_of, nonnegative_int, positive_float, positive_int,
+                   usage_error)
 from ._common import format_size, table, write_json
 
 W3 = L.Transformer.preset("W3")
@@ -59,6 +60,8 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--iters", type=positive_int, default=10)
     p.add_argument("--worlds", type=list_of(int_at_least(2), "integers >= 2"), default="3,4",
                    help="all_reduce sweeps measured beyond the 2-rank calibration")
+    p.add_argument("--cases", type=choice_list([c.strategy for c in TRAINING_CASES]),
+                   default=",".join(c.strategy for c in TRAINING_CASES), help="the W3 training cases to run")
     p.add_argument("--steps", type=positive_int, default=8, help="training steps per measured run")
     p.add_argument("--warmup", type=nonnegative_int, default=3, help="steps left out of the medians (< --steps)")
     p.add_argument("--repeats", type=positive_int, default=2,
@@ -117,9 +120,10 @@ def main(args: argparse.Namespace) -> List[Dict[str, Any]]:
         usage_error(args, f"argument --warmup: must be less than --steps ({args.steps}), got {args.warmup}")
     os.makedirs(args.out_dir, exist_ok=True)
     sizes, worlds = args.sizes, args.worlds
-    measured_cases = [c for c in TRAINING_CASES if measurable(c)]
+    chosen = [c for c in TRAINING_CASES if c.strategy in args.cases]
+    measured_cases = [c for c in chosen if measurable(c)]
     strategies = [c.strategy for c in measured_cases]
-    left = [c.strategy for c in TRAINING_CASES if c not in measured_cases]
+    left = [c.strategy for c in chosen if c not in measured_cases]
     if left:
         print(f"# predicted only (tinytorch-bench train does not run them in this build): {', '.join(left)}")
     t_start = time.time()
@@ -166,7 +170,7 @@ def main(args: argparse.Namespace) -> List[Dict[str, Any]]:
           f"{hw.intra.beta_Bps / 1e9:.2f} GB/s (2 ranks), {hw.cpu_cores} cores; W3 step: forward "
           f"{w.fwd_s * 1e3:.0f} ms, backward {w.bwd_s * 1e3:.0f} ms, optimizer {w.opt_s * 1e3:.0f} ms")
     cases: List[Dict[str, Any]] = []
-    for c in TRAINING_CASES:
+    for c in chosen:
         got = runs.get(c.strategy) or []
         predicted = [predict(c, scaled(r["alone_ms"]), hw) for r in got] or [predict(c, w, hw)]
         steps = [r["step_ms"] for r in got]
