@@ -104,3 +104,13 @@ def test_megatron_qkv_order_gives_each_rank_its_heads():
     np.testing.assert_array_equal(got[12:], np.concatenate([q[4:], k[4:], v[4:]]))
     with pytest.raises(ValueError, match="--strategy tp over 3 ranks needs the width 8 and the 4 heads"):
         T.megatron_qkv_order(model, tinytorch, 3)
+
+
+@pytest.mark.skipif(importlib.util.find_spec("torch") is None, reason="PyTorch is not importable")
+def test_torch_beside_tp_and_pp_from_the_same_weights():
+    """--torch: PyTorch's parallelize_module / Schedule1F1B on gloo, stepped round-robin in the same ranks from
+    the same weights, starts from tinytorch's loss."""
+    for strategy in ("tp", "pp"):
+        row = T.run("W3", strategy, 2, steps=2, warmup=1, batch=4, seq=16, microbatches=2, torch=True)
+        assert row["torch_ms"] > 0 and row["alone_ms"] > 0
+        assert row["torch_first_loss"] == pytest.approx(row["first_loss"], rel=1e-5)

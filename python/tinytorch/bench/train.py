@@ -20,7 +20,9 @@ on the machine hits both alike (`alone_ms`, the compute scale `validate` predict
 data-parallel strategies exposed communication = step - that copy's step (for DDP also the Reducer's own
 measurement of all-reduce time hidden behind backward); tp and pp split the copy's work, so alone / step is
 their speedup, and pp reports each rank's compute (the time inside its stage's forward and backward chunks)
-and idle time. Step = zero_grad, forward, cross-entropy, backward, AdamW step.
+and idle time. Step = zero_grad, forward, cross-entropy, backward, AdamW step. `--torch` builds PyTorch's
+same configuration (its DDP, ZeroRedundancyOptimizer, fully_shard, parallelize_module or Schedule1F1B on a
+gloo group) from the same weights in the same processes and steps it round-robin too (`torch_ms`, `vs_torch`).
 Peak memory: the process's peak RSS on CPU; on GPU the bytes CuPy's pool holds (it keeps freed blocks, so
 that is its high-water mark).
 """
@@ -137,7 +139,7 @@ def _step(forward_backward: Callable[[Any, Any], Any], opt: Any) -> Callable[[An
         opt.zero_grad()
         loss = forward_backward(x, y)
         opt.step()
-        return None if loss is None else float(loss)
+        return None if loss is None else float(loss.detach())
     return run
 
 
@@ -203,12 +205,12 @@ class _Pipeline:
                 self.compute_s += time.perf_counter() - t0
         return run
 
-    def step(self, x: Any, y: Any) -> Optional[float]:
+    def step(self, x: Any, y: Any) -> Any:
         """One schedule step (forward and backward of every microbatch); the mean microbatch loss on the last
         stage, None elsewhere."""
         losses: List[Any] = []
         self.schedule.step(*((x,) if self.first else ()), target=y if self.last else None, losses=losses)
-        return sum(float(v.item()) for v in losses) / len(losses) if self.last else None
+        return sum(losses) / len(losses) if self.last else None
 
 
 class _Recorder:

@@ -95,9 +95,13 @@ def measurable(case: Case) -> bool:
 
 def predict(case: Case, w: M.Workload, hw: hwmod.Hardware) -> float:
     """Predicted W3 step (ms) at 2 ranks from the calibrated workload and hardware (float32 throughout)."""
+    return _row(case, w, hw)["step_ms"]
+
+
+def _row(case: Case, w: M.Workload, hw: hwmod.Hardware) -> Dict[str, Any]:
     if case.layout is None:
-        return M.simulate_step(case.strategy, w, 2, hw, precision="fp32")["step_ms"]
-    return L.simulate_layout(W3, case.layout, hw, precision="fp32", measured=w)["step_ms"]
+        return M.simulate_step(case.strategy, w, 2, hw, precision="fp32")
+    return L.simulate_layout(W3, case.layout, hw, precision="fp32", measured=w)
 
 
 def _best_rows(runs: List[List[Dict[str, Any]]]) -> List[Dict[str, Any]]:
@@ -172,13 +176,19 @@ def main(args: argparse.Namespace) -> List[Dict[str, Any]]:
     cases: List[Dict[str, Any]] = []
     for c in chosen:
         got = runs.get(c.strategy) or []
-        predicted = [predict(c, scaled(r["alone_ms"]), hw) for r in got] or [predict(c, w, hw)]
+        rows = [_row(c, scaled(r["alone_ms"]), hw) for r in got] or [_row(c, w, hw)]
         steps = [r["step_ms"] for r in got]
-        cases.append({"strategy": c.strategy, "world": 2, "model": "W3",
-                      "layout": c.layout.name() if c.layout else None, "predicted_ms": median(predicted),
-                      "measured_ms": median(steps) if steps else None, "predicted_repeats_ms": predicted,
-                      "measured_repeats_ms": steps, "alone_repeats_ms": [r["alone_ms"] for r in got],
-                      "idle_ms_per_rank": got[-1].get("idle_ms_per_rank") if got else None})
+        case = {"strategy": c.strategy, "world": 2, "model": "W3", "layout": c.layout.name() if c.layout else None,
+                "predicted_ms": median([r["step_ms"] for r in rows]),
+                "measured_ms": median(steps) if steps else None,
+                "predicted_repeats_ms": [r["step_ms"] for r in rows], "measured_repeats_ms": steps,
+                "alone_repeats_ms": [r["alone_ms"] for r in got]}
+        if c.strategy == "pp":  # the pipeline's parts, predicted and measured (each rank's compute and idle)
+            case.update(predicted_compute_ms=median([r["compute_ms"] for r in rows]),
+                        predicted_bubble_ms=median([r["bubble_ms"] for r in rows]),
+                        compute_ms_per_rank=[r["compute_ms_per_rank"] for r in got],
+                        idle_ms_per_rank=[r["idle_ms_per_rank"] for r in got])
+        cases.append(case)
     for n in worlds:
         rows = _best_rows(sweeps[n])
         write_json(os.path.join(args.out_dir, f"sweep_{n}ranks.json"), {"rows": rows, "world": n})
