@@ -192,6 +192,13 @@ def test_measured_w3_tensor_and_pipeline_cases_on_a_calibrated_machine():
     slot = (2 * 0.090 + 0.030) / 4 + 2 * (link.alpha_s + 4 * 128 * 256 * 4 / link.beta_Bps)
     want = (4 + 1) * slot + 0.008 * 9000 / 17000
     assert V.predict(pp_case, w, hw) == pytest.approx(1e3 * want)
+    # a rank computing 1.6x faster while its neighbour waits: the bubble's slot of work runs in slot / 1.6 and the
+    # neighbour's wait is that long, T = m s + (2/k - 1) s; at k = 2 the bubble is gone; k is kept in [1, 2]
+    assert V.predict(pp_case, w, hw, 1.6) == pytest.approx(1e3 * (want - slot + (2 / 1.6 - 1) * slot))
+    assert V.predict(pp_case, w, hw, 3.0) == pytest.approx(1e3 * (want - slot))
+    assert V.predict(pp_case, w, hw, 0.5) == pytest.approx(1e3 * want)
+    assert V.predict(tp_case, w, hw, 1.6) == pytest.approx(1e3 * (4 * 0.090 / 2 + 0.030 + 4 * 4 * ar +
+                                                                  0.008 * 9000 / 17000))  # no pipeline, no bubble
     # blocks of one shape cost the traced blocks' mean, however one traced step split the time among them
     uneven = M.Workload(units[:1] + [M.Unit(f"blocks.{k}", 4000.0, 0.030 + d, 0.060 + 2 * d)
                                      for k, d in enumerate((0.02, 0.01, -0.01, -0.02))], [], 0.008, tokens=16 * 128)

@@ -75,14 +75,18 @@ def test_tp_and_pp_train_the_one_rank_model():
     small = dict(steps=2, warmup=1, batch=4, seq=16, baseline=False)
     one = T.run("W3", "none", 1, **small)
     tp = T.run("W3", "tp", 2, **small)
-    pp = T.run("W3", "pp", 2, microbatches=2, **small)
+    pp = T.run("W3", "pp", 2, microbatches=2, **dict(small, baseline=True), solo=True)
     for row in (tp, pp):
         assert row["world"] == 2 and row["params"] == one["params"] and row["step_ms"] > 0
         assert row["first_loss"] == pytest.approx(one["first_loss"], rel=1e-5)
         # tp and pp ranks share one batch: tokens/s counts it once
         assert row["tokens_per_s"] == pytest.approx(4 * 16 / (row["step_ms"] / 1e3))
-        assert row["alone_ms"] is None and row["exposed_comm_ms"] is None
+        assert row["exposed_comm_ms"] is None  # alone is the whole model on the whole batch: nothing to subtract
+    assert tp["alone_ms"] is None and tp["solo_ms"] is None
+    assert pp["alone_ms"] > 0 and pp["solo_ms"] > 0  # rank 0's unwrapped step, with rank 1 busy and waiting
     assert pp["microbatches"] == 2 and tp["microbatches"] is None
+    with pytest.raises(ValueError, match="solo steps the unwrapped copy: it needs baseline=True"):
+        T.run("W3", "pp", 2, solo=True, **small)
     for compute, idle in zip(pp["compute_ms_per_rank"], pp["idle_ms_per_rank"]):
         assert 0 < compute and 0 <= idle
     assert "compute_ms_per_rank" not in tp

@@ -31,6 +31,7 @@ def test_validate_writes_cases(tmp_path):
     pp = layouts["pp"]
     assert 0 < pp["predicted_bubble_ms"] < pp["predicted_compute_ms"] < pp["predicted_ms"]
     assert len(pp["compute_ms_per_rank"][0]) == len(pp["idle_ms_per_rank"][0]) == 2
+    assert len(pp["solo_speedup"]) == 1 and 1.0 <= pp["solo_speedup"][0] <= 2.0
     ddp = next(c for c in cases if c["strategy"] == "ddp")
     # the TP step splits the same batch over 2 ranks: less compute than a DDP rank's whole batch
     assert layouts["tp"]["predicted_ms"] < ddp["predicted_ms"]

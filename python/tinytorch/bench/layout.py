@@ -299,8 +299,16 @@ def _dp_seconds(strategy: str, params: float, dp: int, hw: Hardware, gpn: int, p
 
 
 def simulate_layout(model: Transformer, lay: Layout, hw: Hardware, precision: str = "mixed",
-                    gpus_per_node: Optional[int] = None, measured: Optional[M.Workload] = None) -> Dict[str, Any]:
-    """One predicted row for `model` under `lay` on `hw`: memory, communication bytes, step time, MFU."""
+                    gpus_per_node: Optional[int] = None, measured: Optional[M.Workload] = None,
+                    solo_speedup: float = 1.0) -> Dict[str, Any]:
+    """One predicted row for `model` under `lay` on `hw`: memory, communication bytes, step time, MFU.
+
+    `solo_speedup` k: how many times faster a rank computes while its pipeline neighbour waits than while both
+    compute (CPU ranks that share cores with each other and other load; 1 where each rank has its own device).
+    Two stages then finish sooner than (m + 1) slots: a rank's bubble (one slot of work, s) runs solo in s/k,
+    and each rank's wait is the other's solo time, so with W = m s of work per rank, T = W + (2 - k) s / k.
+    For p = 2 that is exact in this picture; for more stages the same factor scales each of the p - 1 bubble
+    slots (an approximation: the ramp has other busy ranks too)."""
     lay.check(model)
     gpn = gpus_per_node or hw.gpus_per_node
     t, p, d, v, m = lay.tp, lay.pp, lay.dp, lay.vpp, lay.microbatches
@@ -331,7 +339,8 @@ def simulate_layout(model: Transformer, lay: Layout, hw: Hardware, precision: st
         tails.append((_dp_seconds(lay.strategy, params, d, hw, max(1, gpn // t), precision), opt / shard))
     dp_s, opt_s = max(tails, key=sum)
     params_gpu = max(split / t + whole for *_, split, whole in stages)
-    bubble_s = (p - 1) / v * slot
+    k = min(max(solo_speedup, 1.0), 2.0) if p > 1 else 1.0  # at most the sibling's whole share
+    bubble_s = (p - 1) / v * slot * (2.0 / k - 1.0)
     step = m * slot + bubble_s + dp_s + opt_s
     compute = m * compute_s + opt_s
     per_layer, act = activation_bytes(model, lay, precision)
@@ -347,7 +356,7 @@ def simulate_layout(model: Transformer, lay: Layout, hw: Hardware, precision: st
         "tp_comm_bytes_per_gpu_per_step": layers_rank * m * tp_collectives * 2 * (t - 1) / t * sbh_bytes,
         "pp_comm_bytes_per_gpu_per_step": m * sends * p2p_bytes,
         "dp_comm_bytes_per_gpu_per_step": M.comm_bytes_per_gpu(lay.strategy, params_gpu, d, precision),
-        "step_ms": 1e3 * step, "compute_ms": 1e3 * compute, "bubble_ms": 1e3 * bubble_s,
+        "step_ms": 1e3 * step, "compute_ms": 1e3 * compute, "bubble_ms": 1e3 * bubble_s, "solo_speedup": k,
         "tp_comm_ms": 1e3 * m * tp_s, "pp_comm_ms": 1e3 * m * p2p_s, "dp_comm_ms": 1e3 * dp_s,
         "exposed_comm_ms": 1e3 * (m * (tp_s + p2p_s) + dp_s),
         "mfu": model.model_flops(lay.global_batch) / (step * lay.world * hw.peak_flops),

@@ -320,7 +320,16 @@ def worker(cfg: Dict[str, Any]) -> Optional[Dict[str, Any]]:
     torch_losses: List[Optional[float]] = []
     compute: List[float] = []
     stats: List[Dict[str, Any]] = []
+    solo: List[float] = []
     for i in range(cfg["steps"]):
+        if cfg["solo"]:  # rank 0 steps the unwrapped copy while the other ranks wait, as a pipeline's bubble
+            _, step, _, _, x, y, *_ = runs[0]
+            dist.barrier()
+            if rank == 0:
+                t0 = time.perf_counter()
+                step(x, y)
+                solo.append(time.perf_counter() - t0)
+            dist.barrier()
         order = runs if i % 2 == 0 else runs[::-1]
         for label, step, opt, ddp, x, y, call, rec in order:
             if pipe is not None:
@@ -348,6 +357,8 @@ def worker(cfg: Dict[str, Any]) -> Optional[Dict[str, Any]]:
         mine["idle_ms"] = 1e3 * median([t - c for t, c in zip(times[strategy][w:], compute[w:])])
     if "alone" in times:
         mine["alone_ms"] = 1e3 * median(times["alone"][w:])
+    if solo:
+        mine["solo_ms"] = 1e3 * median(solo[w:])
     if "torch" in times:
         mine["torch_ms"], mine["torch_losses"] = 1e3 * median(times["torch"][w:]), torch_losses
     if stats:
@@ -427,7 +438,7 @@ def summarize(res: Dict[str, Any]) -> Dict[str, Any]:
     row = {"model": res["model"], "strategy": res["strategy"], "world": res["world"], "params": res["params"],
            "step_ms": r0["step_ms"], "tokens_per_s": res["tokens_per_step"] / (r0["step_ms"] / 1e3),
            "first_loss": first("losses"), "microbatches": res.get("microbatches"),
-           "torch_ms": r0.get("torch_ms"), "torch_first_loss": first("torch_losses"),
+           "torch_ms": r0.get("torch_ms"), "torch_first_loss": first("torch_losses"), "solo_ms": r0.get("solo_ms"),
            "peak_bytes_per_rank": [r["peak_bytes"] for r in res["ranks"]],
            "peak_mb_max": max(r["peak_bytes"] for r in res["ranks"]) / 2 ** 20,
            "alone_ms": r0.get("alone_ms"), "comm_ms": r0.get("comm_ms"), "step_ms_all": r0["step_ms_all"]}
@@ -486,11 +497,16 @@ def plot(rows: List[Dict[str, Any]], path: str) -> bool:
 def run(model: str, strategy: str, nproc: Optional[int], steps: int = 10, warmup: int = 2, batch: Optional[int] = None,
         seq: Optional[int] = None, bucket_mb: float = 25.0, device: str = "cpu", threads: int = 1,
         baseline: bool = True, trace: Optional[str] = None, timeout: float = 1800.0,
-        microbatches: int = 4, torch: bool = False) -> Optional[Dict[str, Any]]:
-    """Measure one (model, strategy) on nproc spawned ranks (or the launched ones); rank 0's summary row."""
+        microbatches: int = 4, torch: bool = False, solo: bool = False) -> Optional[Dict[str, Any]]:
+    """Measure one (model, strategy) on nproc spawned ranks (or the launched ones); rank 0's summary row.
+    `solo` (with the baseline): rank 0 also steps the unwrapped copy while the other ranks wait at a barrier,
+    round-robin with the rest (`solo_ms`; alone / solo is how much faster a rank computes when its neighbours
+    wait, which `validate` gives the pipeline model)."""
+    if solo and not baseline:
+        raise ValueError("solo steps the unwrapped copy: it needs baseline=True")
     cfg = {"model": model, "strategy": strategy, "steps": steps, "warmup": warmup, "batch": batch, "seq": seq,
            "bucket_mb": bucket_mb, "device": device, "threads": threads, "baseline": baseline,
-           "trace": os.path.abspath(trace) if trace else None, "microbatches": microbatches, "torch": torch,
+           "trace": os.path.abspath(trace) if trace else None, "microbatches": microbatches, "torch": torch, "solo": solo,
            "torch_port": int(os.environ["MASTER_PORT"]) + 1 if launched() else free_port()}
     res = run_ranks(worker, nproc, (cfg,), timeout=timeout)
     return summarize(res[0]) if res and res[0] is not None else None

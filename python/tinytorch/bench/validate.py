@@ -6,7 +6,9 @@
    step (per-unit and per-op compute, the order and times gradients become ready, the optimizer step), taken
    on rank 0 while a second rank trains alone beside it, so it sees the CPU contention of the 2-rank runs;
    the trace gives the step's shape, and each measured run's scale is the unwrapped W3 step (`alone_ms`)
-   that `train` steps round-robin with the measured configuration on the same ranks;
+   that `train` steps round-robin with the measured configuration on the same ranks; the pipeline run also
+   times that step on rank 0 while rank 1 waits (`solo_ms`): alone / solo is how much faster a rank computes
+   while its neighbour waits on these shared cores, which shortens the pipeline's bubble (layout.py);
 2. predict with the same models `simulate` uses: DDP, ZeRO-2 and ZeRO-3 W3 at world 2 (the DDP/ZeRO model),
    W3 with tensor parallelism over the 2 ranks and in a 2-stage 1F1B pipeline (the 3-D model, `layout.py`,
    with the traced step's compute), and all_reduce at 3 and 4 ranks over the sweep's sizes;
@@ -93,15 +95,15 @@ def measurable(case: Case) -> bool:
     return case.strategy in STRATEGIES and (have_fsdp() or case.strategy not in ("zero2", "zero3"))
 
 
-def predict(case: Case, w: M.Workload, hw: hwmod.Hardware) -> float:
+def predict(case: Case, w: M.Workload, hw: hwmod.Hardware, solo_speedup: float = 1.0) -> float:
     """Predicted W3 step (ms) at 2 ranks from the calibrated workload and hardware (float32 throughout)."""
-    return _row(case, w, hw)["step_ms"]
+    return _row(case, w, hw, solo_speedup)["step_ms"]
 
 
-def _row(case: Case, w: M.Workload, hw: hwmod.Hardware) -> Dict[str, Any]:
+def _row(case: Case, w: M.Workload, hw: hwmod.Hardware, solo_speedup: float = 1.0) -> Dict[str, Any]:
     if case.layout is None:
         return M.simulate_step(case.strategy, w, 2, hw, precision="fp32")
-    return L.simulate_layout(W3, case.layout, hw, precision="fp32", measured=w)
+    return L.simulate_layout(W3, case.layout, hw, precision="fp32", measured=w, solo_speedup=solo_speedup)
 
 
 def _best_rows(runs: List[List[Dict[str, Any]]]) -> List[Dict[str, Any]]:
@@ -158,7 +160,8 @@ def main(args: argparse.Namespace) -> List[Dict[str, Any]]:
         for c in measured_cases:
             m = c.layout.microbatches if c.layout else 1
             runs[c.strategy].append(T.run("W3", c.strategy, 2, steps=args.steps, warmup=args.warmup,
-                                          baseline=True, microbatches=m))
+                                          baseline=True, microbatches=m, solo=c.layout is not None and
+                                          c.layout.pp > 1))
     cal_path = os.path.join(args.out_dir, "calibration_sweep_2ranks.json")
     write_json(cal_path, {"rows": _best_rows(sweeps[2]), "world": 2})
     hw = hwmod.from_collectives(cal_path)
@@ -176,7 +179,8 @@ def main(args: argparse.Namespace) -> List[Dict[str, Any]]:
     cases: List[Dict[str, Any]] = []
     for c in chosen:
         got = runs.get(c.strategy) or []
-        rows = [_row(c, scaled(r["alone_ms"]), hw) for r in got] or [_row(c, w, hw)]
+        rows = [_row(c, scaled(r["alone_ms"]), hw, r["alone_ms"] / r["solo_ms"] if r.get("solo_ms") else 1.0)
+                for r in got] or [_row(c, w, hw)]
         steps = [r["step_ms"] for r in got]
         case = {"strategy": c.strategy, "world": 2, "model": "W3", "layout": c.layout.name() if c.layout else None,
                 "predicted_ms": median([r["step_ms"] for r in rows]),
@@ -185,6 +189,7 @@ def main(args: argparse.Namespace) -> List[Dict[str, Any]]:
                 "alone_repeats_ms": [r["alone_ms"] for r in got]}
         if c.strategy == "pp":  # the pipeline's parts, predicted and measured (each rank's compute and idle)
             case.update(predicted_compute_ms=median([r["compute_ms"] for r in rows]),
+                        solo_speedup=[r["solo_speedup"] for r in rows],
                         predicted_bubble_ms=median([r["bubble_ms"] for r in rows]),
                         compute_ms_per_rank=[r["compute_ms_per_rank"] for r in got],
                         idle_ms_per_rank=[r["idle_ms_per_rank"] for r in got])
