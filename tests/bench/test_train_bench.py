@@ -47,7 +47,7 @@ def test_one_rank_trace_feeds_simulate(tmp_path):
 def test_zero_strategies_by_name():
     if importlib.util.find_spec("tinytorch.distributed.fsdp") is None:
         with pytest.raises(RuntimeError, match="strategy zero3 needs tinytorch.distributed.fsdp"):
-            T.wrap("zero3", object(), None, 25.0)
+            T.wrap("zero3", object(), _lib(), 25.0)
     else:
         row = T.run("W2", "zero3", 2, steps=2, warmup=1, baseline=False)
         assert row["strategy"] == "zero3" and row["world"] == 2 and row["step_ms"] > 0

@@ -96,10 +96,8 @@ def wrap(strategy: str, model: Any, lib: Any, bucket_mb: float, lr: float = 1e-3
     ZeRO APIs are imported by name when asked for, with a clear error when this build lacks them."""
     if strategy == "none":
         return model, lib.optim.AdamW(model.parameters(), lr=lr), None
-    DDP = _api(lib, "nn.parallel").DistributedDataParallel
-
     if strategy == "ddp":
-        ddp = DDP(model, bucket_cap_mb=bucket_mb)
+        ddp = _api(lib, "nn.parallel").DistributedDataParallel(model, bucket_cap_mb=bucket_mb)
         return ddp, lib.optim.AdamW(model.parameters(), lr=lr), ddp
     if strategy == "zero1":
         try:
@@ -107,7 +105,7 @@ def wrap(strategy: str, model: Any, lib: Any, bucket_mb: float, lr: float = 1e-3
         except (ImportError, AttributeError) as e:
             raise RuntimeError(f"strategy zero1 needs {lib.__name__}.distributed.optim.ZeroRedundancyOptimizer, which "
                                f"this build does not have ({e})") from None
-        ddp = DDP(model, bucket_cap_mb=bucket_mb)
+        ddp = _api(lib, "nn.parallel").DistributedDataParallel(model, bucket_cap_mb=bucket_mb)
         return ddp, ZeroRedundancyOptimizer(model.parameters(), optimizer_class=lib.optim.AdamW, lr=lr), ddp
     if strategy in ("zero2", "zero3"):
         try:
