@@ -75,7 +75,8 @@ FLAG_CASES = [
     (["train", "--nproc", "0"], "argument --nproc: expected a positive integer, got '0'"),
     (["train", "--model", "W9"], "argument --model: invalid choice: 'W9'"),
     (["train", "--strategy", "zero4"], "argument --strategy: expected a comma-separated list of none, ddp, zero1, "
-                                       "zero2, zero3, got 'zero4'"),
+                                       "zero2, zero3, tp, pp, got 'zero4'"),
+    (["train", "--microbatches", "0"], "argument --microbatches: expected a positive integer, got '0'"),
     (["train", "--steps", "0"], "argument --steps: expected a positive integer, got '0'"),
     (["train", "--warmup", "-1"], "argument --warmup: expected a non-negative integer, got '-1'"),
     (["train", "--batch", "0"], "argument --batch: expected a positive integer, got '0'"),
@@ -88,6 +89,8 @@ FLAG_CASES = [
     (["validate", "--sizes", "1M,1Q"], "argument --sizes: expected a comma-separated list of sizes such as 256K "
                                        "or 16M, got '1Q' in '1M,1Q'"),
     (["validate", "--iters", "0"], "argument --iters: expected a positive integer, got '0'"),
+    (["validate", "--cases", "tp,zero9"], "argument --cases: expected a comma-separated list of ddp, zero2, zero3, "
+                                          "tp, pp, got 'tp,zero9'"),
     (["validate", "--worlds", "3,1"], "argument --worlds: expected a comma-separated list of integers >= 2, got "
                                       "'1' in '3,1'"),
     (["validate", "--steps", "0"], "argument --steps: expected a positive integer, got '0'"),
@@ -136,6 +139,20 @@ COMBINATION_CASES = [
     (["collectives", "--min-bytes", "1M", "--max-bytes", "1K"], "argument --max-bytes: must be at least "
                                                                 "--min-bytes (1M), got 1K"),
     (["train", "--steps", "2", "--warmup", "2"], "argument --warmup: must be less than --steps (2), got 2"),
+    (["train", "--model", "W2", "--strategy", "tp"], "argument --strategy: tp splits a GPT's blocks: use --model W3 "
+                                                     "or a GPT preset, not W2"),
+    (["train", "--strategy", "pp", "--trace", "t.json"], "argument --trace: records one rank's whole step for "
+                                                          "simulate --profile; pp splits the step over the ranks"),
+    (["train", "--strategy", "tp", "--nproc", "3"], "argument --strategy: tp over 3 ranks needs W3's 4 heads "
+                                                    "divisible by 3"),
+    (["train", "--strategy", "pp", "--nproc", "3"], "argument --strategy: pp over 3 ranks needs W3's 4 blocks "
+                                                    "divisible by 3"),
+    (["train", "--strategy", "ddp,pp", "--microbatches", "1"], "argument --microbatches: Schedule1F1B over 2 "
+                                                               "stages needs at least 2 microbatches that divide "
+                                                               "--batch 16, got 1"),
+    (["train", "--strategy", "pp", "--batch", "6", "--microbatches", "4"], "argument --microbatches: Schedule1F1B "
+                                                                           "over 2 stages needs at least 2 "
+                                                                           "microbatches that divide --batch 6, got 4"),
     (["validate", "--steps", "3", "--warmup", "3"], "argument --warmup: must be less than --steps (3), got 3"),
     (["chaos", "--steps", "8", "--ckpt-every", "5"], "--steps 8 with --ckpt-every 5 takes fewer than two "
                                                      "checkpoints"),

@@ -172,15 +172,37 @@ def test_measured_w3_tensor_and_pipeline_cases_on_a_calibrated_machine():
     tp_case, pp_case = [c for c in V.TRAINING_CASES if c.layout is not None]
     assert (tp_case.strategy, pp_case.strategy) == ("tp", "pp")
     w3 = V.W3
-    # TP=2: both ranks on the batch of 16, compute halves; 4 all-reduces of 16 x 128 x 256 fp32 per block
+    # TP=2: both ranks on the batch of 16, the blocks' compute and parameters halve, the root (embeddings, final
+    # norm, head, loss) runs whole on both; 4 all-reduces of 16 x 128 x 256 fp32 per block
     ar = 2 * link.alpha_s + (16 * 128 * 256 * 4) / link.beta_Bps  # 2 ranks: 2 (n-1)/n = 1
-    want = (0.030 + 4 * 0.090) / 2 + 4 * 4 * ar + 0.008 / 2
+    want = 4 * 0.090 / 2 + 0.030 + 4 * 4 * ar + 0.008 * (16000 / 2 + 1000) / 17000
     assert V.predict(tp_case, w, hw) == pytest.approx(1e3 * want)
+    # a block's layer norms and residual adds (per-op seconds of the trace) stay whole on each rank too: 2L of
+    # the 2L+1 calls of each are the blocks'
+    traced = M.Workload(units, [], 0.008, tokens=16 * 128,
+                        notes={"op_s": {"aten::native_layer_norm": 0.018, "aten::add": 0.009, "aten::addmm": 0.2}})
+    rho = (0.018 + 0.009) * 8 / 9 / (4 * 0.090)
+    assert L.replicated_share(w3, traced) == pytest.approx(rho)
+    want_rho = 4 * 0.090 * (1 - rho) / 2 + 4 * 0.090 * rho + 0.030 + 4 * 4 * ar + 0.008 * 9000 / 17000
+    assert V.predict(tp_case, traced, hw) == pytest.approx(1e3 * want_rho)
+    assert V.predict(tp_case, traced.scaled(2.0), hw) == pytest.approx(
+        1e3 * (2 * (want_rho - 4 * 4 * ar) + 4 * 4 * ar))  # the share is of the scaled step too
     # PP=2, 4 microbatches of 4: stage 0 = blocks 0-1, stage 1 = blocks 2-3 + root (slower); one receive per
     # direction per microbatch of 4 x 128 x 256 fp32; (m + p - 1) slots; the optimizer of the larger stage
     slot = (2 * 0.090 + 0.030) / 4 + 2 * (link.alpha_s + 4 * 128 * 256 * 4 / link.beta_Bps)
     want = (4 + 1) * slot + 0.008 * 9000 / 17000
     assert V.predict(pp_case, w, hw) == pytest.approx(1e3 * want)
+    # a rank computing 1.6x faster while its neighbour waits: the bubble's slot of work runs in slot / 1.6 and the
+    # neighbour's wait is that long, T = m s + (2/k - 1) s; at k = 2 the bubble is gone; k is kept in [1, 2]
+    assert V.predict(pp_case, w, hw, 1.6) == pytest.approx(1e3 * (want - slot + (2 / 1.6 - 1) * slot))
+    assert V.predict(pp_case, w, hw, 3.0) == pytest.approx(1e3 * (want - slot))
+    assert V.predict(pp_case, w, hw, 0.5) == pytest.approx(1e3 * want)
+    assert V.predict(tp_case, w, hw, 1.6) == pytest.approx(1e3 * (4 * 0.090 / 2 + 0.030 + 4 * 4 * ar +
+                                                                  0.008 * 9000 / 17000))  # no pipeline, no bubble
+    # blocks of one shape cost the traced blocks' mean, however one traced step split the time among them
+    uneven = M.Workload(units[:1] + [M.Unit(f"blocks.{k}", 4000.0, 0.030 + d, 0.060 + 2 * d)
+                                     for k, d in enumerate((0.02, 0.01, -0.01, -0.02))], [], 0.008, tokens=16 * 128)
+    assert V.predict(pp_case, uneven, hw) == pytest.approx(1e3 * want)
     row = L.simulate_layout(w3, pp_case.layout, hw, "fp32", measured=w)
     assert row["pipeline_bubble_fraction"] == 0.25 and row["pp_comm_bytes_per_gpu_per_step"] == 4 * 4 * 128 * 256 * 4
     with pytest.raises(ValueError, match="has 4 blocks"):

@@ -47,7 +47,7 @@ def test_one_rank_trace_feeds_simulate(tmp_path):
 def test_zero_strategies_by_name():
     if importlib.util.find_spec("tinytorch.distributed.fsdp") is None:
         with pytest.raises(RuntimeError, match="strategy zero3 needs tinytorch.distributed.fsdp"):
-            T.wrap("zero3", object(), None, 25.0)
+            T.wrap("zero3", object(), _lib(), 25.0)
     else:
         row = T.run("W2", "zero3", 2, steps=2, warmup=1, baseline=False)
         assert row["strategy"] == "zero3" and row["world"] == 2 and row["step_ms"] > 0
@@ -67,3 +67,54 @@ class _Tiny:
 def _lib():
     import tinytorch
     return tinytorch
+
+
+def test_tp_and_pp_train_the_one_rank_model():
+    """tp (parallelize_module, Megatron's qkv order) and pp (Schedule1F1B over 2 stages) on 2 ranks start from
+    the one-rank W3's loss on the same batch: the same model, split; pp reports each rank's compute and idle."""
+    small = dict(steps=2, warmup=1, batch=4, seq=16, baseline=False)
+    one = T.run("W3", "none", 1, **small)
+    tp = T.run("W3", "tp", 2, **small)
+    pp = T.run("W3", "pp", 2, microbatches=2, **dict(small, baseline=True), solo=True)
+    for row in (tp, pp):
+        assert row["world"] == 2 and row["params"] == one["params"] and row["step_ms"] > 0
+        assert row["first_loss"] == pytest.approx(one["first_loss"], rel=1e-5)
+        # tp and pp ranks share one batch: tokens/s counts it once
+        assert row["tokens_per_s"] == pytest.approx(4 * 16 / (row["step_ms"] / 1e3))
+        assert row["exposed_comm_ms"] is None  # alone is the whole model on the whole batch: nothing to subtract
+    assert tp["alone_ms"] is None and tp["solo_ms"] is None
+    assert pp["alone_ms"] > 0 and pp["solo_ms"] > 0  # rank 0's unwrapped step, with rank 1 busy and waiting
+    assert pp["microbatches"] == 2 and tp["microbatches"] is None
+    with pytest.raises(ValueError, match="solo steps the unwrapped copy: it needs baseline=True"):
+        T.run("W3", "pp", 2, solo=True, **small)
+    for compute, idle in zip(pp["compute_ms_per_rank"], pp["idle_ms_per_rank"]):
+        assert 0 < compute and 0 <= idle
+    assert "compute_ms_per_rank" not in tp
+
+
+def test_megatron_qkv_order_gives_each_rank_its_heads():
+    import numpy as np
+    import tinytorch
+    from tinytorch.bench import workloads
+
+    tinytorch.manual_seed(0)
+    model = workloads.gpt(tinytorch, T=16, d=8, h=4, L=1)
+    w = model.blocks[0].qkv.weight.detach().numpy().copy()
+    T.megatron_qkv_order(model, tinytorch, 2)
+    got = model.blocks[0].qkv.weight.detach().numpy()
+    q, k, v = w[:8], w[8:16], w[16:]
+    # rank 0's contiguous half: q, k, v of heads 0-1; rank 1's: of heads 2-3
+    np.testing.assert_array_equal(got[:12], np.concatenate([q[:4], k[:4], v[:4]]))
+    np.testing.assert_array_equal(got[12:], np.concatenate([q[4:], k[4:], v[4:]]))
+    with pytest.raises(ValueError, match="--strategy tp over 3 ranks needs the width 8 and the 4 heads"):
+        T.megatron_qkv_order(model, tinytorch, 3)
+
+
+@pytest.mark.skipif(importlib.util.find_spec("torch") is None, reason="PyTorch is not importable")
+def test_torch_beside_tp_and_pp_from_the_same_weights():
+    """--torch: PyTorch's parallelize_module / Schedule1F1B on gloo, stepped round-robin in the same ranks from
+    the same weights, starts from tinytorch's loss."""
+    for strategy in ("tp", "pp"):
+        row = T.run("W3", strategy, 2, steps=2, warmup=1, batch=4, seq=16, microbatches=2, torch=True)
+        assert row["torch_ms"] > 0 and row["alone_ms"] > 0
+        assert row["torch_first_loss"] == pytest.approx(row["first_loss"], rel=1e-5)

@@ -221,10 +221,34 @@ def p2p_sends_per_microbatch(pp: int, vpp: int) -> int:
     return max(sum((c * pp + r != last) + (c * pp + r != 0) for c in range(vpp)) for r in range(pp))
 
 
+# Ops a pre-LN block runs whole on every tensor-parallel rank without sequence parallelism (aten names, as
+# tinytorch.profiler and PyTorch's profiler give them): its two layer norms and two residual adds. Each occurs
+# once more outside the blocks (the final norm, the token + position embedding sum).
+TP_REPLICATED_OPS = ("aten::native_layer_norm", "aten::layer_norm", "aten::add")
+
+
+def replicated_share(model: Transformer, measured: M.Workload) -> float:
+    """The share of the traced blocks' compute that tensor parallelism does not split: the replicated ops'
+    traced seconds (`op_s`, forward and backward), the blocks' 2L of the 2L+1 calls of each (same shapes), over
+    the blocks' seconds. 0 for a trace without per-op spans."""
+    op_s = measured.notes.get("op_s") or {}
+    blocks = sum(u.fwd_s + u.bwd_s for u in measured.units if u.name.split(".")[-1].isdigit())
+    if not op_s or blocks <= 0:
+        return 0.0
+    repl = sum(op_s.get(name, 0.0) for name in TP_REPLICATED_OPS) * 2 * model.layers / (2 * model.layers + 1)
+    return min(repl * measured.notes.get("scaled_by", 1.0) / blocks, 1.0)
+
+
 def _stage_units(model: Transformer, lay: Layout, hw: Hardware, measured: Optional[M.Workload]
-                 ) -> List[Tuple[float, float, float]]:
-    """(compute seconds per microbatch, recompute seconds per microbatch, parameters) of each pipeline rank,
-    before the tensor-parallel split."""
+                 ) -> List[Tuple[float, float, float, float, float]]:
+    """Per pipeline rank, per microbatch: (compute seconds tensor parallelism splits, compute seconds it
+    repeats on every tensor-parallel rank, recompute seconds, parameters it splits, parameters it repeats).
+    Counted: every FLOP splits (Megatron-LM's vocabulary-parallel embedding and output layer too). Measured:
+    the blocks have one shape, so each costs the traced blocks' mean (a single traced step on a loaded machine
+    splits its time among them unevenly: whichever block a preemption fell in looks slower); a block's time
+    splits but for its `replicated_share` (layer norms and residual adds, split only with sequence
+    parallelism); embeddings, final norm, head and loss run whole on every tensor-parallel rank, as
+    tinytorch-bench train's tp plan leaves them."""
     p, v, b = lay.pp, lay.vpp, lay.micro_batch
     per_rank = model.layers // p
     if measured is None:
@@ -237,7 +261,7 @@ def _stage_units(model: Transformer, lay: Layout, hw: Hardware, measured: Option
             params += (model.vocab + model.seq) * model.hidden if r == 0 else 0.0
             params += model.vocab * model.hidden if r == p - 1 and p > 1 else 0.0  # tied output copy
             logits = model.logits_flops(b) / X if r == p - 1 else 0.0
-            out.append((per_rank * layer_s + logits, per_rank * rec_s, params))
+            out.append((per_rank * layer_s + logits, 0.0, per_rank * rec_s, params, 0.0))
         return out
     blocks = [u for u in measured.units if u.name.split(".")[-1].isdigit()]
     rest = [u for u in measured.units if not u.name.split(".")[-1].isdigit()]
@@ -247,16 +271,20 @@ def _stage_units(model: Transformer, lay: Layout, hw: Hardware, measured: Option
     frac = b * model.seq / measured.tokens if measured.tokens else 1.0 / lay.microbatches
     s, h = model.seq, model.hidden
     rec = {"none": 0.0, "selective": 3.0 * s / (6.0 * h + s), "full": 1.0}[lay.recompute]  # x forward
+    rho = 0.0 if lay.tp == 1 or lay.sequence_parallel else replicated_share(model, measured)
     chunk = model.layers // (p * v)
-    out = [[0.0, 0.0, 0.0] for _ in range(p)]
+    fwd = sum(u.fwd_s for u in blocks) / len(blocks) * frac
+    both = sum(u.fwd_s + u.bwd_s for u in blocks) / len(blocks) * frac
+    out = [[0.0] * 5 for _ in range(p)]
     for k, u in enumerate(blocks):
         r = (k // chunk) % p
-        out[r][0] += (u.fwd_s + u.bwd_s) * frac
-        out[r][1] += rec * u.fwd_s * frac
-        out[r][2] += u.params
+        out[r][0] += (1 - rho) * both
+        out[r][1] += rho * both
+        out[r][2] += rec * fwd
+        out[r][3] += u.params
     for u in rest:
-        out[p - 1][0] += (u.fwd_s + u.bwd_s) * frac
-        out[p - 1][2] += u.params
+        out[p - 1][1] += (u.fwd_s + u.bwd_s) * frac
+        out[p - 1][4] += u.params
     return [tuple(x) for x in out]  # type: ignore[misc]
 
 
@@ -271,8 +299,16 @@ def _dp_seconds(strategy: str, params: float, dp: int, hw: Hardware, gpn: int, p
 
 
 def simulate_layout(model: Transformer, lay: Layout, hw: Hardware, precision: str = "mixed",
-                    gpus_per_node: Optional[int] = None, measured: Optional[M.Workload] = None) -> Dict[str, Any]:
-    """One predicted row for `model` under `lay` on `hw`: memory, communication bytes, step time, MFU."""
+                    gpus_per_node: Optional[int] = None, measured: Optional[M.Workload] = None,
+                    solo_speedup: float = 1.0) -> Dict[str, Any]:
+    """One predicted row for `model` under `lay` on `hw`: memory, communication bytes, step time, MFU.
+
+    `solo_speedup` k: how many times faster a rank computes while its pipeline neighbour waits than while both
+    compute (CPU ranks that share cores with each other and other load; 1 where each rank has its own device).
+    Two stages then finish sooner than (m + 1) slots: a rank's bubble (one slot of work, s) runs solo in s/k,
+    and each rank's wait is the other's solo time, so with W = m s of work per rank, T = W + (2 - k) s / k.
+    For p = 2 that is exact in this picture; for more stages the same factor scales each of the p - 1 bubble
+    slots (an approximation: the ramp has other busy ranks too)."""
     lay.check(model)
     gpn = gpus_per_node or hw.gpus_per_node
     t, p, d, v, m = lay.tp, lay.pp, lay.dp, lay.vpp, lay.microbatches
@@ -294,16 +330,17 @@ def simulate_layout(model: Transformer, lay: Layout, hw: Hardware, precision: st
     stages = _stage_units(model, lay, hw, measured)
     state = sum(M.PRECISIONS[precision])
     shard = d if lay.strategy != "ddp" else 1  # ZeRO shards the optimizer step over the dp ranks
-    compute_s = max((c + r) / t for c, r, _ in stages)
+    compute_s = max((c + r) / t + whole for c, whole, r, _, _ in stages)
     slot = compute_s + tp_s + p2p_s  # the pipeline runs at its slowest stage's pace
     tails = []  # (dp reduction, optimizer) of each rank, after the flush
-    for _, _, params in stages:
-        params /= t
+    for *_, split, whole in stages:
+        params = split / t + whole
         opt = 2 * state * params / hw.mem_bw_Bps if measured is None else measured.opt_s * params / measured.params
         tails.append((_dp_seconds(lay.strategy, params, d, hw, max(1, gpn // t), precision), opt / shard))
     dp_s, opt_s = max(tails, key=sum)
-    params_gpu = max(params / t for _, _, params in stages)
-    bubble_s = (p - 1) / v * slot
+    params_gpu = max(split / t + whole for *_, split, whole in stages)
+    k = min(max(solo_speedup, 1.0), 2.0) if p > 1 else 1.0  # at most the sibling's whole share
+    bubble_s = (p - 1) / v * slot * (2.0 / k - 1.0)
     step = m * slot + bubble_s + dp_s + opt_s
     compute = m * compute_s + opt_s
     per_layer, act = activation_bytes(model, lay, precision)
@@ -319,7 +356,7 @@ def simulate_layout(model: Transformer, lay: Layout, hw: Hardware, precision: st
         "tp_comm_bytes_per_gpu_per_step": layers_rank * m * tp_collectives * 2 * (t - 1) / t * sbh_bytes,
         "pp_comm_bytes_per_gpu_per_step": m * sends * p2p_bytes,
         "dp_comm_bytes_per_gpu_per_step": M.comm_bytes_per_gpu(lay.strategy, params_gpu, d, precision),
-        "step_ms": 1e3 * step, "compute_ms": 1e3 * compute, "bubble_ms": 1e3 * bubble_s,
+        "step_ms": 1e3 * step, "compute_ms": 1e3 * compute, "bubble_ms": 1e3 * bubble_s, "solo_speedup": k,
         "tp_comm_ms": 1e3 * m * tp_s, "pp_comm_ms": 1e3 * m * p2p_s, "dp_comm_ms": 1e3 * dp_s,
         "exposed_comm_ms": 1e3 * (m * (tp_s + p2p_s) + dp_s),
         "mfu": model.model_flops(lay.global_batch) / (step * lay.world * hw.peak_flops),

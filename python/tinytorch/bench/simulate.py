@@ -156,7 +156,20 @@ def load_profile(path: str, params: Optional[float] = None) -> M.Workload:
         units = [M.Unit(f"unit{j}", psi / k, F / k, B / k) for j in range(k)]
         grads = [((j + 1) * B / k, psi / k) for j in range(k)]
     return M.Workload(units, grads, O, activation_bytes=meta.get("activation_bytes"), tokens=meta.get("tokens"),
-                      source=path, notes={"model": meta.get("model")})
+                      source=path, notes={"model": meta.get("model"), "op_s": _op_seconds(spans)})
+
+
+def _op_seconds(spans: List[Dict[str, Any]]) -> Dict[str, float]:
+    """Seconds per op over the traced step, forward span and backward node together under the forward op's
+    name ('NativeLayerNormBackward0' counts as 'aten::native_layer_norm'): what the 3-D model splits by op."""
+    from tinytorch.profiler import _forward_name
+
+    out: Dict[str, float] = {}
+    for e in spans:
+        if e.get("cat") in ("forward", "backward"):
+            name = e["name"] if e["cat"] == "forward" else _forward_name(e["name"])
+            out[name] = out.get(name, 0.0) + e["dur"] * 1e-6
+    return out
 
 
 # ------------------------------------------------------------------ running

@@ -3,13 +3,18 @@
     tinytorch-bench validate --json validate.json [--out-dir DIR]
 
 1. calibrate: a 2-rank all_reduce sweep (alpha and bus bandwidth of `this-machine`) and a traced 1-rank W3
-   step (per-unit compute, the order and times gradients become ready, the optimizer step), taken on rank 0
-   while a second rank trains alone beside it, so it sees the CPU contention of the 2-rank runs;
+   step (per-unit and per-op compute, the order and times gradients become ready, the optimizer step), taken
+   on rank 0 while a second rank trains alone beside it, so it sees the CPU contention of the 2-rank runs;
+   the trace gives the step's shape, and each measured run's scale is the unwrapped W3 step (`alone_ms`)
+   that `train` steps round-robin with the measured configuration on the same ranks; the pipeline run also
+   times that step on rank 0 while rank 1 waits (`solo_ms`): alone / solo is how much faster a rank computes
+   while its neighbour waits on these shared cores, which shortens the pipeline's bubble (layout.py);
 2. predict with the same models `simulate` uses: DDP, ZeRO-2 and ZeRO-3 W3 at world 2 (the DDP/ZeRO model),
    W3 with tensor parallelism over the 2 ranks and in a 2-stage 1F1B pipeline (the 3-D model, `layout.py`,
    with the traced step's compute), and all_reduce at 3 and 4 ranks over the sweep's sizes;
-3. measure those runs and print predicted against measured; error = (predicted - measured) / measured. A case
-   whose strategy `tinytorch-bench train` does not run (yet) is printed as predicted only.
+3. measure those runs (`tinytorch-bench train --strategy ddp|zero2|zero3|tp|pp`) and print predicted against
+   measured; error = (predicted - measured) / measured. A case whose strategy this build cannot run (ZeRO-2/3
+   without tinytorch.distributed.fsdp) is printed as predicted only.
 Calibration and measurement alternate over rounds: training steps compare medians over `--repeats` rounds,
 collectives the fastest of `--sweep-repeats` sweeps (load from other processes only adds time).
 
@@ -27,7 +32,8 @@ from typing import Any, Dict, List, NamedTuple, Optional
 from . import hardware as hwmod
 from . import layout as L
 from . import model as M
-from ._cli import byte_size, int_at_least, list_of, nonnegative_int, positive_float, positive_int, usage_error
+from ._cli import (byte_size, choice_list, int_at_least, list_of, nonnegative_int, positive_float, positive_int,
+                   usage_error)
 from ._common import format_size, table, write_json
 
 W3 = L.Transformer.preset("W3")
@@ -41,9 +47,8 @@ class Case(NamedTuple):
     layout: Optional[L.Layout] = None
 
 
-# TP: both ranks on one batch of 16; PP: 2 stages (blocks 0-1, blocks 2-3 and the head), 4 microbatches of 4.
-# Their measured side is `tinytorch-bench train --strategy tp|pp` running these layouts: once train.STRATEGIES
-# has them, validate measures them too.
+# TP: both ranks on one batch of 16; PP: 2 stages (blocks 0-1, blocks 2-3 and the head), 4 microbatches of 4;
+# measured by `tinytorch-bench train --strategy tp|pp` running these layouts.
 TRAINING_CASES = (Case("ddp"), Case("zero2"), Case("zero3"),
                   Case("tp", L.Layout(tp=2, micro_batch=16, global_batch=16)),
                   Case("pp", L.Layout(pp=2, schedule="1f1b", micro_batch=4, global_batch=16)))
@@ -57,6 +62,8 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--iters", type=positive_int, default=10)
     p.add_argument("--worlds", type=list_of(int_at_least(2), "integers >= 2"), default="3,4",
                    help="all_reduce sweeps measured beyond the 2-rank calibration")
+    p.add_argument("--cases", type=choice_list([c.strategy for c in TRAINING_CASES]),
+                   default=",".join(c.strategy for c in TRAINING_CASES), help="the W3 training cases to run")
     p.add_argument("--steps", type=positive_int, default=8, help="training steps per measured run")
     p.add_argument("--warmup", type=nonnegative_int, default=3, help="steps left out of the medians (< --steps)")
     p.add_argument("--repeats", type=positive_int, default=2,
@@ -88,11 +95,15 @@ def measurable(case: Case) -> bool:
     return case.strategy in STRATEGIES and (have_fsdp() or case.strategy not in ("zero2", "zero3"))
 
 
-def predict(case: Case, w: M.Workload, hw: hwmod.Hardware) -> float:
+def predict(case: Case, w: M.Workload, hw: hwmod.Hardware, solo_speedup: float = 1.0) -> float:
     """Predicted W3 step (ms) at 2 ranks from the calibrated workload and hardware (float32 throughout)."""
+    return _row(case, w, hw, solo_speedup)["step_ms"]
+
+
+def _row(case: Case, w: M.Workload, hw: hwmod.Hardware, solo_speedup: float = 1.0) -> Dict[str, Any]:
     if case.layout is None:
-        return M.simulate_step(case.strategy, w, 2, hw, precision="fp32")["step_ms"]
-    return L.simulate_layout(W3, case.layout, hw, precision="fp32", measured=w)["step_ms"]
+        return M.simulate_step(case.strategy, w, 2, hw, precision="fp32")
+    return L.simulate_layout(W3, case.layout, hw, precision="fp32", measured=w, solo_speedup=solo_speedup)
 
 
 def _best_rows(runs: List[List[Dict[str, Any]]]) -> List[Dict[str, Any]]:
@@ -115,18 +126,21 @@ def main(args: argparse.Namespace) -> List[Dict[str, Any]]:
         usage_error(args, f"argument --warmup: must be less than --steps ({args.steps}), got {args.warmup}")
     os.makedirs(args.out_dir, exist_ok=True)
     sizes, worlds = args.sizes, args.worlds
-    measured_cases = [c for c in TRAINING_CASES if measurable(c)]
+    chosen = [c for c in TRAINING_CASES if c.strategy in args.cases]
+    measured_cases = [c for c in chosen if measurable(c)]
     strategies = [c.strategy for c in measured_cases]
-    left = [c.strategy for c in TRAINING_CASES if c not in measured_cases]
+    left = [c.strategy for c in chosen if c not in measured_cases]
     if left:
         print(f"# predicted only (tinytorch-bench train does not run them in this build): {', '.join(left)}")
     t_start = time.time()
     trace = os.path.join(args.out_dir, "w3_1rank_trace.json")
     sweeps: Dict[int, List[List[Dict[str, Any]]]] = {n: [] for n in [2] + worlds}
     calib_ms: List[float] = []
-    measured: Dict[str, List[float]] = {s: [] for s in strategies}
+    runs: Dict[str, List[Dict[str, Any]]] = {s: [] for s in strategies}
     # Calibration and measurement alternate, `repeats` rounds, and medians are compared: load from other
-    # processes then falls on both alike instead of on whichever ran during a busy minute.
+    # processes then falls on both alike instead of on whichever ran during a busy minute. Within a training
+    # run they alternate step by step: each measured run also steps the unwrapped W3 on the same ranks
+    # (train's alone_ms), and that run's prediction takes its compute scale from those steps.
     rounds = max(args.repeats, args.sweep_repeats)
     for rep in range(rounds):
         if rep < args.sweep_repeats:
@@ -136,28 +150,50 @@ def main(args: argparse.Namespace) -> List[Dict[str, Any]]:
         if rep >= args.repeats:
             continue
         # The traced step is rank 0's while a second rank trains beside it without communicating, so it sees
-        # the CPU contention of the 2-rank runs it predicts; the median of its run's steps gives the scale.
-        print(f"# round {rep + 1}/{rounds}: W3 calibration (2 ranks, no communication), then "
-              f"{', '.join(strategies)} at 2 ranks")
-        one = T.run("W3", "none", 2, steps=args.steps, warmup=args.warmup, baseline=False,
-                    trace=trace if rep == 0 else None)
-        calib_ms.append(one["step_ms"])
-        for s in strategies:
-            measured[s].append(T.run("W3", s, 2, steps=args.steps, warmup=args.warmup, baseline=False)["step_ms"])
+        # the CPU contention of the 2-rank runs it predicts: it gives the step's shape (per-unit and per-op
+        # shares, gradient timing); the scale comes from each measured run's own unwrapped steps.
+        print(f"# round {rep + 1}/{rounds}: " + ("W3 trace (2 ranks, no communication), then " if rep == 0 else "")
+              + f"{', '.join(strategies)} at 2 ranks, each beside the unwrapped W3")
+        if rep == 0:
+            calib_ms.append(T.run("W3", "none", 2, steps=args.steps, warmup=args.warmup, baseline=False,
+                                  trace=trace)["step_ms"])
+        for c in measured_cases:
+            m = c.layout.microbatches if c.layout else 1
+            runs[c.strategy].append(T.run("W3", c.strategy, 2, steps=args.steps, warmup=args.warmup,
+                                          baseline=True, microbatches=m, solo=c.layout is not None and
+                                          c.layout.pp > 1))
     cal_path = os.path.join(args.out_dir, "calibration_sweep_2ranks.json")
     write_json(cal_path, {"rows": _best_rows(sweeps[2]), "world": 2})
     hw = hwmod.from_collectives(cal_path)
     traced = load_profile(trace)
-    w = traced.scaled(median(calib_ms) / 1e3 / (traced.fwd_s + traced.bwd_s + traced.opt_s))
+
+    def scaled(step_ms: float) -> M.Workload:
+        """The traced step's shape at a measured W3 step's scale."""
+        return traced.scaled(step_ms / 1e3 / (traced.fwd_s + traced.bwd_s + traced.opt_s))
+
+    alone_ms = [r["alone_ms"] for rs in runs.values() for r in rs]
+    w = scaled(median(alone_ms or calib_ms))
     print(f"# this-machine: alpha {hw.intra.alpha_s * 1e6:.1f} us per ring step, bus bandwidth "
           f"{hw.intra.beta_Bps / 1e9:.2f} GB/s (2 ranks), {hw.cpu_cores} cores; W3 step: forward "
           f"{w.fwd_s * 1e3:.0f} ms, backward {w.bwd_s * 1e3:.0f} ms, optimizer {w.opt_s * 1e3:.0f} ms")
     cases: List[Dict[str, Any]] = []
-    for c in TRAINING_CASES:
-        got = measured.get(c.strategy)
-        cases.append({"strategy": c.strategy, "world": 2, "model": "W3",
-                      "layout": c.layout.name() if c.layout else None, "predicted_ms": predict(c, w, hw),
-                      "measured_ms": median(got) if got else None, "measured_repeats_ms": got})
+    for c in chosen:
+        got = runs.get(c.strategy) or []
+        rows = [_row(c, scaled(r["alone_ms"]), hw, r["alone_ms"] / r["solo_ms"] if r.get("solo_ms") else 1.0)
+                for r in got] or [_row(c, w, hw)]
+        steps = [r["step_ms"] for r in got]
+        case = {"strategy": c.strategy, "world": 2, "model": "W3", "layout": c.layout.name() if c.layout else None,
+                "predicted_ms": median([r["step_ms"] for r in rows]),
+                "measured_ms": median(steps) if steps else None,
+                "predicted_repeats_ms": [r["step_ms"] for r in rows], "measured_repeats_ms": steps,
+                "alone_repeats_ms": [r["alone_ms"] for r in got]}
+        if c.strategy == "pp":  # the pipeline's parts, predicted and measured (each rank's compute and idle)
+            case.update(predicted_compute_ms=median([r["compute_ms"] for r in rows]),
+                        solo_speedup=[r["solo_speedup"] for r in rows],
+                        predicted_bubble_ms=median([r["bubble_ms"] for r in rows]),
+                        compute_ms_per_rank=[r["compute_ms_per_rank"] for r in got],
+                        idle_ms_per_rank=[r["idle_ms_per_rank"] for r in got])
+        cases.append(case)
     for n in worlds:
         rows = _best_rows(sweeps[n])
         write_json(os.path.join(args.out_dir, f"sweep_{n}ranks.json"), {"rows": rows, "world": n})
@@ -176,5 +212,6 @@ def main(args: argparse.Namespace) -> List[Dict[str, Any]]:
           f"({time.time() - t_start:.0f} s; load average {os.getloadavg()[0]:.1f} on {os.cpu_count()} cores)")
     if args.json:
         write_json(args.json, {"cases": cases, "hardware": hw.to_json(), "tolerance": args.tolerance,
+                               "calibration_step_ms": calib_ms,
                                "repeats": args.repeats, "sweep_repeats": args.sweep_repeats, "load_avg": os.getloadavg(), "cpus": os.cpu_count()})
     return cases

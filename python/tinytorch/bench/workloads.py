@@ -1,6 +1,8 @@
 """The reference workloads' models (W2 MLP, W3 GPT-mini, GPT size presets), written once against PyTorch's API
 and built with whichever module is passed in: tinytorch, or PyTorch for side-by-side runs. W2/W3 follow
-../shared/bench/torch_train_step.py exactly (explicit attention with masked_fill + softmax)."""
+../shared/bench/torch_train_step.py (explicit attention with masked_fill + softmax); a block takes its head
+count from the width its qkv projection hands it (chunk(3), view(..., -1, head_dim)), the same ops on one rank,
+so that the tensor-parallel strategy runs it with half the heads per rank (Megatron-LM's split)."""
 import math
 
 
@@ -24,12 +26,13 @@ def gpt(torch, V=256, T=128, d=256, h=4, L=4):
 
         def forward(s, x):
             B, T_, C = x.shape
-            q, k, v = s.qkv(s.ln1(x)).split(C, 2)
-            q, k, v = (t.view(B, T_, s.h, C // s.h).transpose(1, 2) for t in (q, k, v))
-            att = (q @ k.transpose(-2, -1)) / math.sqrt(C // s.h)
+            hd = C // s.h
+            q, k, v = s.qkv(s.ln1(x)).chunk(3, -1)  # each rank's heads under tensor parallelism
+            q, k, v = (t.view(B, T_, -1, hd).transpose(1, 2) for t in (q, k, v))
+            att = (q @ k.transpose(-2, -1)) / math.sqrt(hd)
             mask = torch.triu(torch.ones(T_, T_, dtype=torch.bool, device=x.device), 1)
             att = att.masked_fill(mask, float("-inf")).softmax(-1)
-            x = x + s.proj((att @ v).transpose(1, 2).reshape(B, T_, C))
+            x = x + s.proj((att @ v).transpose(1, 2).reshape(B, T_, -1))
             return x + s.out(F.gelu(s.fc(s.ln2(x))))
 
     class GPT(nn.Module):
@@ -74,3 +77,29 @@ def build(torch, name: str, batch_size=None, seq=None):
     V = pre.get("vocab", 50257)
     x, y = batch("W3", B=B, T=T, V=V)
     return gpt(torch, V=V, T=T, d=pre["d"], h=pre["heads"], L=pre["layers"]), x, y, B * T
+
+
+def gpt_stage(torch, model, stage: int, num_stages: int):
+    """Pipeline stage `stage` of `num_stages` of a gpt() model, split by hand as PyTorch's pipelining tutorial
+    splits one: L/num_stages consecutive blocks; the first stage also embeds the tokens, the last also applies the
+    final norm and head (flattened logits, as the whole model returns). Shares the model's modules."""
+    nn = torch.nn
+    per = len(model.blocks) // num_stages
+
+    class Stage(nn.Module):
+        def __init__(s):
+            super().__init__()
+            s.first, s.last = stage == 0, stage == num_stages - 1
+            if s.first:
+                s.tok, s.pos = model.tok, model.pos
+            s.blocks = nn.Sequential(*list(model.blocks)[stage * per:(stage + 1) * per])
+            if s.last:
+                s.ln, s.head = model.ln, model.head
+
+        def forward(s, x):
+            if s.first:
+                x = s.tok(x) + s.pos(torch.arange(x.shape[1], device=x.device))
+            x = s.blocks(x)
+            return s.head(s.ln(x)).flatten(0, 1) if s.last else x
+
+    return Stage()
