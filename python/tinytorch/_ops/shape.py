@@ -408,16 +408,20 @@ def split(a: Tensor, split_size_or_sections, dim: int = 0) -> tuple:
     out = tuple(pieces)
     if needs_grad(a):
         # One node for all pieces (PyTorch's SplitWithSizesBackward0): its backward joins the pieces'
-        # gradients in one concatenation, zeros for pieces that got none.
+        # gradients in one concatenation, zeros for pieces that got none. It keeps the pieces' shapes, not the
+        # pieces: a piece holds this node, so holding the pieces would be a cycle through the engine, which
+        # Python's collector cannot see (every split's input would leak).
+        shapes = [p._data.shape for p in out]
+
         def split_backward(*grads):
             if _grad_enabled():
                 from .._creation import zeros
-                parts = [g if g is not None else zeros(*p._data.shape, dtype=a.dtype, device=a.device)
-                         for g, p in zip(grads, out)]
+                parts = [g if g is not None else zeros(*s, dtype=a.dtype, device=a.device)
+                         for g, s in zip(grads, shapes)]
                 return cat(parts, d)
             xp = np if type(a._data) is np.ndarray else a._data.__array_namespace__()
-            return _wrap(xp.concatenate([g._data if g is not None else xp.zeros(p._data.shape, a._data.dtype)
-                                         for g, p in zip(grads, out)], axis=d))
+            return _wrap(xp.concatenate([g._data if g is not None else xp.zeros(s, a._data.dtype)
+                                         for g, s in zip(grads, shapes)], axis=d))
         record("SplitWithSizesBackward0" if not isinstance(split_size_or_sections, int) else "SplitBackward0",
                split_backward, out, (a,))
     return out
