@@ -2,7 +2,8 @@
 --block_size=64 --batch_size=12 --n_layer=4 --n_head=4 --n_embd=128 --dropout=0.0`), tinytorch beside PyTorch.
 
 Two modes, both alternating the libraries iteration by iteration (or run by run) so that the machine's load
-hits both alike, at 1 and 2 intra-op threads:
+hits both alike, at 1 and 2 intra-op threads. The first also reports the ratio of the processes' CPU time per
+iteration (median): at 1 thread it is the wall-clock ratio without the time other processes held the core.
 
     python benchmarks/nanogpt.py [--iters 30] [--warmup 5] [--threads 1 2] [--json PATH]
     python benchmarks/nanogpt.py --script DIR [--iters 30] [--threads 1 2]
@@ -119,7 +120,7 @@ class Trainer:
                   {"params": [p for p in params if p.dim() < 2], "weight_decay": 0.0}]
         self.opt = torch.optim.AdamW(groups, lr=1e-3, betas=(0.9, 0.99))
         self.rng = np.random.default_rng(0)  # both libraries draw the same batches
-        self.it, self.times, self.losses = 0, [], []
+        self.it, self.times, self.cpu_times, self.losses = 0, [], [], []
 
     def get_batch(self):
         torch = self.torch
@@ -130,7 +131,7 @@ class Trainer:
 
     def step(self) -> None:
         torch = self.torch
-        t0 = time.perf_counter()
+        t0, c0 = time.perf_counter(), time.process_time()
         for group in self.opt.param_groups:
             group["lr"] = get_lr(self.it)
         x, y = self.get_batch()
@@ -141,6 +142,7 @@ class Trainer:
         self.opt.zero_grad(set_to_none=True)
         self.losses.append(loss.item())
         self.times.append(time.perf_counter() - t0)
+        self.cpu_times.append(time.process_time() - c0)
         self.it += 1
 
 
@@ -157,8 +159,8 @@ def in_process(args) -> dict:
         torch = None
     data = char_data()
     results = {"mode": "in-process", "iters": args.iters, "warmup": args.warmup, "threads": {}}
-    print(f"{'threads':>7} {'tinytorch ms':>13} {'torch ms':>10} {'ratio':>6} {'loss[0] tt / torch':>22} "
-          f"{'loss[-1] tt / torch':>22}")
+    print(f"{'threads':>7} {'tinytorch ms':>13} {'torch ms':>10} {'ratio':>6} {'cpu ratio':>9} "
+          f"{'loss[0] tt / torch':>22} {'loss[-1] tt / torch':>22}")
     for threads in args.threads:
         tinytorch.set_num_threads(threads)
         if torch is not None:
@@ -169,12 +171,16 @@ def in_process(args) -> dict:
             mine.step()
             if theirs is not None:
                 theirs.step()
-        row = {"tinytorch_ms": 1e3 * statistics.median(mine.times[args.warmup:]), "tinytorch_losses": mine.losses}
+        row = {"tinytorch_ms": 1e3 * statistics.median(mine.times[args.warmup:]), "tinytorch_losses": mine.losses,
+               "tinytorch_cpu_ms": 1e3 * statistics.median(mine.cpu_times[args.warmup:])}
         line = f"{threads:7d} {row['tinytorch_ms']:13.2f}"
         if theirs is not None:
-            row.update(torch_ms=1e3 * statistics.median(theirs.times[args.warmup:]), torch_losses=theirs.losses)
+            row.update(torch_ms=1e3 * statistics.median(theirs.times[args.warmup:]), torch_losses=theirs.losses,
+                       torch_cpu_ms=1e3 * statistics.median(theirs.cpu_times[args.warmup:]))
             row["ratio"] = row["tinytorch_ms"] / row["torch_ms"]
-            line += (f" {row['torch_ms']:10.2f} {row['ratio']:6.2f} {mine.losses[0]:10.4f} / {theirs.losses[0]:9.4f}"
+            row["cpu_ratio"] = row["tinytorch_cpu_ms"] / row["torch_cpu_ms"]
+            line += (f" {row['torch_ms']:10.2f} {row['ratio']:6.2f} {row['cpu_ratio']:9.2f}"
+                     f" {mine.losses[0]:10.4f} / {theirs.losses[0]:9.4f}"
                      f" {mine.losses[-1]:10.4f} / {theirs.losses[-1]:9.4f}")
         print(line, flush=True)
         results["threads"][str(threads)] = row

@@ -37,19 +37,55 @@ def test_gelu_backward_is_the_derivative(approx):
 
 
 @pytest.mark.parametrize("amsgrad", [False, True])
-def test_adamw_step_matches_the_formula(amsgrad):
+@pytest.mark.parametrize("threads", [1, 2])
+def test_adamw_step_matches_the_formula_over_a_list_of_tensors(amsgrad, threads):
+    # Sizes around the grain (32768) so that a chunk ends inside one tensor and starts inside the next, and each
+    # tensor with its own step count, as parameters added to a group later have.
     rng = np.random.default_rng(2)
-    p, g = rng.standard_normal(50), rng.standard_normal(50)
-    m, v = rng.standard_normal(50) * 0.1, rng.random(50) * 0.1
-    vmax = v * 1.5 if amsgrad else None
-    lr, b1, b2, eps, wd, step = 1e-2, 0.9, 0.999, 1e-8, 0.1, 3.0
-    exp_p = p * (1 - lr * wd)
-    exp_m = m + (g - m) * (1 - b1)
-    exp_v = v * b2 + g * g * (1 - b2)
-    second = np.maximum(vmax, exp_v) if amsgrad else exp_v
-    exp_p = exp_p - lr / (1 - b1 ** step) * exp_m / (np.sqrt(second) / math.sqrt(1 - b2 ** step) + eps)
-    _cpu.adamw_step(p, g, m, v, vmax, lr, b1, b2, eps, wd, step, False)
-    assert np.allclose(p, exp_p) and np.allclose(m, exp_m) and np.allclose(v, exp_v)
+    sizes, steps = [50, 40000, 3, 70000, 0, 9], [3.0, 1.0, 7.0, 2.0, 5.0, 4.0]
+    lr, b1, b2, eps, wd = 1e-2, 0.9, 0.999, 1e-8, 0.1
+    ps, gs = [rng.standard_normal(n) for n in sizes], [rng.standard_normal(n) for n in sizes]
+    ms, vs = [rng.standard_normal(n) * 0.1 for n in sizes], [rng.random(n) * 0.1 for n in sizes]
+    vmaxs = [v * 1.5 for v in vs] if amsgrad else None
+    want = []
+    for i, (p, g, m, v, step) in enumerate(zip(ps, gs, ms, vs, steps)):
+        exp_m = m + (g - m) * (1 - b1)
+        exp_v = v * b2 + g * g * (1 - b2)
+        second = np.maximum(vmaxs[i], exp_v) if amsgrad else exp_v
+        exp_p = p * (1 - lr * wd) - lr / (1 - b1 ** step) * exp_m / (np.sqrt(second) / math.sqrt(1 - b2 ** step) + eps)
+        want.append((exp_p, exp_m, exp_v))
+    _cpu.adamw_step(ps, gs, ms, vs, vmaxs, steps, lr, b1, b2, eps, wd, False, threads)
+    for (exp_p, exp_m, exp_v), p, m, v in zip(want, ps, ms, vs):
+        assert np.allclose(p, exp_p) and np.allclose(m, exp_m) and np.allclose(v, exp_v)
+    with pytest.raises(ValueError, match="expected 6 grads, got 5"):
+        _cpu.adamw_step(ps, gs[:5], ms, vs, None, steps, lr, b1, b2, eps, wd, False)
+    with pytest.raises(ValueError, match="expected 50 elements, got 40000"):
+        _cpu.adamw_step(ps, gs[1:] + gs[:1], ms, vs, None, steps, lr, b1, b2, eps, wd, False)
+    with pytest.raises(TypeError, match="share one dtype"):
+        _cpu.adamw_step(ps, [g.astype(np.float32) for g in gs], ms, vs, None, steps, lr, b1, b2, eps, wd, False)
+
+
+@pytest.mark.parametrize("threads", [1, 2])
+def test_foreach_norm_and_mul_over_a_list_of_tensors(threads):
+    import tinytorch
+    rng = np.random.default_rng(3)
+    xs = [rng.standard_normal(n).astype(np.float32) for n in (5, 50000, 0, 40000, 1)]
+    before = tinytorch.get_num_threads()
+    tinytorch.set_num_threads(threads)
+    try:
+        out = np.empty(len(xs), np.float32)
+        _cpu.foreach_norm(xs, out)
+        np.testing.assert_allclose(out, [np.linalg.norm(x.astype(np.float64)) for x in xs], rtol=1e-6)
+        want = [x * np.float32(0.3) for x in xs]
+        _cpu.foreach_mul_(xs, 0.3)
+        for x, w in zip(xs, want):
+            np.testing.assert_array_equal(x, w)
+    finally:
+        tinytorch.set_num_threads(before)
+    with pytest.raises(ValueError, match="expected 5 elements, got 4"):
+        _cpu.foreach_norm(xs, np.empty(4, np.float32))
+    with pytest.raises(TypeError, match="must hold NumPy arrays"):
+        _cpu.foreach_mul_([xs[0], [1.0, 2.0]], 2.0)
 
 
 def test_kernels_reject_bad_arrays():

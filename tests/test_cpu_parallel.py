@@ -373,6 +373,15 @@ def test_fused_attention_propagates_nan(threads):
     assert np.isfinite(y[0, 0]).all()
 
 
+def test_fused_causal_attention_never_reads_the_keys_a_row_cannot_see(threads):
+    # PyTorch's causal mask replaces the hidden scores: a NaN key reaches only the rows at or after it.
+    rng = np.random.default_rng(2)
+    q, k, v = (rng.standard_normal((1, 1, 40, 8)) for _ in range(3))
+    k[0, 0, 35, 0] = np.nan
+    y = _sdpa(*(tinytorch.from_numpy(a) for a in (q, k, v)), is_causal=True).numpy()
+    assert np.isfinite(y[0, 0, :35]).all() and np.isnan(y[0, 0, 35:]).all()
+
+
 @pytest.mark.parametrize("causal", [False, True])
 def test_fused_attention_gradcheck(threads, causal):
     rng = np.random.default_rng(3)

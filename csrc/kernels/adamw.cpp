@@ -1,8 +1,10 @@
 // The Adam/AdamW update in one pass over parameter, gradient and both moments (NumPy would take
-// about ten passes and as many temporaries).
+// about ten passes and as many temporaries), over all of a group's parameters in one call (PyTorch's fused
+// multi-tensor AdamW).
 #include <cmath>
 
 #include "kernels/cpu_kernels.h"
+#include "kernels/multi_tensor.h"
 
 namespace tinytorch::cpu {
 
@@ -28,51 +30,58 @@ TT_SIMD_CLONES void adamw_loop(T* __restrict p, const T* __restrict g, T* __rest
   }
 }
 
+// Every parameter of a group in one call: one parallel region over all their elements (multi_tensor.h), each
+// tensor with its own step count (its bias corrections).
 template <class T>
-void adamw(py::array& param, const py::array& grad, py::array& exp_avg, py::array& exp_avg_sq, py::array* vmax_arr,
-           double lr, double beta1, double beta2, double eps, double weight_decay, double step, bool maximize,
-           int threads) {
-  T *p = data_of<T>(param), *m = data_of<T>(exp_avg), *v = data_of<T>(exp_avg_sq);
-  T* vmax = vmax_arr ? data_of<T>(*vmax_arr) : nullptr;
-  const T* g = data_of<T>(grad);
+void adamw(const py::sequence& params, const py::sequence& grads, const py::sequence& exp_avgs,
+           const py::sequence& exp_avg_sqs, const py::object& max_exp_avg_sqs, const std::vector<double>& steps,
+           double lr, double beta1, double beta2, double eps, double weight_decay, bool maximize, int threads) {
+  constexpr const char* what = "adamw_step";
+  const Kind kind = sizeof(T) == 4 ? Kind::f32 : Kind::f64;
+  const size_t n = params.size();
+  const TensorList<T> p(params, kind, n, true, {}, what, "params");
+  std::vector<int64_t> sizes;
+  for (const py::array& a : p.arrays) sizes.push_back(a.size());
+  const TensorList<T> g(grads, kind, n, false, sizes, what, "grads");
+  const TensorList<T> m(exp_avgs, kind, n, true, sizes, what, "exp_avgs");
+  const TensorList<T> v(exp_avg_sqs, kind, n, true, sizes, what, "exp_avg_sqs");
+  const bool amsgrad = !max_exp_avg_sqs.is_none();
+  const TensorList<T> vmax = amsgrad ? TensorList<T>(max_exp_avg_sqs.cast<py::sequence>(), kind, n, true, sizes, what,
+                                                      "max_exp_avg_sqs")
+                                     : TensorList<T>();
+  if (steps.size() != n) throw py::value_error("adamw_step: expected one step count per parameter");
+  std::vector<T> step_size(n), inv_bc2_sqrt(n);
+  for (size_t i = 0; i < n; ++i) {
+    step_size[i] = T(lr / (1.0 - std::pow(beta1, steps[i])));
+    inv_bc2_sqrt[i] = T(1.0 / std::sqrt(1.0 - std::pow(beta2, steps[i])));
+  }
   const T decay = T(1.0 - lr * weight_decay);
-  const T one_minus_b1 = T(1.0 - beta1), b2 = T(beta2), one_minus_b2 = T(1.0 - beta2);
-  const T step_size = T(lr / (1.0 - std::pow(beta1, step)));
-  const T inv_bc2_sqrt = T(1.0 / std::sqrt(1.0 - std::pow(beta2, step)));
-  const T e = T(eps);
-  auto loop = maximize ? (vmax ? adamw_loop<T, true, true> : adamw_loop<T, true, false>)
-                       : (vmax ? adamw_loop<T, false, true> : adamw_loop<T, false, false>);
+  const T one_minus_b1 = T(1.0 - beta1), b2 = T(beta2), one_minus_b2 = T(1.0 - beta2), e = T(eps);
+  auto loop = maximize ? (amsgrad ? adamw_loop<T, true, true> : adamw_loop<T, true, false>)
+                       : (amsgrad ? adamw_loop<T, false, true> : adamw_loop<T, false, false>);
   py::gil_scoped_release nogil;
-  parallel_for(param.size(), threads, kElementGrain, [=](int64_t b, int64_t end) {
-    loop(p, g, m, v, vmax, b, end, decay, one_minus_b1, b2, one_minus_b2, step_size, inv_bc2_sqrt, e);
+  for_each_tensor_chunk(sizes, threads, kElementGrain, [&](int64_t, int64_t t, int64_t lo, int64_t hi) {
+    loop(p.data[t], g.data[t], m.data[t], v.data[t], amsgrad ? vmax.data[t] : nullptr, lo, hi, decay, one_minus_b1,
+         b2, one_minus_b2, step_size[t], inv_bc2_sqrt[t], e);
   });
 }
 
 }  // namespace
 
 void init_adamw(py::module_& m) {
-  m.def("adamw_step", [](py::array param, const py::array& grad, py::array exp_avg, py::array exp_avg_sq,
-                         py::object max_exp_avg_sq, double lr, double beta1, double beta2, double eps,
-                         double weight_decay, double step, bool maximize, int threads) {
-    const Kind kind = kind_of(param, "adamw_step");
-    std::vector<std::pair<const py::array*, bool>> arrays{
-        {&param, true}, {&grad, false}, {&exp_avg, true}, {&exp_avg_sq, true}};
-    const bool amsgrad = !max_exp_avg_sq.is_none();
-    py::array vmax = amsgrad ? max_exp_avg_sq.cast<py::array>() : py::array();  // (py::array() is empty, not null)
-    if (amsgrad) arrays.push_back({&vmax, true});
-    check(arrays, kind, "adamw_step");
-    py::array* vmax_arr = amsgrad ? &vmax : nullptr;
-    if (kind == Kind::f32) {
-      adamw<float>(param, grad, exp_avg, exp_avg_sq, vmax_arr, lr, beta1, beta2, eps, weight_decay, step, maximize,
-                   threads);
-    } else {
-      adamw<double>(param, grad, exp_avg, exp_avg_sq, vmax_arr, lr, beta1, beta2, eps, weight_decay, step, maximize,
-                    threads);
-    }
-  }, py::arg("param"), py::arg("grad"), py::arg("exp_avg"), py::arg("exp_avg_sq"), py::arg("max_exp_avg_sq"),
-     py::arg("lr"), py::arg("beta1"), py::arg("beta2"), py::arg("eps"), py::arg("weight_decay"), py::arg("step"),
+  m.def("adamw_step", [](const py::sequence& params, const py::sequence& grads, const py::sequence& exp_avgs,
+                         const py::sequence& exp_avg_sqs, const py::object& max_exp_avg_sqs,
+                         const std::vector<double>& steps, double lr, double beta1, double beta2, double eps,
+                         double weight_decay, bool maximize, int threads) {
+    if (params.size() == 0) return;
+    const Kind kind = kind_of(params[0].cast<py::array>(), "adamw_step");
+    (kind == Kind::f32 ? adamw<float> : adamw<double>)(params, grads, exp_avgs, exp_avg_sqs, max_exp_avg_sqs, steps,
+                                                       lr, beta1, beta2, eps, weight_decay, maximize, threads);
+  }, py::arg("params"), py::arg("grads"), py::arg("exp_avgs"), py::arg("exp_avg_sqs"), py::arg("max_exp_avg_sqs"),
+     py::arg("steps"), py::arg("lr"), py::arg("beta1"), py::arg("beta2"), py::arg("eps"), py::arg("weight_decay"),
      py::arg("maximize"), py::arg("threads") = 0,
-     "One AdamW step in place (PyTorch's single-tensor rule; weight_decay=0 gives Adam without L2).");
+     "One AdamW step in place over lists of parameters, gradients and moments of one dtype (PyTorch's rule; "
+     "weight_decay=0 gives Adam without L2); steps: each parameter's step count after this step.");
 }
 
 }  // namespace tinytorch::cpu

@@ -70,73 +70,103 @@ Shape check_shapes(const char* what, const View<T>& q, const View<T>& k, const V
   return sh;
 }
 
-// Scores of query rows [r0, r1) against keys [0, nk): sc[i, j] = scale * q_i . k_j + mask (masked: -inf).
+// Scores of query rows [r0, r1) against keys [0, nk): sc[i, j] = scale * q_i . k_j + mask. The causal mask is
+// not written here: softmax_rows and probabilities stop each row at its last visible key (row_keys).
 template <class T>
-void scores(const Shape& sh, const View<T>& q, const View<T>& k, const std::optional<View<T>>& mask, bool causal,
-            T scale, int64_t b, int64_t h, int64_t r0, int64_t r1, int64_t nk, T* sc, std::vector<T>& panel) {
+void scores(const Shape& sh, const View<T>& q, const View<T>& k, const std::optional<View<T>>& mask, T scale,
+            int64_t b, int64_t h, int64_t r0, int64_t r1, int64_t nk, T* sc, std::vector<T>& panel) {
   const int64_t rows = r1 - r0;
   gemm<T>(rows, nk, sh.E, scale, q.at(b, h, r0), q.s[2], 1, k.at(b, h, 0), 1, k.s[2], T(0), sc, nk, panel);
-  const T ninf = -std::numeric_limits<T>::infinity();
+  if (!mask) return;
   for (int64_t i = 0; i < rows; ++i) {
     T* row = sc + i * nk;
-    if (mask) {
-      const T* m = mask->at(b, h, r0 + i);
-      for (int64_t j = 0; j < nk; ++j) row[j] += m[j * mask->s[3]];
-    }
-    if (causal) {
-      for (int64_t j = r0 + i + 1; j < nk; ++j) row[j] = ninf;
-    }
+    const T* m = mask->at(b, h, r0 + i);
+    for (int64_t j = 0; j < nk; ++j) row[j] += m[j * mask->s[3]];
   }
 }
 
-// Row softmax in place, keeping each row's log-sum-exp: p = exp(s - lse). A row holding NaN comes out NaN; a
-// fully masked row (every score -inf) comes out 0 with lse -inf (PyTorch's safe softmax for attention).
-// Tested on the bits: -ffast-math may assume there is no NaN or infinity.
+// How many of a block's nk keys its row i sees: under the causal mask (top-left aligned, as PyTorch's is_causal)
+// keys up to its own position r0 + i, otherwise all of them.
+inline int64_t row_keys(bool causal, int64_t r0, int64_t i, int64_t nk) {
+  return causal ? std::min(nk, r0 + i + 1) : nk;
+}
+
+// Row softmax in place, keeping each row's log-sum-exp: p = exp(s - lse); keys past a row's last visible one get
+// 0 without an exp. A row holding NaN comes out NaN; a fully masked row (every score -inf) comes out 0 with lse
+// -inf (PyTorch's safe softmax for attention). Tested on the bits: -ffast-math may assume there is no NaN or
+// infinity.
 template <class T>
-TT_SIMD_CLONES void softmax_rows(T* sc, int64_t rows, int64_t nk, T* lse) {
+TT_SIMD_CLONES void softmax_rows(T* sc, int64_t rows, int64_t nk, T* lse, bool causal, int64_t r0) {
   for (int64_t i = 0; i < rows; ++i) {
     T* row = sc + i * nk;
+    const int64_t n = row_keys(causal, r0, i, nk);
+    std::fill(row + n, row + nk, T(0));
     T mx = row[0];
-    for (int64_t j = 1; j < nk; ++j) mx = row[j] > mx ? row[j] : mx;
-    if (any_nan(row, nk)) {
-      std::fill(row, row + nk, std::numeric_limits<T>::quiet_NaN());
+    for (int64_t j = 1; j < n; ++j) mx = row[j] > mx ? row[j] : mx;
+    if (any_nan(row, n)) {
+      std::fill(row, row + n, std::numeric_limits<T>::quiet_NaN());
       lse[i] = std::numeric_limits<T>::quiet_NaN();
       continue;
     }
     if (!is_finite_bits(mx)) {  // every key masked (or a score of +inf: NaN, as softmax gives)
       const bool masked = mx < T(0);
-      std::fill(row, row + nk, masked ? T(0) : std::numeric_limits<T>::quiet_NaN());
+      std::fill(row, row + n, masked ? T(0) : std::numeric_limits<T>::quiet_NaN());
       lse[i] = masked ? -std::numeric_limits<T>::infinity() : std::numeric_limits<T>::quiet_NaN();
       continue;
     }
     T sum = 0;
-    for (int64_t j = 0; j < nk; ++j) {
+    for (int64_t j = 0; j < n; ++j) {
       const T z = row[j] - mx;
       const T e = std::exp(z < kExpLowest<T> ? kExpLowest<T> : z);
       row[j] = z < kExpLowest<T> ? T(0) : e;
       sum += row[j];
     }
     const T inv = T(1) / sum;
-    for (int64_t j = 0; j < nk; ++j) row[j] *= inv;
+    for (int64_t j = 0; j < n; ++j) row[j] *= inv;
     lse[i] = mx + std::log(sum);
   }
 }
 
-// p = exp(s - lse) for rows whose forward was finite; rows that were fully masked (lse -inf) give 0.
+// p = exp(s - lse) for rows whose forward was finite (0 past a row's last visible key); rows that were fully
+// masked (lse -inf) give 0.
 template <class T>
-TT_SIMD_CLONES void probabilities(T* sc, int64_t rows, int64_t nk, const T* lse) {
+TT_SIMD_CLONES void probabilities(T* sc, int64_t rows, int64_t nk, const T* lse, bool causal, int64_t r0) {
   for (int64_t i = 0; i < rows; ++i) {
     T* row = sc + i * nk;
+    const int64_t n = row_keys(causal, r0, i, nk);
+    std::fill(row + n, row + nk, T(0));
     const T l = lse[i];
     if (!is_finite_bits(l)) {
-      std::fill(row, row + nk, is_nan_bits(l) ? std::numeric_limits<T>::quiet_NaN() : T(0));
+      std::fill(row, row + n, is_nan_bits(l) ? std::numeric_limits<T>::quiet_NaN() : T(0));
       continue;
     }
-    for (int64_t j = 0; j < nk; ++j) {
+    for (int64_t j = 0; j < n; ++j) {
       const T z = row[j] - l;
       const T e = std::exp(z < kExpLowest<T> ? kExpLowest<T> : z);
       row[j] = z < kExpLowest<T> ? T(0) : e;
     }
+  }
+}
+
+// delta_i = dO_i . O_i (= sum_j p_ij dP_ij), for the backward's dS.
+template <class T>
+TT_SIMD_CLONES void row_dots(const T* g, int64_t gs, const T* o, int64_t os, int64_t rows, int64_t n, T* delta) {
+  for (int64_t i = 0; i < rows; ++i) {
+    const T *gi = g + i * gs, *oi = o + i * os;
+    T s = 0;
+    for (int64_t e = 0; e < n; ++e) s += gi[e] * oi[e];
+    delta[i] = s;
+  }
+}
+
+// dS = p (dP - delta), in place over p.
+template <class T>
+TT_SIMD_CLONES void softmax_grad_rows(T* p, const T* dp, const T* delta, int64_t rows, int64_t nk) {
+  for (int64_t i = 0; i < rows; ++i) {
+    T* pr = p + i * nk;
+    const T* dr = dp + i * nk;
+    const T d = delta[i];
+    for (int64_t j = 0; j < nk; ++j) pr[j] *= dr[j] - d;
   }
 }
 
@@ -175,8 +205,8 @@ void forward(const py::array& qa, const py::array& ka, const py::array& va, cons
           std::fill(l, l + rows, -std::numeric_limits<T>::infinity());
           continue;
         }
-        scores(sh, q, k, mask, causal, T(scale), b, h, r0, r1, nk, sc.data(), panel);
-        softmax_rows(sc.data(), rows, nk, l);
+        scores(sh, q, k, mask, T(scale), b, h, r0, r1, nk, sc.data(), panel);
+        softmax_rows(sc.data(), rows, nk, l, causal, r0);
         // out rows = p v; v's rows are contiguous, out's rows at stride out.s[2].
         gemm<T>(rows, sh.Ev, nk, T(1), sc.data(), nk, 1, v.at(b, h, 0), v.s[2], 1, T(0), out.at(b, h, r0),
                 out.s[2], panel);
@@ -221,41 +251,34 @@ void backward(const py::array& ga, const py::array& qa, const py::array& ka, con
     std::vector<T> p(kBlock * sh.S), dp(kBlock * sh.S), delta(kBlock), panel;
     for (int64_t bh = begin; bh < end; ++bh) {
       const int64_t b = bh / sh.H, h = bh % sh.H;
-      for (int64_t j = 0; j < sh.S; ++j) {
+      // Blocks last to first: the last sees the most keys (all of them without the causal mask), so it writes dk
+      // and dv (beta 0) and the others add to them; keys no block sees are zeroed.
+      const int64_t last = (sh.L - 1) / kBlock * kBlock, seen = sh.L > 0 ? visible_keys(sh, causal, sh.L) : 0;
+      for (int64_t j = seen; j < sh.S; ++j) {
         std::fill(dk.at(b, h, j), dk.at(b, h, j) + sh.E, T(0));
         std::fill(dv.at(b, h, j), dv.at(b, h, j) + sh.Ev, T(0));
       }
-      for (int64_t r0 = 0; r0 < sh.L; r0 += kBlock) {
+      for (int64_t r0 = last; r0 >= 0; r0 -= kBlock) {
         const int64_t r1 = std::min(sh.L, r0 + kBlock), rows = r1 - r0, nk = visible_keys(sh, causal, r1);
+        const T beta = r0 == last ? T(0) : T(1);
         if (nk == 0) {
           for (int64_t i = 0; i < rows; ++i) std::fill(dq.at(b, h, r0 + i), dq.at(b, h, r0 + i) + sh.E, T(0));
           continue;
         }
-        scores(sh, q, k, mask, causal, sc_, b, h, r0, r1, nk, p.data(), panel);
-        probabilities(p.data(), rows, nk, lse + bh * sh.L + r0);
-        // delta_i = dO_i . O_i (= sum_j p_ij dP_ij)
-        for (int64_t i = 0; i < rows; ++i) {
-          const T *gi = g.at(b, h, r0 + i), *oi = out.at(b, h, r0 + i);
-          T s = 0;
-          for (int64_t e = 0; e < sh.Ev; ++e) s += gi[e] * oi[e];
-          delta[i] = s;
-        }
+        scores(sh, q, k, mask, sc_, b, h, r0, r1, nk, p.data(), panel);
+        probabilities(p.data(), rows, nk, lse + bh * sh.L + r0, causal, r0);
+        row_dots(g.at(b, h, r0), g.s[2], out.at(b, h, r0), out.s[2], rows, sh.Ev, delta.data());
         // dv[:nk] += p^T dO
-        gemm<T>(nk, sh.Ev, rows, T(1), p.data(), 1, nk, g.at(b, h, r0), g.s[2], 1, T(1), dv.at(b, h, 0),
+        gemm<T>(nk, sh.Ev, rows, T(1), p.data(), 1, nk, g.at(b, h, r0), g.s[2], 1, beta, dv.at(b, h, 0),
                 dv.s[2], panel);
         // dP = dO v^T; dS = p (dP - delta)
         gemm<T>(rows, nk, sh.Ev, T(1), g.at(b, h, r0), g.s[2], 1, v.at(b, h, 0), 1, v.s[2], T(0), dp.data(), nk,
                 panel);
-        for (int64_t i = 0; i < rows; ++i) {
-          T* pr = p.data() + i * nk;
-          const T* dr = dp.data() + i * nk;
-          const T d = delta[i];
-          for (int64_t j = 0; j < nk; ++j) pr[j] *= dr[j] - d;
-        }
+        softmax_grad_rows(p.data(), dp.data(), delta.data(), rows, nk);
         // dq = scale dS k; dk[:nk] += scale dS^T q
         gemm<T>(rows, sh.E, nk, sc_, p.data(), nk, 1, k.at(b, h, 0), k.s[2], 1, T(0), dq.at(b, h, r0), dq.s[2],
                 panel);
-        gemm<T>(nk, sh.E, rows, sc_, p.data(), 1, nk, q.at(b, h, r0), q.s[2], 1, T(1), dk.at(b, h, 0), dk.s[2],
+        gemm<T>(nk, sh.E, rows, sc_, p.data(), 1, nk, q.at(b, h, r0), q.s[2], 1, beta, dk.at(b, h, 0), dk.s[2],
                 panel);
       }
     }

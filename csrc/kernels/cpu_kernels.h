@@ -154,6 +154,7 @@ const T* data_of(const py::array& a) {
 
 void init_gelu(py::module_& m);
 void init_adamw(py::module_& m);
+void init_foreach(py::module_& m);
 void init_softmax(py::module_& m);
 void init_layer_norm(py::module_& m);
 void init_index_add(py::module_& m);

@@ -85,15 +85,27 @@ void gemm(int64_t m, int64_t n, int64_t k, T alpha, const T* a, int64_t ars, int
   panel.resize(std::max<int64_t>(1, k) * NR);
   for (int64_t j0 = 0; j0 < n; j0 += NR) {
     const int cols = int(std::min<int64_t>(NR, n - j0));
-    for (int64_t p = 0; p < k; ++p) {
-      T* dst = panel.data() + p * NR;
-      const T* src = b + p * brs + j0 * bcs;
-      if (bcs == 1) {
-        for (int j = 0; j < cols; ++j) dst[j] = src[j];
-      } else {
-        for (int j = 0; j < cols; ++j) dst[j] = src[j * bcs];
+    if (brs == 1 && bcs != 1) {
+      // B is a transposed row-major matrix (attention's k^T and v^T): each column is contiguous, so read it
+      // whole; gathering a row at a time would touch a cache line per element.
+      for (int j = 0; j < cols; ++j) {
+        const T* src = b + (j0 + j) * bcs;
+        for (int64_t p = 0; p < k; ++p) panel[p * NR + j] = src[p];
       }
-      for (int j = cols; j < NR; ++j) dst[j] = T(0);
+      for (int j = cols; j < NR; ++j) {
+        for (int64_t p = 0; p < k; ++p) panel[p * NR + j] = T(0);
+      }
+    } else {
+      for (int64_t p = 0; p < k; ++p) {
+        T* dst = panel.data() + p * NR;
+        const T* src = b + p * brs + j0 * bcs;
+        if (bcs == 1) {
+          for (int j = 0; j < cols; ++j) dst[j] = src[j];
+        } else {
+          for (int j = 0; j < cols; ++j) dst[j] = src[j * bcs];
+        }
+        for (int j = cols; j < NR; ++j) dst[j] = T(0);
+      }
     }
     for (int64_t i0 = 0; i0 < m; i0 += kMR) {
       const int rows = int(std::min<int64_t>(kMR, m - i0));

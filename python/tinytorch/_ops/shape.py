@@ -409,7 +409,9 @@ def split(a: Tensor, split_size_or_sections, dim: int = 0) -> tuple:
     if needs_grad(a):
         # One node for all pieces (PyTorch's SplitWithSizesBackward0): its backward joins the pieces'
         # gradients in one concatenation, zeros for pieces that got none. It keeps the pieces' shapes, not the
-        # pieces (saved-tensor hooks would pack the very tuple split returns).
+        # pieces: a piece holds this node, so holding the pieces would be a cycle through the engine, which
+        # Python's collector cannot see (every split's input would leak), and saved-tensor hooks would pack the
+        # very tuple split returns.
         shapes = [p._data.shape for p in pieces]
 
         def split_backward(*grads):

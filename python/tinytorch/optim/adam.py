@@ -3,7 +3,8 @@
 Per parameter the update makes about a dozen elementwise passes through NumPy/CuPy ufuncs with
 out=, using one scratch array reused across parameters; algebraically equal rearrangements of
 PyTorch's formulas (m as b1*(m-g)+g, the bias-corrected denominator folded into one scale) keep it
-there, so results match PyTorch to rounding.
+there, so results match PyTorch to rounding. Contiguous float32/float64 CPU parameters skip all of that: a
+group's are updated together in one C++ pass (_C._cpu.adamw_step, PyTorch's fused multi-tensor AdamW).
 """
 from __future__ import annotations
 
@@ -68,6 +69,7 @@ class Adam(Optimizer):
             amsgrad = group["amsgrad"]
             maximize = group["maximize"]
             decoupled = group["decoupled_weight_decay"]
+            fused: dict = {}  # dtype -> (params, grads, exp_avgs, exp_avg_sqs, max_exp_avg_sqs, steps)
             for p in _group_params_with_grad(group):
                 with _on_device(p._data):
                     state = self.state[p]
@@ -85,11 +87,20 @@ class Adam(Optimizer):
                     step = float(step_t._data)
                     exp_avg, exp_avg_sq = state["exp_avg"], state["exp_avg_sq"]
                     vmax = state["max_exp_avg_sq"]._data if amsgrad else None
-                    _adam_update(self, p._data, p._grad._data, exp_avg._data, exp_avg_sq._data, vmax, step, lr,
-                                 beta1, beta2, eps, wd, decoupled, maximize)
+                    arrays = (p._data, p._grad._data, exp_avg._data, exp_avg_sq._data, vmax)
+                    if (decoupled or wd == 0) and _fusable(arrays):
+                        lists = fused.setdefault(p._data.dtype, ([], [], [], [], [] if amsgrad else None, []))
+                        for lst, a in zip(lists, arrays + (step,)):
+                            if lst is not None:
+                                lst.append(a)
+                    else:
+                        _adam_update(self, *arrays, step, lr, beta1, beta2, eps, wd, decoupled, maximize)
                     exp_avg._bump_version()
                     exp_avg_sq._bump_version()
                     p._bump_version()
+            for lists in fused.values():
+                # One C++ pass over all of the group's CPU parameters (PyTorch's fused multi-tensor AdamW).
+                _C._cpu.adamw_step(*lists, lr, beta1, beta2, eps, wd if decoupled else 0.0, maximize, _threads.count)
         return loss
 
 
@@ -97,6 +108,14 @@ class Adam(Optimizer):
 # rather than main memory (the update is memory-bound); the scratch array is one block long.
 _BLOCK = 1 << 16
 _FUSED_DTYPES = (np.dtype(np.float32), np.dtype(np.float64))
+
+
+def _fusable(arrays: tuple) -> bool:
+    """Whether adamw_step (csrc/kernels/adamw.cpp) takes a parameter's arrays (p, g, m, v, vmax or None):
+    C-contiguous NumPy float32/float64 arrays of one dtype."""
+    p = arrays[0]
+    return type(p) is np.ndarray and p.dtype in _FUSED_DTYPES and all(
+        a is None or (type(a) is np.ndarray and a.dtype == p.dtype and a.flags.c_contiguous) for a in arrays)
 
 
 def _adam_update(opt: Optimizer, p, g, m, v, vmax, step: float, lr: float, beta1: float, beta2: float,
@@ -116,12 +135,6 @@ def _adam_update(opt: Optimizer, p, g, m, v, vmax, step: float, lr: float, beta1
         return
     n = p.size
     arrays = (p, g, m, v) if vmax is None else (p, g, m, v, vmax)
-    if (decoupled or wd == 0) and p.dtype in _FUSED_DTYPES and \
-            all(a.dtype == p.dtype and a.flags.c_contiguous for a in arrays):
-        # One pass in C++ over all arrays (threaded, GIL released) instead of a dozen NumPy passes.
-        _C._cpu.adamw_step(p, g, m, v, vmax, lr, beta1, beta2, eps, wd if decoupled else 0.0, step, maximize,
-                           _threads.count)
-        return
     if n <= _BLOCK or not all(a.flags.c_contiguous for a in arrays):
         _adam_block(np, p, g, m, v, vmax, opt._scratch_like(p), lr, beta1, beta2, eps, wd, decoupled, maximize,
                     bias_correction1, bias_correction2_sqrt)

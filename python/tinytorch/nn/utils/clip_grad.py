@@ -7,6 +7,7 @@ from typing import Iterable
 
 import numpy as np
 
+from ... import _C
 from ..._device import cuda_context, cupy, move
 from ..._meta import MetaArray, namespace as meta_namespace
 from ..._tensor import Tensor, _wrap
@@ -56,6 +57,11 @@ def get_total_norm(tensors: Iterable[Tensor] | Tensor, norm_type: float = 2.0, e
     dev = tensors[0].device
     if getattr(tensors[0], "_placements", None) is not None:
         return _dtensor_total_norm(tensors, norm_type, error_if_nonfinite)
+    if norm_type == 2.0 and _foreach_ok(tensors):
+        # Every norm in one C++ pass over the pool (torch._foreach_norm), then the norm of the norms.
+        norms = np.empty(len(tensors), first.dtype)
+        _C._cpu.foreach_norm([t._data for t in tensors], norms)
+        return _finish_total_norm(np, norms, norm_type, error_if_nonfinite)
     norms = []
     for t in tensors:
         with cuda_context(t.device):
@@ -63,7 +69,22 @@ def get_total_norm(tensors: Iterable[Tensor] | Tensor, norm_type: float = 2.0, e
     xp = _xp(first)
     with cuda_context(dev):
         stacked = xp.concatenate([n.astype(first.dtype, copy=False) for n in norms])
-        total = xp.asarray(_array_norm(stacked, norm_type), dtype=first.dtype)
+        return _finish_total_norm(xp, stacked, norm_type, error_if_nonfinite)
+
+
+def _foreach_ok(tensors: list) -> bool:
+    """C-contiguous NumPy arrays of one float dtype (float32 or float64): what the foreach kernels take."""
+    dt = tensors[0]._data.dtype
+    return dt in _FOREACH_DTYPES and all(
+        type(t._data) is np.ndarray and t._data.dtype == dt and t._data.flags.c_contiguous for t in tensors)
+
+
+_FOREACH_DTYPES = (np.dtype(np.float32), np.dtype(np.float64))
+
+
+def _finish_total_norm(xp, norms, norm_type: float, error_if_nonfinite: bool) -> Tensor:
+    """The total norm from the per-tensor norms (a 1-D array of their dtype)."""
+    total = xp.asarray(_array_norm(norms, norm_type), dtype=norms.dtype)
     if error_if_nonfinite and not bool(xp.isfinite(total)):
         raise RuntimeError(
             f"The total norm of order {norm_type} for gradients from `parameters` is non-finite, so it cannot be "
@@ -137,6 +158,11 @@ def clip_grad_norm_(parameters: Iterable[Tensor] | Tensor, max_norm: float, norm
     xp = _xp(tn)
     # PyTorch multiplies by min(max_norm / (norm + 1e-6), 1) unconditionally (no host sync on the norm).
     coef = xp.minimum(xp.asarray(max_norm, dtype=tn.dtype) / (tn + tn.dtype.type(1e-6)), tn.dtype.type(1.0))
+    if xp is np and _foreach_ok(grads) and all(g._data.flags.writeable for g in grads):
+        _C._cpu.foreach_mul_([g._data for g in grads], float(coef))  # torch._foreach_mul_
+        for g in grads:
+            g._bump_version()
+        return total_norm
     for g in grads:
         with cuda_context(g.device):
             c = coef if g.device == total_norm.device else move(coef, g.device)
