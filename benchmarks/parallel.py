@@ -1,6 +1,6 @@
 """Model parallelism (W8): a tensor-parallel training step beside PyTorch's, on 2 local ranks.
 
-    python benchmarks/parallel.py [--what tp] [--steps 1] [--rounds 16] [--threads 1]
+    python benchmarks/parallel.py [--what tp] [--steps 1] [--rounds 16] [--threads 1] [--profile STEPS]
 
 tp: 4 blocks of Linear(512, 2048) -> GELU -> Linear(2048, 512), the first Linear of each block ColwiseParallel and
   the second RowwiseParallel (parallelize_module on a 1-d mesh of 2 ranks), input 16 x 128 x 512 replicated,
@@ -14,7 +14,8 @@ tp: 4 blocks of Linear(512, 2048) -> GELU -> Linear(2048, 512), the first Linear
   rank's process_time: what a shared machine's other processes do not inflate) and, every round on both ranks
   after the steps, the matmul floor: one rank's 23 matrix products of a step (forward, input and weight
   gradients) run alone through that library's matmul on one thread, CPU time summed. floor / step CPU is the
-  share of the step spent in BLAS; what is left is each library's own overhead.
+  share of the step spent in BLAS; what is left is each library's own overhead. --profile N adds, per library,
+  the functions that take rank 0's CPU time over N more steps under cProfile.
 Writes benchmarks/results/parallel.json.
 
 Sections are listed in SECTIONS: each takes the parsed arguments and returns its JSON entry after printing its
@@ -38,6 +39,7 @@ from harness import write_json  # noqa: E402
 from tinytorch.bench._common import free_port, table  # noqa: E402
 
 TP_BLOCKS, TP_DIM, TP_HIDDEN, TP_BATCH, TP_SEQ = 4, 512, 2048, 16, 128
+PROFILE_ROWS = 14
 
 
 def _tp_model(torch: Any, seed: int) -> Any:
@@ -105,6 +107,9 @@ def _tp_worker(lib: str, rank: int, world: int, port: int, threads: int, command
             cmd = commands.get(timeout=3600)
             if cmd is None:
                 break
+            if type(cmd) is tuple:  # ("profile", steps): where the CPU time of rank 0's steps goes
+                results.put((lib, rank, "ok", {"profile": _profile(step, cmd[1], rank == 0)}))
+                continue
             times, cpu = [], []
             for _ in range(cmd):
                 dist.barrier()
@@ -117,6 +122,26 @@ def _tp_worker(lib: str, rank: int, world: int, port: int, threads: int, command
         dist.destroy_process_group()
     except BaseException:  # noqa: BLE001 - reported to the parent verbatim
         results.put((lib, rank, "error", traceback.format_exc()))
+
+
+def _profile(step: Callable[[], None], steps: int, report: bool) -> List[Any]:
+    """Run `steps` steps under cProfile with CPU time as its clock (load on the machine does not count); the
+    functions with the most time of their own, as (name, calls per step, ms per step)."""
+    import cProfile
+    import pstats
+    import time
+    prof = cProfile.Profile(time.process_time)
+    prof.enable()
+    for _ in range(steps):
+        step()
+    prof.disable()
+    if not report:
+        return []
+    stats = pstats.Stats(prof).stats  # {(file, line, name): (calls, primitive calls, own time, cumulative, callers)}
+    rows = sorted(((f"{os.path.basename(k[0])}:{k[2]}" if k[0] != "~" else k[2], v[0] / steps, v[2] * 1e3 / steps)
+                   for k, v in stats.items()), key=lambda r: -r[2])
+    total = sum(r[2] for r in rows)
+    return [("(all)", 0, total)] + rows[:PROFILE_ROWS]
 
 
 def _gather(results: Any, lib: str, world: int, timeout: float) -> Dict[int, Any]:
@@ -175,6 +200,12 @@ def tp_section(args: argparse.Namespace) -> Dict[str, Any]:
                 for q in commands:
                     q.put(args.steps if r else 2)
                 rounds[lib].append(_gather(results, lib, world, args.timeout)[0])
+        profiles = {}
+        for lib in libs if args.profile else []:
+            commands, results = channels[lib]
+            for q in commands:
+                q.put(("profile", args.profile))
+            profiles[lib] = _gather(results, lib, world, args.timeout)[0]["profile"]
         for lib in libs:
             for q in channels[lib][0]:
                 q.put(None)
@@ -213,6 +244,10 @@ def tp_section(args: argparse.Namespace) -> Dict[str, Any]:
               f"{entry['paired_ratio_median']:.2f} (median of per-round ratios); target <= 0.8; "
               f"CPU time {entry['paired_cpu_ratio_median']:.2f}, matmul floor "
               f"{entry['paired_floor_ratio_median']:.2f} (medians of per-round ratios)")
+    for lib, rows in profiles.items():
+        entry[lib]["profile_cpu_ms_per_step"] = rows
+        print(f"\n{lib}, rank 0, {args.profile} steps under cProfile (CPU time; profiling adds to Python's share)")
+        print(table(["function", "calls / step", "own CPU ms / step"], rows, ["{}", "{:.0f}", "{:.1f}"]))
     return entry
 
 
@@ -225,6 +260,8 @@ def main(argv: Optional[List[str]] = None) -> Dict[str, Any]:
     ap.add_argument("--steps", type=int, default=1, help="steps per round")
     ap.add_argument("--rounds", type=int, default=16, help="timed rounds per library (after one warm-up round)")
     ap.add_argument("--threads", type=int, default=1, help="intra-op threads per rank")
+    ap.add_argument("--profile", type=int, default=0, metavar="STEPS",
+                    help="after the rounds, profile this many steps of each library (cProfile, CPU time)")
     ap.add_argument("--timeout", type=float, default=1800.0, help="seconds to wait for a round")
     ap.add_argument("--out", default=os.path.join(HERE, "results", "parallel.json"))
     args = ap.parse_args(argv)
