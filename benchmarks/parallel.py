@@ -1,6 +1,6 @@
 """Model parallelism (W8): a tensor-parallel training step beside PyTorch's, on 2 local ranks.
 
-    python benchmarks/parallel.py [--what tp] [--steps 1] [--rounds 16] [--threads 1]
+    python benchmarks/parallel.py [--what tp] [--steps 1] [--rounds 16] [--threads 1] [--profile STEPS]
 
 tp: 4 blocks of Linear(512, 2048) -> GELU -> Linear(2048, 512), the first Linear of each block ColwiseParallel and
   the second RowwiseParallel (parallelize_module on a 1-d mesh of 2 ranks), input 16 x 128 x 512 replicated,
@@ -10,9 +10,12 @@ tp: 4 blocks of Linear(512, 2048) -> GELU -> Linear(2048, 512), the first Linear
   of 2 steps each) so that both see the same machine load. Reported: median step time on rank 0, the ratio of
   the medians and the median of the per-round ratios (a round's tinytorch steps over the PyTorch steps right
   after them: robust to load that drifts between rounds) against issue 17's target (<= 0.8), each side's first
-  loss (equal when both compute the same thing), and each library's matmul floor:
-  one rank's matrix products of a step timed alone with that library's BLAS, one thread, summed (measured in
-  this process after the ranks are done).
+  loss (equal when both compute the same thing), and where the step's time goes: each step's CPU time (the
+  rank's process_time: what a shared machine's other processes do not inflate) and, every round on both ranks
+  after the steps, the matmul floor: one rank's 23 matrix products of a step (forward, input and weight
+  gradients) run alone through that library's matmul on one thread, CPU time summed. floor / step CPU is the
+  share of the step spent in BLAS; what is left is each library's own overhead. --profile N adds, per library,
+  the functions that take rank 0's CPU time over N more steps under cProfile.
 Writes benchmarks/results/parallel.json.
 
 Sections are listed in SECTIONS: each takes the parsed arguments and returns its JSON entry after printing its
@@ -36,6 +39,7 @@ from harness import write_json  # noqa: E402
 from tinytorch.bench._common import free_port, table  # noqa: E402
 
 TP_BLOCKS, TP_DIM, TP_HIDDEN, TP_BATCH, TP_SEQ = 4, 512, 2048, 16, 128
+PROFILE_ROWS = 14
 
 
 def _tp_model(torch: Any, seed: int) -> Any:
@@ -83,6 +87,14 @@ def _tp_worker(lib: str, rank: int, world: int, port: int, threads: int, command
         x = torch.from_numpy(g.standard_normal((TP_BATCH, TP_SEQ, TP_DIM)).astype(np.float32))
         y = torch.from_numpy(g.standard_normal((TP_BATCH, TP_SEQ, TP_DIM)).astype(np.float32))
         losses: List[float] = []
+        products = [(torch.from_numpy(a), torch.from_numpy(b)) for a, b in _tp_products(world)]
+
+        def floor_ms() -> float:
+            with torch.no_grad():
+                t0 = time.process_time()
+                for a, b in products:
+                    torch.matmul(a, b)
+                return (time.process_time() - t0) * 1e3
 
         def step() -> None:
             loss = torch.nn.functional.mse_loss(model(x), y)
@@ -95,16 +107,41 @@ def _tp_worker(lib: str, rank: int, world: int, port: int, threads: int, command
             cmd = commands.get(timeout=3600)
             if cmd is None:
                 break
-            times = []
+            if type(cmd) is tuple:  # ("profile", steps): where the CPU time of rank 0's steps goes
+                results.put((lib, rank, "ok", {"profile": _profile(step, cmd[1], rank == 0)}))
+                continue
+            times, cpu = [], []
             for _ in range(cmd):
                 dist.barrier()
-                t0 = time.perf_counter()
+                t0, c0 = time.perf_counter(), time.process_time()
                 step()
                 times.append((time.perf_counter() - t0) * 1e3)
-            results.put((lib, rank, "ok", {"times": times, "losses": list(losses)}))
+                cpu.append((time.process_time() - c0) * 1e3)
+            dist.barrier()
+            results.put((lib, rank, "ok", {"times": times, "cpu": cpu, "floor": floor_ms(), "losses": list(losses)}))
         dist.destroy_process_group()
     except BaseException:  # noqa: BLE001 - reported to the parent verbatim
         results.put((lib, rank, "error", traceback.format_exc()))
+
+
+def _profile(step: Callable[[], None], steps: int, report: bool) -> List[Any]:
+    """Run `steps` steps under cProfile with CPU time as its clock (load on the machine does not count); the
+    functions with the most time of their own, as (name, calls per step, ms per step)."""
+    import cProfile
+    import pstats
+    import time
+    prof = cProfile.Profile(time.process_time)
+    prof.enable()
+    for _ in range(steps):
+        step()
+    prof.disable()
+    if not report:
+        return []
+    stats = pstats.Stats(prof).stats  # {(file, line, name): (calls, primitive calls, own time, cumulative, callers)}
+    rows = sorted(((f"{os.path.basename(k[0])}:{k[2]}" if k[0] != "~" else k[2], v[0] / steps, v[2] * 1e3 / steps)
+                   for k, v in stats.items()), key=lambda r: -r[2])
+    total = sum(r[2] for r in rows)
+    return [("(all)", 0, total)] + rows[:PROFILE_ROWS]
 
 
 def _gather(results: Any, lib: str, world: int, timeout: float) -> Dict[int, Any]:
@@ -120,31 +157,18 @@ def _gather(results: Any, lib: str, world: int, timeout: float) -> Dict[int, Any
     return got
 
 
-def _tp_floor_ms(libs: List[str], threads: int, world: int) -> Dict[str, float]:
-    """One rank's matrix products of a step (forward, input and weight gradients; the first block's input needs
-    none), each timed alone with each library's BLAS and summed: no implementation calling that BLAS beats it."""
+def _tp_products(world: int) -> List[Any]:
+    """One rank's matrix products of a step as NumPy operand pairs (A, B) of A @ B: per block 2 forward, 2 weight
+    gradients and 2 input gradients (the first block's input needs none), 23 in all."""
     import numpy as np
-    from harness import median_ms
     n, din, dh = TP_BATCH * TP_SEQ, TP_DIM, TP_HIDDEN // world
-    shapes = []  # (A, B) with the product A @ B
+    shapes = []
     for block in range(TP_BLOCKS):
         shapes += [((n, din), (din, dh)), ((n, dh), (dh, din))]  # forward: colwise, rowwise
         shapes += [((dh, n), (n, din)), ((din, n), (n, dh))]  # weight gradients
         shapes += [((n, din), (din, dh))] + ([((n, dh), (dh, din))] if block else [])  # input gradients
     g = np.random.default_rng(0)
-    arrays = [(g.standard_normal(a).astype(np.float32), g.standard_normal(b).astype(np.float32)) for a, b in shapes]
-    floors = {}
-    for lib in libs:
-        if lib == "tinytorch":
-            import tinytorch
-            tinytorch.set_num_threads(threads)
-            floors[lib] = sum(median_ms(lambda a=a, b=b: a @ b, 3) for a, b in arrays)
-        else:
-            import torch
-            torch.set_num_threads(threads)
-            pairs = [(torch.from_numpy(a), torch.from_numpy(b)) for a, b in arrays]
-            floors[lib] = sum(median_ms(lambda a=a, b=b: a @ b, 3) for a, b in pairs)
-    return floors
+    return [(g.standard_normal(a).astype(np.float32), g.standard_normal(b).astype(np.float32)) for a, b in shapes]
 
 
 def tp_section(args: argparse.Namespace) -> Dict[str, Any]:
@@ -168,17 +192,20 @@ def tp_section(args: argparse.Namespace) -> Dict[str, Any]:
                             daemon=True)
             p.start()
             procs.append(p)
-    times: Dict[str, List[float]] = {lib: [] for lib in libs}
-    losses: Dict[str, List[float]] = {}
+    rounds: Dict[str, List[Dict[str, Any]]] = {lib: [] for lib in libs}  # rank 0's report of each round
     try:
         for r in range(args.rounds + 1):  # the first round warms up (first-touch memory, caches) and is dropped
             for lib in libs:
                 commands, results = channels[lib]
                 for q in commands:
                     q.put(args.steps if r else 2)
-                got = _gather(results, lib, world, args.timeout)
-                times[lib].append(got[0]["times"])
-                losses[lib] = got[0]["losses"]
+                rounds[lib].append(_gather(results, lib, world, args.timeout)[0])
+        profiles = {}
+        for lib in libs if args.profile else []:
+            commands, results = channels[lib]
+            for q in commands:
+                q.put(("profile", args.profile))
+            profiles[lib] = _gather(results, lib, world, args.timeout)[0]["profile"]
         for lib in libs:
             for q in channels[lib][0]:
                 q.put(None)
@@ -187,30 +214,40 @@ def tp_section(args: argparse.Namespace) -> Dict[str, Any]:
             p.join(timeout=30)
             if p.is_alive():
                 p.kill()
-    floors = _tp_floor_ms(libs, args.threads, world)
     rows, entry = [], {"model": f"{TP_BLOCKS} x Linear({TP_DIM}, {TP_HIDDEN}) -> GELU -> Linear({TP_HIDDEN}, "
                                 f"{TP_DIM})", "input": [TP_BATCH, TP_SEQ, TP_DIM], "ranks": world,
                        "threads_per_rank": args.threads, "steps_per_round": args.steps, "rounds": args.rounds,
                        "load_average": os.getloadavg()[0]}
+    med = statistics.median
     for lib in libs:
-        kept = [t for round_times in times[lib][1:] for t in round_times]
-        med = statistics.median(kept)
-        entry[lib] = {"step_ms_median": med, "step_ms": kept, "first_loss": losses[lib][0],
-                      "matmul_floor_ms": floors[lib]}
-        rows.append((lib, med, min(kept), max(kept), floors[lib], losses[lib][0]))
+        kept = rounds[lib][1:]
+        wall = [t for rd in kept for t in rd["times"]]
+        cpu = [t for rd in kept for t in rd["cpu"]]
+        floor = [rd["floor"] for rd in kept]
+        entry[lib] = {"step_ms_median": med(wall), "step_ms": wall, "step_cpu_ms_median": med(cpu),
+                      "step_cpu_ms": cpu, "matmul_floor_cpu_ms_median": med(floor), "matmul_floor_cpu_ms": floor,
+                      "matmul_share_of_step_cpu": med(floor) / med(cpu), "first_loss": kept[0]["losses"][0]}
+        rows.append((lib, med(wall), min(wall), med(cpu), med(floor), med(floor) / med(cpu), kept[0]["losses"][0]))
     if "torch" in libs:
+        tt, pt = rounds["tinytorch"][1:], rounds["torch"][1:]
         entry["ratio_tinytorch_vs_torch"] = entry["tinytorch"]["step_ms_median"] / entry["torch"]["step_ms_median"]
-        paired = [statistics.median(t) / statistics.median(p) for t, p in zip(times["tinytorch"][1:],
-                                                                             times["torch"][1:])]
-        entry["paired_ratio_median"] = statistics.median(paired)
-        entry["paired_ratios"] = paired
+        entry["paired_ratios"] = [med(t["times"]) / med(p["times"]) for t, p in zip(tt, pt)]
+        entry["paired_ratio_median"] = med(entry["paired_ratios"])
+        entry["paired_cpu_ratio_median"] = med([med(t["cpu"]) / med(p["cpu"]) for t, p in zip(tt, pt)])
+        entry["paired_floor_ratio_median"] = med([t["floor"] / p["floor"] for t, p in zip(tt, pt)])
     print(f"W8 tensor parallel, 2 ranks x {args.threads} thread(s), {args.rounds} rounds of {args.steps} steps "
           f"(load average {entry['load_average']:.1f})")
-    print(table(["library", "median ms", "min ms", "max ms", "matmul floor ms", "first loss"], rows,
-                ["{}", "{:.1f}", "{:.1f}", "{:.1f}", "{:.1f}", "{:.6f}"]))
+    print(table(["library", "median ms", "min ms", "CPU ms", "matmul floor CPU ms", "floor / CPU", "first loss"],
+                rows, ["{}", "{:.1f}", "{:.1f}", "{:.1f}", "{:.1f}", "{:.2f}", "{:.6f}"]))
     if "ratio_tinytorch_vs_torch" in entry:
         print(f"tinytorch / PyTorch: {entry['ratio_tinytorch_vs_torch']:.2f} (medians), "
-              f"{entry['paired_ratio_median']:.2f} (median of per-round ratios); target <= 0.8")
+              f"{entry['paired_ratio_median']:.2f} (median of per-round ratios); target <= 0.8; "
+              f"CPU time {entry['paired_cpu_ratio_median']:.2f}, matmul floor "
+              f"{entry['paired_floor_ratio_median']:.2f} (medians of per-round ratios)")
+    for lib, rows in profiles.items():
+        entry[lib]["profile_cpu_ms_per_step"] = rows
+        print(f"\n{lib}, rank 0, {args.profile} steps under cProfile (CPU time; profiling adds to Python's share)")
+        print(table(["function", "calls / step", "own CPU ms / step"], rows, ["{}", "{:.0f}", "{:.1f}"]))
     return entry
 
 
@@ -223,6 +260,8 @@ def main(argv: Optional[List[str]] = None) -> Dict[str, Any]:
     ap.add_argument("--steps", type=int, default=1, help="steps per round")
     ap.add_argument("--rounds", type=int, default=16, help="timed rounds per library (after one warm-up round)")
     ap.add_argument("--threads", type=int, default=1, help="intra-op threads per rank")
+    ap.add_argument("--profile", type=int, default=0, metavar="STEPS",
+                    help="after the rounds, profile this many steps of each library (cProfile, CPU time)")
     ap.add_argument("--timeout", type=float, default=1800.0, help="seconds to wait for a round")
     ap.add_argument("--out", default=os.path.join(HERE, "results", "parallel.json"))
     args = ap.parse_args(argv)

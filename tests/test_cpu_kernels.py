@@ -36,6 +36,18 @@ def test_gelu_backward_is_the_derivative(approx):
     assert np.allclose(out, g * (hi - lo) / (2 * eps), atol=1e-8)
 
 
+def test_gelu_backward_float32_matches_the_float64_formula():
+    """float32's backward computes exp inline (not the library's): within float32 rounding of the exact
+    derivative over the whole range, 0 where exp underflows, NaN at +-inf and NaN as PyTorch gives."""
+    x = np.concatenate([np.linspace(-30, 30, 120_001), [-88.0, 88.0, np.inf, -np.inf, np.nan]]).astype(np.float32)
+    out = np.empty_like(x)
+    _cpu.gelu_backward(np.ones_like(x), x, out, False)
+    xd = x[:-3].astype(np.float64)
+    exact = 0.5 * (1 + ERF(xd / math.sqrt(2))) + xd / math.sqrt(2 * math.pi) * np.exp(-0.5 * xd * xd)
+    assert np.allclose(out[:-3], exact, atol=3e-7, rtol=1e-6)
+    assert np.isnan(out[-3:]).all()
+
+
 @pytest.mark.parametrize("amsgrad", [False, True])
 @pytest.mark.parametrize("threads", [1, 2])
 def test_adamw_step_matches_the_formula_over_a_list_of_tensors(amsgrad, threads):
