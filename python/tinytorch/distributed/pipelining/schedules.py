@@ -234,8 +234,13 @@ class _StepComm:
                         return False
                     # A peer that hung up has usually failed itself: name that failure, which its rank reports in
                     # a moment (or has reported already).
-                    failure = self._failure(grace=_REPORT_GRACE_S if isinstance(e, DistNetworkError) else 0.0)
-                    if failure is not None:
+                    # The ring names the group's first failure: when it was another rank's, wait for that
+                    # rank's report; when it was this rank's, this rank's own error is the cause to raise.
+                    mine = f"first failure in this group: rank {self.pg.rank()}:"
+                    elsewhere = isinstance(e, DistNetworkError) or \
+                        ("first failure in this group: rank " in str(e) and mine not in str(e))
+                    failure = self._failure(grace=_REPORT_GRACE_S if elsewhere else 0.0)
+                    if failure is not None and mine not in failure:
                         raise self._abandoned(what, failure) from e
                     raise type(e)(f"rank {self.rank}: {what} failed: {e}" + (f" ({hint})" if hint else "")) from e
 
