@@ -147,15 +147,17 @@ def _mesh_for(strategy: ShardingStrategy, process_group: Any, device_mesh: Optio
         if device_mesh is None:
             import os
             local = int(os.environ.get("LOCAL_WORLD_SIZE", world))
-            return init_device_mesh(dev, (world // local, local))
+            return init_device_mesh(dev, (world // local, local), mesh_dim_names=("replicate", "shard"))
         if device_mesh.ndim != 2:
             raise ValueError(f"{strategy.name} needs a 2-d device_mesh (replicate, shard), got a "
                              f"{device_mesh.ndim}-d one")
+        if device_mesh.mesh_dim_names is None:  # FSDP1 reads the dims by position; fully_shard wants them named
+            return DeviceMesh(device_mesh.device_type, device_mesh.mesh.tolist(), mesh_dim_names=("replicate", "shard"))
         return device_mesh
     if strategy is ShardingStrategy.NO_SHARD:
         if device_mesh is not None:
             raise NotImplementedError("FullyShardedDataParallel: NO_SHARD with a device_mesh is not supported")
-        return init_device_mesh(dev, (world, 1))
+        return init_device_mesh(dev, (world, 1), mesh_dim_names=("replicate", "shard"))
     if device_mesh is None:
         return init_device_mesh(dev, (world,))
     if device_mesh.ndim != 1:
