@@ -18,9 +18,9 @@ namespace tinytorch::cpu {
 
 namespace {
 
-// Query rows per block: under a causal mask a block sees only the keys up to its last row, so smaller blocks skip
-// more of the masked half (32 measured faster than 64 and 16 at nanoGPT's shapes).
-constexpr int64_t kBlock = 32;
+// Query rows per block: a whole head of nanoGPT's (T 64) in one pass. Under the causal mask the products skip
+// what the mask hides tile by tile (small_gemm's Triangle), so a larger block wastes nothing on masked keys.
+constexpr int64_t kBlock = 64;
 
 template <class T>
 constexpr T kExpLowest = sizeof(T) == 4 ? T(-87) : T(-708);
@@ -70,25 +70,45 @@ Shape check_shapes(const char* what, const View<T>& q, const View<T>& k, const V
   return sh;
 }
 
-// Scores of query rows [r0, r1) against keys [0, nk): sc[i, j] = scale * q_i . k_j + mask. The causal mask is
-// not written here: softmax_rows and probabilities stop each row at its last visible key (row_keys).
-template <class T>
-void scores(const Shape& sh, const View<T>& q, const View<T>& k, const std::optional<View<T>>& mask, T scale,
-            int64_t b, int64_t h, int64_t r0, int64_t r1, int64_t nk, T* sc, std::vector<T>& panel) {
-  const int64_t rows = r1 - r0;
-  gemm<T>(rows, nk, sh.E, scale, q.at(b, h, r0), q.s[2], 1, k.at(b, h, 0), 1, k.s[2], T(0), sc, nk, panel);
-  if (!mask) return;
-  for (int64_t i = 0; i < rows; ++i) {
-    T* row = sc + i * nk;
-    const T* m = mask->at(b, h, r0 + i);
-    for (int64_t j = 0; j < nk; ++j) row[j] += m[j * mask->s[3]];
-  }
-}
-
 // How many of a block's nk keys its row i sees: under the causal mask (top-left aligned, as PyTorch's is_causal)
 // keys up to its own position r0 + i, otherwise all of them.
 inline int64_t row_keys(bool causal, int64_t r0, int64_t i, int64_t nk) {
   return causal ? std::min(nk, r0 + i + 1) : nk;
+}
+
+// What a causal block starting at query row r0 lets each product skip (small_gemm.h's Triangle).
+inline Triangle lower_c(bool causal, int64_t r0) { return causal ? Triangle{Triangle::kLowerC, r0} : Triangle{}; }
+inline Triangle lower_a(bool causal, int64_t r0) { return causal ? Triangle{Triangle::kLowerA, r0} : Triangle{}; }
+inline Triangle upper_a(bool causal, int64_t r0) { return causal ? Triangle{Triangle::kUpperA, r0} : Triangle{}; }
+
+// x (rows x cols, row stride xs, unit column stride) transposed into t (cols x rows, row-major): k^T and v^T of a
+// head, once per head, so that the score products read their B operand in place.
+template <class T>
+TT_SIMD_CLONES void transpose(const T* x, int64_t xs, int64_t rows, int64_t cols, T* t) {
+  constexpr int64_t kRows = 8;  // rows read together, so each written row of t takes them as one run
+  for (int64_t i0 = 0; i0 < rows; i0 += kRows) {
+    const int64_t i1 = std::min(rows, i0 + kRows);
+    for (int64_t p = 0; p < cols; ++p) {
+      for (int64_t i = i0; i < i1; ++i) t[p * rows + i] = x[i * xs + p];
+    }
+  }
+}
+
+// Scores of query rows [r0, r1) against keys [0, nk): sc[i, j] = scale * q_i . k_j + mask, with kt = k^T (E x S).
+// The causal mask is not written here: the product leaves scores past a row's last visible key unwritten, and
+// softmax_rows and probabilities stop each row there (row_keys).
+template <class T>
+void scores(const Shape& sh, const View<T>& q, const T* kt, const std::optional<View<T>>& mask, bool causal,
+            T scale, int64_t b, int64_t h, int64_t r0, int64_t r1, int64_t nk, T* sc, std::vector<T>& panel) {
+  const int64_t rows = r1 - r0;
+  gemm<T>(rows, nk, sh.E, scale, q.at(b, h, r0), q.s[2], 1, kt, sh.S, 1, T(0), sc, nk, panel, lower_c(causal, r0));
+  if (!mask) return;
+  for (int64_t i = 0; i < rows; ++i) {
+    T* row = sc + i * nk;
+    const T* m = mask->at(b, h, r0 + i);
+    const int64_t n = row_keys(causal, r0, i, nk);
+    for (int64_t j = 0; j < n; ++j) row[j] += m[j * mask->s[3]];
+  }
 }
 
 // Row softmax in place, keeping each row's log-sum-exp: p = exp(s - lse); keys past a row's last visible one get
@@ -159,14 +179,16 @@ TT_SIMD_CLONES void row_dots(const T* g, int64_t gs, const T* o, int64_t os, int
   }
 }
 
-// dS = p (dP - delta), in place over p.
+// dS = p (dP - delta), in place over p; dP past a row's last visible key was not computed (p is 0 there).
 template <class T>
-TT_SIMD_CLONES void softmax_grad_rows(T* p, const T* dp, const T* delta, int64_t rows, int64_t nk) {
+TT_SIMD_CLONES void softmax_grad_rows(T* p, const T* dp, const T* delta, int64_t rows, int64_t nk, bool causal,
+                                      int64_t r0) {
   for (int64_t i = 0; i < rows; ++i) {
     T* pr = p + i * nk;
     const T* dr = dp + i * nk;
     const T d = delta[i];
-    for (int64_t j = 0; j < nk; ++j) pr[j] *= dr[j] - d;
+    const int64_t n = row_keys(causal, r0, i, nk);
+    for (int64_t j = 0; j < n; ++j) pr[j] *= dr[j] - d;
   }
 }
 
@@ -194,9 +216,10 @@ void forward(const py::array& qa, const py::array& ka, const py::array& va, cons
   const int64_t work = sh.L * sh.S * (sh.E + sh.Ev);
   parallel_for(sh.B * sh.H, std::max<int64_t>(1, kElementGrain * 8 / std::max<int64_t>(1, work)),
                [&](int64_t begin, int64_t end) {
-    std::vector<T> sc(kBlock * sh.S), panel;
+    std::vector<T> kt(sh.E * sh.S), sc(std::min(kBlock, sh.L) * sh.S), panel;
     for (int64_t bh = begin; bh < end; ++bh) {
       const int64_t b = bh / sh.H, h = bh % sh.H;
+      transpose(k.at(b, h, 0), k.s[2], sh.S, sh.E, kt.data());
       for (int64_t r0 = 0; r0 < sh.L; r0 += kBlock) {
         const int64_t r1 = std::min(sh.L, r0 + kBlock), rows = r1 - r0, nk = visible_keys(sh, causal, r1);
         T* l = lse + bh * sh.L + r0;
@@ -205,11 +228,11 @@ void forward(const py::array& qa, const py::array& ka, const py::array& va, cons
           std::fill(l, l + rows, -std::numeric_limits<T>::infinity());
           continue;
         }
-        scores(sh, q, k, mask, T(scale), b, h, r0, r1, nk, sc.data(), panel);
+        scores(sh, q, kt.data(), mask, causal, T(scale), b, h, r0, r1, nk, sc.data(), panel);
         softmax_rows(sc.data(), rows, nk, l, causal, r0);
         // out rows = p v; v's rows are contiguous, out's rows at stride out.s[2].
         gemm<T>(rows, sh.Ev, nk, T(1), sc.data(), nk, 1, v.at(b, h, 0), v.s[2], 1, T(0), out.at(b, h, r0),
-                out.s[2], panel);
+                out.s[2], panel, lower_a(causal, r0));
       }
     }
   });
@@ -248,9 +271,12 @@ void backward(const py::array& ga, const py::array& qa, const py::array& ka, con
   const int64_t work = 2 * sh.L * sh.S * (sh.E + sh.Ev);
   parallel_for(sh.B * sh.H, std::max<int64_t>(1, kElementGrain * 8 / std::max<int64_t>(1, work)),
                [&](int64_t begin, int64_t end) {
-    std::vector<T> p(kBlock * sh.S), dp(kBlock * sh.S), delta(kBlock), panel;
+    const int64_t block = std::min(kBlock, sh.L);
+    std::vector<T> kt(sh.E * sh.S), vt(sh.Ev * sh.S), p(block * sh.S), dp(block * sh.S), delta(block), panel;
     for (int64_t bh = begin; bh < end; ++bh) {
       const int64_t b = bh / sh.H, h = bh % sh.H;
+      transpose(k.at(b, h, 0), k.s[2], sh.S, sh.E, kt.data());
+      transpose(v.at(b, h, 0), v.s[2], sh.S, sh.Ev, vt.data());
       // Blocks last to first: the last sees the most keys (all of them without the causal mask), so it writes dk
       // and dv (beta 0) and the others add to them; keys no block sees are zeroed.
       const int64_t last = (sh.L - 1) / kBlock * kBlock, seen = sh.L > 0 ? visible_keys(sh, causal, sh.L) : 0;
@@ -265,21 +291,21 @@ void backward(const py::array& ga, const py::array& qa, const py::array& ka, con
           for (int64_t i = 0; i < rows; ++i) std::fill(dq.at(b, h, r0 + i), dq.at(b, h, r0 + i) + sh.E, T(0));
           continue;
         }
-        scores(sh, q, k, mask, sc_, b, h, r0, r1, nk, p.data(), panel);
+        scores(sh, q, kt.data(), mask, causal, sc_, b, h, r0, r1, nk, p.data(), panel);
         probabilities(p.data(), rows, nk, lse + bh * sh.L + r0, causal, r0);
         row_dots(g.at(b, h, r0), g.s[2], out.at(b, h, r0), out.s[2], rows, sh.Ev, delta.data());
         // dv[:nk] += p^T dO
         gemm<T>(nk, sh.Ev, rows, T(1), p.data(), 1, nk, g.at(b, h, r0), g.s[2], 1, beta, dv.at(b, h, 0),
-                dv.s[2], panel);
+                dv.s[2], panel, upper_a(causal, r0));
         // dP = dO v^T; dS = p (dP - delta)
-        gemm<T>(rows, nk, sh.Ev, T(1), g.at(b, h, r0), g.s[2], 1, v.at(b, h, 0), 1, v.s[2], T(0), dp.data(), nk,
-                panel);
-        softmax_grad_rows(p.data(), dp.data(), delta.data(), rows, nk);
+        gemm<T>(rows, nk, sh.Ev, T(1), g.at(b, h, r0), g.s[2], 1, vt.data(), sh.S, 1, T(0), dp.data(), nk, panel,
+                lower_c(causal, r0));
+        softmax_grad_rows(p.data(), dp.data(), delta.data(), rows, nk, causal, r0);
         // dq = scale dS k; dk[:nk] += scale dS^T q
         gemm<T>(rows, sh.E, nk, sc_, p.data(), nk, 1, k.at(b, h, 0), k.s[2], 1, T(0), dq.at(b, h, r0), dq.s[2],
-                panel);
+                panel, lower_a(causal, r0));
         gemm<T>(nk, sh.E, rows, sc_, p.data(), 1, nk, q.at(b, h, r0), q.s[2], 1, beta, dk.at(b, h, 0), dk.s[2],
-                panel);
+                panel, upper_a(causal, r0));
       }
     }
   });

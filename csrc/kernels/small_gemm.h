@@ -1,8 +1,9 @@
 // C = alpha * A B + beta * C for the small products inside a fused kernel (attention's per-head blocks) and the
-// batched products of bmm.cpp, on one thread: the caller parallelises over independent products. A and B have
-// any strides (A^T B or A B^T costs the same as A B); C is row-major with unit column stride. Register tiles of
-// 6 rows x two 32-byte vectors of columns (12 accumulators, enough to keep AVX2's two FMA pipes busy), B packed
-// per panel (zero-padded) so that the loop has no edge cases; built for AVX2 and baseline x86-64.
+// batched products of bmm.cpp, on one thread: the caller parallelises over independent products. A has any
+// strides; B is read in place where its rows are contiguous (a full panel of columns straight from memory) and
+// packed, zero-padded, otherwise; C is row-major with unit column stride. The register tile is compiled three
+// times and picked once for this CPU: 8 rows x two 64-byte vectors (16 of AVX-512's 32 registers), 6 rows x two
+// 32-byte vectors (12 of AVX2's 16), and a baseline x86-64 (SSE) or non-x86 build.
 #pragma once
 
 #include <algorithm>
@@ -13,55 +14,63 @@
 
 namespace tinytorch::cpu {
 
+// The part of a product that a causal (top-left aligned) block of attention probabilities lets it skip, for
+// query rows r0.. of a head (off = r0):
+//   kLowerC: only C[i, j] with j <= i + off is needed (the rest may be left unwritten): q k^T, dO v^T;
+//   kLowerA: A[i, p] == 0 for p > i + off, so the sum stops there: p v, dS k;
+//   kUpperA: A[i, p] == 0 for p < i - off (A a transposed probability block), so the sum starts there: p^T dO.
+struct Triangle {
+  enum Kind { kNone, kLowerC, kLowerA, kUpperA };
+  Kind kind = kNone;
+  int64_t off = 0;
+};
+
 namespace small_gemm {
 
-constexpr int kMR = 6;
-
-// Two 32-byte vectors of columns (GCC vector extensions: AVX2 registers in the x86-64-v3 clone).
-template <class T>
-struct VecOf;
-template <>
-struct VecOf<float> {
-  typedef float type __attribute__((vector_size(32)));
-};
-template <>
-struct VecOf<double> {
-  typedef double type __attribute__((vector_size(32)));
-};
-template <class T>
-using Vec = typename VecOf<T>::type;
-template <class T>
-constexpr int kLanes = 32 / int(sizeof(T));
-template <class T>
-constexpr int kNR = 2 * kLanes<T>;
-
-// One kMR x kNR tile: acc = sum_p A[r, p] * panel[p, :] in registers, then C = alpha * acc + beta * C for the
-// valid rows and columns.
-template <class T>
-TT_SIMD_CLONES void tile(int64_t k, const T* const* a, int64_t acs, const T* __restrict panel, T alpha, T beta,
-                         T* c, int64_t ldc, int rows, int cols) {
-  using V = Vec<T>;
-  constexpr int W = kLanes<T>;
-  V acc[kMR][2];
-#pragma GCC unroll 8
-  for (int r = 0; r < kMR; ++r) acc[r][0] = acc[r][1] = V{};
-  for (int64_t p = 0; p < k; ++p) {
-    V b0, b1;
-    __builtin_memcpy(&b0, panel + p * 2 * W, sizeof(V));
-    __builtin_memcpy(&b1, panel + p * 2 * W + W, sizeof(V));
-#pragma GCC unroll 8
-    for (int r = 0; r < kMR; ++r) {
-      const V av = V{} + a[r][p * acs];
-      acc[r][0] += av * b0;
-      acc[r][1] += av * b1;
+// One MR x (NV * W) tile over p in [kb, ke): acc = sum_p A[r, p] * B[p, :] in registers, then
+// C = alpha * acc + beta * C for the valid rows and columns (C is not read when beta is 0). ar[r] is row r of A
+// (rows past the valid ones repeat the last), B[p, :] is at b + p * bs.
+template <class T, int W, int MR, int NV, bool kUnitA>
+[[gnu::always_inline]] inline void tile(int64_t kb, int64_t ke, const T* const* ar, int64_t acs, const T* b,
+                                        int64_t bs, T alpha, T beta, T* c, int64_t ldc, int rows, int cols) {
+  typedef T V __attribute__((vector_size(W * sizeof(T))));
+  V acc[MR][NV];
+#pragma GCC unroll 16
+  for (int r = 0; r < MR; ++r) {
+#pragma GCC unroll 4
+    for (int v = 0; v < NV; ++v) acc[r][v] = V{};
+  }
+  for (int64_t p = kb; p < ke; ++p) {
+    V bv[NV];
+#pragma GCC unroll 4
+    for (int v = 0; v < NV; ++v) __builtin_memcpy(&bv[v], b + p * bs + v * W, sizeof(V));
+    const int64_t pa = kUnitA ? p : p * acs;
+#pragma GCC unroll 16
+    for (int r = 0; r < MR; ++r) {
+      const V av = V{} + ar[r][pa];
+#pragma GCC unroll 4
+      for (int v = 0; v < NV; ++v) acc[r][v] += av * bv[v];
     }
   }
-  alignas(64) T out[kMR][2 * W];
-#pragma GCC unroll 8
-  for (int r = 0; r < kMR; ++r) {
-    __builtin_memcpy(out[r], &acc[r][0], sizeof(V));
-    __builtin_memcpy(out[r] + W, &acc[r][1], sizeof(V));
+  if (rows == MR && cols == NV * W) {
+#pragma GCC unroll 16
+    for (int r = 0; r < MR; ++r) {
+#pragma GCC unroll 4
+      for (int v = 0; v < NV; ++v) {
+        T* cp = c + r * ldc + v * W;
+        V y = acc[r][v] * alpha;
+        if (beta != T(0)) {
+          V old;
+          __builtin_memcpy(&old, cp, sizeof(V));
+          y += beta * old;
+        }
+        __builtin_memcpy(cp, &y, sizeof(V));
+      }
+    }
+    return;
   }
+  alignas(64) T out[MR][NV * W];
+  __builtin_memcpy(out, acc, sizeof(out));
   for (int r = 0; r < rows; ++r) {
     T* cr = c + r * ldc;
     if (beta == T(0)) {
@@ -72,48 +81,122 @@ TT_SIMD_CLONES void tile(int64_t k, const T* const* a, int64_t acs, const T* __r
   }
 }
 
+// Columns [j0, j0 + cols) of B (k x n) as a k x NR panel, zero-padded.
+template <class T, int NR>
+[[gnu::always_inline]] inline void pack(int64_t k, const T* b, int64_t brs, int64_t bcs, int64_t j0, int cols,
+                                        T* panel) {
+  if (brs == 1 && bcs != 1) {
+    // B is a transposed row-major matrix: each column is contiguous, so read it whole; gathering a row at a time
+    // would touch a cache line per element.
+    for (int j = 0; j < cols; ++j) {
+      const T* src = b + (j0 + j) * bcs;
+      for (int64_t p = 0; p < k; ++p) panel[p * NR + j] = src[p];
+    }
+    for (int j = cols; j < NR; ++j) {
+      for (int64_t p = 0; p < k; ++p) panel[p * NR + j] = T(0);
+    }
+    return;
+  }
+  for (int64_t p = 0; p < k; ++p) {
+    T* dst = panel + p * NR;
+    const T* src = b + p * brs + j0 * bcs;
+    for (int j = 0; j < cols; ++j) dst[j] = src[j * bcs];
+    for (int j = cols; j < NR; ++j) dst[j] = T(0);
+  }
+}
+
+template <class T, int W, int MR, int NV>
+[[gnu::always_inline]] inline void gemm_tiles(int64_t m, int64_t n, int64_t k, T alpha, const T* a, int64_t ars,
+                                              int64_t acs, const T* b, int64_t brs, int64_t bcs, T beta, T* c,
+                                              int64_t ldc, std::vector<T>& panel, Triangle tri) {
+  constexpr int NR = NV * W;
+  for (int64_t j0 = 0; j0 < n; j0 += NR) {
+    const int cols = int(std::min<int64_t>(NR, n - j0));
+    const T* bp = b + j0;
+    int64_t bs = brs;
+    if (bcs != 1 || cols < NR) {
+      panel.resize(std::max<int64_t>(1, k) * NR);
+      pack<T, NR>(k, b, brs, bcs, j0, cols, panel.data());
+      bp = panel.data();
+      bs = NR;
+    }
+    for (int64_t i0 = 0; i0 < m; i0 += MR) {
+      const int rows = int(std::min<int64_t>(MR, m - i0));
+      if (tri.kind == Triangle::kLowerC && j0 > i0 + rows - 1 + tri.off) continue;
+      int64_t kb = 0, ke = k;
+      if (tri.kind == Triangle::kLowerA) ke = std::clamp<int64_t>(i0 + rows + tri.off, 0, k);
+      if (tri.kind == Triangle::kUpperA) kb = std::clamp<int64_t>(i0 - tri.off, 0, k);
+      const T* ar[MR];
+#pragma GCC unroll 16
+      for (int r = 0; r < MR; ++r) ar[r] = a + (i0 + std::min(r, rows - 1)) * ars;
+      T* ct = c + i0 * ldc + j0;
+      if (acs == 1) {
+        tile<T, W, MR, NV, true>(kb, ke, ar, 1, bp, bs, alpha, beta, ct, ldc, rows, cols);
+      } else {
+        tile<T, W, MR, NV, false>(kb, ke, ar, acs, bp, bs, alpha, beta, ct, ldc, rows, cols);
+      }
+    }
+  }
+}
+
+template <class T>
+using GemmFn = void (*)(int64_t, int64_t, int64_t, T, const T*, int64_t, int64_t, const T*, int64_t, int64_t, T, T*,
+                        int64_t, std::vector<T>&, Triangle);
+
+#define TT_SMALL_GEMM_ARGS                                                                                          \
+  int64_t m, int64_t n, int64_t k, T alpha, const T *a, int64_t ars, int64_t acs, const T *b, int64_t brs,        \
+      int64_t bcs, T beta, T *c, int64_t ldc, std::vector<T>&panel, Triangle tri
+#define TT_SMALL_GEMM_PASS m, n, k, alpha, a, ars, acs, b, brs, bcs, beta, c, ldc, panel, tri
+
+template <class T>
+void gemm_baseline(TT_SMALL_GEMM_ARGS) {
+  gemm_tiles<T, 16 / int(sizeof(T)), 4, 2>(TT_SMALL_GEMM_PASS);
+}
+
+#if defined(__x86_64__) && defined(__GNUC__) && !defined(__clang__) && __GNUC__ >= 11
+template <class T>
+__attribute__((target("arch=x86-64-v3"))) void gemm_avx2(TT_SMALL_GEMM_ARGS) {
+  gemm_tiles<T, 32 / int(sizeof(T)), 6, 2>(TT_SMALL_GEMM_PASS);
+}
+
+template <class T>
+__attribute__((target("arch=x86-64-v4"))) void gemm_avx512(TT_SMALL_GEMM_ARGS) {
+  gemm_tiles<T, 64 / int(sizeof(T)), 8, 2>(TT_SMALL_GEMM_PASS);
+}
+
+template <class T>
+GemmFn<T> pick() {
+  __builtin_cpu_init();
+  if (__builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512vl") &&
+      __builtin_cpu_supports("avx512bw") && __builtin_cpu_supports("avx512dq")) {
+    return gemm_avx512<T>;
+  }
+  if (__builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma") && __builtin_cpu_supports("bmi2")) {
+    return gemm_avx2<T>;
+  }
+  return gemm_baseline<T>;
+}
+#else
+template <class T>
+GemmFn<T> pick() {
+  return gemm_baseline<T>;
+}
+#endif
+
+#undef TT_SMALL_GEMM_ARGS
+#undef TT_SMALL_GEMM_PASS
+
 }  // namespace small_gemm
 
 // C (m x n) = alpha * A (m x k) B (k x n) + beta * C; A[i, p] at a[i * ars + p * acs], B[p, j] at
-// b[p * brs + j * bcs]. `panel` is scratch the caller keeps between calls (resized here).
+// b[p * brs + j * bcs]. `panel` is scratch the caller keeps between calls (resized here). tri says what a causal
+// operand lets the product skip.
 template <class T>
 void gemm(int64_t m, int64_t n, int64_t k, T alpha, const T* a, int64_t ars, int64_t acs, const T* b, int64_t brs,
-          int64_t bcs, T beta, T* c, int64_t ldc, std::vector<T>& panel) {
-  using namespace small_gemm;
-  constexpr int NR = kNR<T>;
+          int64_t bcs, T beta, T* c, int64_t ldc, std::vector<T>& panel, Triangle tri = {}) {
+  static const small_gemm::GemmFn<T> fn = small_gemm::pick<T>();
   if (m <= 0 || n <= 0) return;
-  panel.resize(std::max<int64_t>(1, k) * NR);
-  for (int64_t j0 = 0; j0 < n; j0 += NR) {
-    const int cols = int(std::min<int64_t>(NR, n - j0));
-    if (brs == 1 && bcs != 1) {
-      // B is a transposed row-major matrix (attention's k^T and v^T): each column is contiguous, so read it
-      // whole; gathering a row at a time would touch a cache line per element.
-      for (int j = 0; j < cols; ++j) {
-        const T* src = b + (j0 + j) * bcs;
-        for (int64_t p = 0; p < k; ++p) panel[p * NR + j] = src[p];
-      }
-      for (int j = cols; j < NR; ++j) {
-        for (int64_t p = 0; p < k; ++p) panel[p * NR + j] = T(0);
-      }
-    } else {
-      for (int64_t p = 0; p < k; ++p) {
-        T* dst = panel.data() + p * NR;
-        const T* src = b + p * brs + j0 * bcs;
-        if (bcs == 1) {
-          for (int j = 0; j < cols; ++j) dst[j] = src[j];
-        } else {
-          for (int j = 0; j < cols; ++j) dst[j] = src[j * bcs];
-        }
-        for (int j = cols; j < NR; ++j) dst[j] = T(0);
-      }
-    }
-    for (int64_t i0 = 0; i0 < m; i0 += kMR) {
-      const int rows = int(std::min<int64_t>(kMR, m - i0));
-      const T* rowp[kMR];
-      for (int r = 0; r < kMR; ++r) rowp[r] = a + (i0 + std::min(r, rows - 1)) * ars;
-      tile<T>(k, rowp, acs, panel.data(), alpha, beta, c + i0 * ldc + j0, ldc, rows, cols);
-    }
-  }
+  fn(m, n, k, alpha, a, ars, acs, b, brs, bcs, beta, c, ldc, panel, tri);
 }
 
 }  // namespace tinytorch::cpu
