@@ -13,6 +13,8 @@
 
 #include "kernels/cpu_kernels.h"
 #include "kernels/small_gemm.h"
+#undef TT_SIMD_CLONES
+#define TT_SIMD_CLONES __attribute__((target_clones("arch=x86-64-v4", "arch=x86-64-v3", "default")))
 
 namespace tinytorch::cpu {
 
@@ -81,16 +83,54 @@ inline Triangle lower_c(bool causal, int64_t r0) { return causal ? Triangle{Tria
 inline Triangle lower_a(bool causal, int64_t r0) { return causal ? Triangle{Triangle::kLowerA, r0} : Triangle{}; }
 inline Triangle upper_a(bool causal, int64_t r0) { return causal ? Triangle{Triangle::kUpperA, r0} : Triangle{}; }
 
+// The shuffles that interleave the first (lo) or second (hi) halves of two W-lane vectors.
+template <int W>
+struct ZipOf;
+template <>
+struct ZipOf<8> {
+  typedef int32_t M __attribute__((vector_size(32)));
+  static constexpr M lo{0, 8, 1, 9, 2, 10, 3, 11}, hi{4, 12, 5, 13, 6, 14, 7, 15};
+};
+template <>
+struct ZipOf<4> {
+  typedef int64_t M __attribute__((vector_size(32)));
+  static constexpr M lo{0, 4, 1, 5}, hi{2, 6, 3, 7};
+};
+
 // x (rows x cols, row stride xs, unit column stride) transposed into t (cols x rows, row-major): k^T and v^T of a
-// head, once per head, so that the score products read their B operand in place.
+// head, once per head, so that the score products read their B operand in place. W x W blocks go through
+// registers (log2 W rounds of interleaving rows i and i + W/2 transpose a block); the edges element by element.
 template <class T>
 TT_SIMD_CLONES void transpose(const T* x, int64_t xs, int64_t rows, int64_t cols, T* t) {
-  constexpr int64_t kRows = 8;  // rows read together, so each written row of t takes them as one run
-  for (int64_t i0 = 0; i0 < rows; i0 += kRows) {
-    const int64_t i1 = std::min(rows, i0 + kRows);
-    for (int64_t p = 0; p < cols; ++p) {
-      for (int64_t i = i0; i < i1; ++i) t[p * rows + i] = x[i * xs + p];
+  constexpr int W = 32 / int(sizeof(T));
+  typedef T V __attribute__((vector_size(32)));
+  using M = typename ZipOf<W>::M;
+  constexpr M lo = ZipOf<W>::lo, hi = ZipOf<W>::hi;
+  const int64_t rw = rows / W * W, cw = cols / W * W;
+  for (int64_t i0 = 0; i0 < rw; i0 += W) {
+    for (int64_t p0 = 0; p0 < cw; p0 += W) {
+      V r[W], z[W];
+#pragma GCC unroll 8
+      for (int i = 0; i < W; ++i) __builtin_memcpy(&r[i], x + (i0 + i) * xs + p0, sizeof(V));
+#pragma GCC unroll 3
+      for (int round = 1; round < W; round *= 2) {
+#pragma GCC unroll 4
+        for (int i = 0; i < W / 2; ++i) {
+          z[2 * i] = __builtin_shuffle(r[i], r[i + W / 2], lo);
+          z[2 * i + 1] = __builtin_shuffle(r[i], r[i + W / 2], hi);
+        }
+#pragma GCC unroll 8
+        for (int i = 0; i < W; ++i) r[i] = z[i];
+      }
+#pragma GCC unroll 8
+      for (int p = 0; p < W; ++p) __builtin_memcpy(t + (p0 + p) * rows + i0, &r[p], sizeof(V));
     }
+    for (int64_t p = cw; p < cols; ++p) {
+      for (int64_t i = i0; i < i0 + W; ++i) t[p * rows + i] = x[i * xs + p];
+    }
+  }
+  for (int64_t i = rw; i < rows; ++i) {
+    for (int64_t p = 0; p < cols; ++p) t[p * rows + i] = x[i * xs + p];
   }
 }
 
@@ -111,38 +151,56 @@ void scores(const Shape& sh, const View<T>& q, const T* kt, const std::optional<
   }
 }
 
+// A row's visible keys [0, n) widened to whole 32-byte vectors, so that the loops over it have no scalar tail:
+// keys [n, m) get -inf (exp gives them 0; the product wrote them, as it writes whole tiles of at least that
+// width, so no NaN from unwritten memory hides there), keys [m, nk) get 0. Returns m.
+template <class T>
+int64_t pad_row(T* row, int64_t n, int64_t nk) {
+  constexpr int64_t W = 32 / int64_t(sizeof(T));
+  const int64_t m = std::min(nk, (n + W - 1) / W * W);
+  std::fill(row + n, row + m, -std::numeric_limits<T>::infinity());
+  std::fill(row + m, row + nk, T(0));
+  return m;
+}
+
+// A row whose softmax is not computed: x for its visible keys [0, n), 0 for the padding [n, m).
+template <class T>
+void fill_row(T* row, int64_t n, int64_t m, T x) {
+  std::fill(row, row + n, x);
+  std::fill(row + n, row + m, T(0));
+}
+
 // Row softmax in place, keeping each row's log-sum-exp: p = exp(s - lse); keys past a row's last visible one get
-// 0 without an exp. A row holding NaN comes out NaN; a fully masked row (every score -inf) comes out 0 with lse
-// -inf (PyTorch's safe softmax for attention). Tested on the bits: -ffast-math may assume there is no NaN or
-// infinity.
+// 0. A row holding NaN comes out NaN; a fully masked row (every score -inf) comes out 0 with lse -inf (PyTorch's
+// safe softmax for attention). Tested on the bits: -ffast-math may assume there is no NaN or infinity.
 template <class T>
 TT_SIMD_CLONES void softmax_rows(T* sc, int64_t rows, int64_t nk, T* lse, bool causal, int64_t r0) {
+  constexpr T kNaN = std::numeric_limits<T>::quiet_NaN();
   for (int64_t i = 0; i < rows; ++i) {
     T* row = sc + i * nk;
-    const int64_t n = row_keys(causal, r0, i, nk);
-    std::fill(row + n, row + nk, T(0));
+    const int64_t n = row_keys(causal, r0, i, nk), m = pad_row(row, n, nk);
     T mx = row[0];
-    for (int64_t j = 1; j < n; ++j) mx = row[j] > mx ? row[j] : mx;
-    if (any_nan(row, n)) {
-      std::fill(row, row + n, std::numeric_limits<T>::quiet_NaN());
-      lse[i] = std::numeric_limits<T>::quiet_NaN();
+    for (int64_t j = 1; j < m; ++j) mx = row[j] > mx ? row[j] : mx;
+    if (any_nan(row, m)) {
+      fill_row(row, n, m, kNaN);
+      lse[i] = kNaN;
       continue;
     }
     if (!is_finite_bits(mx)) {  // every key masked (or a score of +inf: NaN, as softmax gives)
       const bool masked = mx < T(0);
-      std::fill(row, row + n, masked ? T(0) : std::numeric_limits<T>::quiet_NaN());
-      lse[i] = masked ? -std::numeric_limits<T>::infinity() : std::numeric_limits<T>::quiet_NaN();
+      fill_row(row, n, m, masked ? T(0) : kNaN);
+      lse[i] = masked ? -std::numeric_limits<T>::infinity() : kNaN;
       continue;
     }
     T sum = 0;
-    for (int64_t j = 0; j < n; ++j) {
+    for (int64_t j = 0; j < m; ++j) {
       const T z = row[j] - mx;
       const T e = std::exp(z < kExpLowest<T> ? kExpLowest<T> : z);
       row[j] = z < kExpLowest<T> ? T(0) : e;
       sum += row[j];
     }
     const T inv = T(1) / sum;
-    for (int64_t j = 0; j < n; ++j) row[j] *= inv;
+    for (int64_t j = 0; j < m; ++j) row[j] *= inv;
     lse[i] = mx + std::log(sum);
   }
 }
@@ -153,14 +211,13 @@ template <class T>
 TT_SIMD_CLONES void probabilities(T* sc, int64_t rows, int64_t nk, const T* lse, bool causal, int64_t r0) {
   for (int64_t i = 0; i < rows; ++i) {
     T* row = sc + i * nk;
-    const int64_t n = row_keys(causal, r0, i, nk);
-    std::fill(row + n, row + nk, T(0));
+    const int64_t n = row_keys(causal, r0, i, nk), m = pad_row(row, n, nk);
     const T l = lse[i];
     if (!is_finite_bits(l)) {
-      std::fill(row, row + n, is_nan_bits(l) ? std::numeric_limits<T>::quiet_NaN() : T(0));
+      fill_row(row, n, m, is_nan_bits(l) ? std::numeric_limits<T>::quiet_NaN() : T(0));
       continue;
     }
-    for (int64_t j = 0; j < n; ++j) {
+    for (int64_t j = 0; j < m; ++j) {
       const T z = row[j] - l;
       const T e = std::exp(z < kExpLowest<T> ? kExpLowest<T> : z);
       row[j] = z < kExpLowest<T> ? T(0) : e;
