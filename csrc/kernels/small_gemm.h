@@ -122,7 +122,9 @@ template <class T, int W, int MR, int NV>
     }
     for (int64_t i0 = 0; i0 < m; i0 += MR) {
       const int rows = int(std::min<int64_t>(MR, m - i0));
-      if (tri.kind == Triangle::kLowerC && j0 > i0 + rows - 1 + tri.off) continue;
+      // Columns [j0, j0 + need) are needed by some row of this tile: none, or only the first vector's.
+      const int64_t need = tri.kind == Triangle::kLowerC ? i0 + rows + tri.off - j0 : NR;
+      if (need <= 0) continue;
       int64_t kb = 0, ke = k;
       if (tri.kind == Triangle::kLowerA) ke = std::clamp<int64_t>(i0 + rows + tri.off, 0, k);
       if (tri.kind == Triangle::kUpperA) kb = std::clamp<int64_t>(i0 - tri.off, 0, k);
@@ -130,7 +132,13 @@ template <class T, int W, int MR, int NV>
 #pragma GCC unroll 16
       for (int r = 0; r < MR; ++r) ar[r] = a + (i0 + std::min(r, rows - 1)) * ars;
       T* ct = c + i0 * ldc + j0;
-      if (acs == 1) {
+      if (NV > 1 && need <= W) {
+        if (acs == 1) {
+          tile<T, W, MR, 1, true>(kb, ke, ar, 1, bp, bs, alpha, beta, ct, ldc, rows, std::min(cols, W));
+        } else {
+          tile<T, W, MR, 1, false>(kb, ke, ar, acs, bp, bs, alpha, beta, ct, ldc, rows, std::min(cols, W));
+        }
+      } else if (acs == 1) {
         tile<T, W, MR, NV, true>(kb, ke, ar, 1, bp, bs, alpha, beta, ct, ldc, rows, cols);
       } else {
         tile<T, W, MR, NV, false>(kb, ke, ar, acs, bp, bs, alpha, beta, ct, ldc, rows, cols);
