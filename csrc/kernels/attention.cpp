@@ -358,9 +358,6 @@ void backward(const py::array& ga, const py::array& qa, const py::array& ka, con
         prefetch_rows(v.at(nb, nh, 0), sh.S, v.s[2], sh.Ev);
         prefetch_rows(g.at(nb, nh, 0), sh.L, g.s[2], sh.Ev);
         prefetch_rows(out.at(nb, nh, 0), sh.L, out.s[2], sh.Ev);
-        prefetch_rows<true>(dq.at(nb, nh, 0), sh.L, dq.s[2], sh.E);
-        prefetch_rows<true>(dk.at(nb, nh, 0), sh.S, dk.s[2], sh.E);
-        prefetch_rows<true>(dv.at(nb, nh, 0), sh.S, dv.s[2], sh.Ev);
       }
       transpose(k.at(b, h, 0), k.s[2], sh.S, sh.E, kt.data());
       transpose(v.at(b, h, 0), v.s[2], sh.S, sh.Ev, vt.data());
