@@ -14,17 +14,17 @@ def _reference(q, k, v, g, mask=None, causal=False, scale=None):
     """Output and (dq, dk, dv) of softmax(q k^T * scale + mask) v for the output gradient g, in float64 NumPy;
     rows with every key masked give 0 and pass no gradient."""
     q, k, v, g = (np.asarray(a, np.float64) for a in (q, k, v, g))
+    L, S = q.shape[-2], k.shape[-2]
     sc = 1 / np.sqrt(q.shape[-1]) if scale is None else scale
-    s = q @ np.swapaxes(k, -1, -2) * sc
-    L, S = s.shape[-2:]
+    bias = np.zeros((L, S))  # what is added to the scores: 0, -inf where masked, or the float mask
     if causal:
-        s = np.where(np.tril(np.ones((L, S), bool)), s, -np.inf)
+        bias = np.where(np.arange(S) <= np.arange(L)[:, None], 0.0, -np.inf)
     if mask is not None:
-        s = np.where(mask, s, -np.inf) if mask.dtype == np.bool_ else s + mask
-    m = np.max(s, axis=-1, keepdims=True)
-    e = np.exp(s - np.where(np.isfinite(m), m, 0))
-    tot = e.sum(-1, keepdims=True)
-    p = e / np.where(tot > 0, tot, np.inf)
+        bias = bias + (np.where(mask, 0.0, -np.inf) if mask.dtype == np.bool_ else mask)
+    logits = q @ np.swapaxes(k, -1, -2) * sc + bias
+    top = logits.max(-1, keepdims=True)
+    e = np.exp(logits - np.where(top > -np.inf, top, 0.0))
+    p = e / np.maximum(e.sum(-1, keepdims=True), np.finfo(np.float64).tiny)
     dp = g @ np.swapaxes(v, -1, -2)
     ds = p * (dp - (dp * p).sum(-1, keepdims=True))
     return p @ v, (ds @ k * sc, np.swapaxes(ds, -1, -2) @ q * sc, np.swapaxes(p, -1, -2) @ g)

@@ -82,7 +82,7 @@ inline Triangle lower_a(bool causal, int64_t r0) { return causal ? Triangle{Tria
 inline Triangle upper_a(bool causal, int64_t r0) { return causal ? Triangle{Triangle::kUpperA, r0} : Triangle{}; }
 
 // Asks for the cache lines of rows [0, rows) of a head (row stride rs, cols elements each) ahead of their use: the
-// next head's operands (for reading) and outputs (for writing) while this one computes. Split-head views put a
+// next head's operands (and the forward's output rows, for writing) while this one computes. Split-head views put a
 // head's rows a whole (B, T, 3C) row apart, a stride the hardware prefetchers follow poorly, and a call often finds
 // them out of the cache (the backward always does: the rest of the model ran since the forward). Into L2 (locality
 // 1): asked into L1, the bursts ran out of L1's miss buffers and helped nothing measurable. With PyTorch's call
@@ -163,9 +163,9 @@ void scores(const Shape& sh, const View<T>& q, const T* kt, const std::optional<
   }
 }
 
-// A row's visible keys [0, n) widened to whole 32-byte vectors, so that the loops over it have no scalar tail:
-// keys [n, m) get -inf (exp gives them 0; the product wrote them, as it writes whole tiles of at least that
-// width, so no NaN from unwritten memory hides there), keys [m, nk) get 0. Returns m.
+// A row's visible keys [0, n) widened to whole 32-byte vectors, so that the loops over it have no scalar tail
+// (with glibc's 8-lane expf, a row's last few keys otherwise went through its scalar and 4-lane ones): keys
+// [n, m) get -inf (exp gives them 0), keys [m, nk) get 0. Returns m.
 template <class T>
 int64_t pad_row(T* row, int64_t n, int64_t nk) {
   constexpr int64_t W = 32 / int64_t(sizeof(T));
