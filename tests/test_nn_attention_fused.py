@@ -2,6 +2,10 @@
 NumPy reference, at the shapes its tiling has edges for: query blocks of 64 rows (L not a multiple, several
 blocks), S != L under the top-left causal mask, head dims that fill no whole vector, strided (split-head) views,
 masks; 2 threads against 1 bit for bit; PyTorch beside when importable."""
+import os
+import subprocess
+import sys
+
 import numpy as np
 import pytest
 
@@ -141,6 +145,39 @@ def test_two_threads_give_the_same_bits_as_one(causal):
     np.testing.assert_array_equal(y1, y2)
     for a, b in zip(g1, g2):
         np.testing.assert_array_equal(a, b)
+
+
+_NARROW = """
+import sys
+import numpy as np
+import tinytorch
+arrays = dict(np.load(sys.argv[1]))
+out = {}
+for causal in (False, True):
+    Q, K, V = (tinytorch.tensor(arrays[n], requires_grad=True) for n in "qkv")
+    y = tinytorch.nn.functional.scaled_dot_product_attention(Q, K, V, is_causal=causal)
+    y.backward(tinytorch.tensor(arrays["g"]))
+    for name, t in zip(("y", "dq", "dk", "dv"), (y, Q.grad, K.grad, V.grad)):
+        out[f"{name}{int(causal)}"] = t.detach().numpy()
+np.savez(sys.argv[2], **out)
+"""
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+@pytest.mark.parametrize("capability", ["avx2", "default"])
+def test_narrower_register_tiles_match_the_reference(tmp_path, capability, dtype):
+    # small_gemm picks its tile once per process: TINYTORCH_CPU_CAPABILITY caps the pick, so a fresh process runs
+    # the AVX2 (6 x 16) or SSE (4 x 8) tile on any x86 CPU.
+    q, k, v, g = _inputs((2, 3, 70, 20), 75, 12, dtype, seed=7)
+    np.savez(tmp_path / "in.npz", q=q, k=k, v=v, g=g)
+    env = dict(os.environ, TINYTORCH_CPU_CAPABILITY=capability)
+    subprocess.run([sys.executable, "-c", _NARROW, str(tmp_path / "in.npz"), str(tmp_path / "out.npz")], env=env,
+                   check=True, timeout=120)
+    got = np.load(tmp_path / "out.npz")
+    for causal in (False, True):
+        ref_y, ref_grads = _reference(q, k, v, g, causal=causal)
+        for name, want in zip(("y", "dq", "dk", "dv"), (ref_y,) + ref_grads):
+            np.testing.assert_allclose(got[f"{name}{int(causal)}"], want, rtol=2 * TOL[dtype], atol=2 * TOL[dtype])
 
 
 @pytest.mark.parametrize("L,S,E", [(64, 64, 32), (130, 100, 20)])

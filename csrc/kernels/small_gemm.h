@@ -8,6 +8,8 @@
 
 #include <algorithm>
 #include <cstdint>
+#include <cstdlib>
+#include <string>
 #include <vector>
 
 #include "kernels/cpu_kernels.h"
@@ -172,14 +174,19 @@ __attribute__((target("arch=x86-64-v4"))) void gemm_avx512(TT_SMALL_GEMM_ARGS) {
   gemm_tiles<T, 64 / int(sizeof(T)), 8, 2>(TT_SMALL_GEMM_PASS);
 }
 
+// The widest tile this CPU runs, capped as the convolutions are by TINYTORCH_CPU_CAPABILITY (PyTorch's
+// ATEN_CPU_CAPABILITY): 'avx2' or 'default' (which tests use to run the narrower tiles on a wider CPU).
 template <class T>
 GemmFn<T> pick() {
   __builtin_cpu_init();
-  if (__builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512vl") &&
-      __builtin_cpu_supports("avx512bw") && __builtin_cpu_supports("avx512dq")) {
+  const char* env = std::getenv("TINYTORCH_CPU_CAPABILITY");
+  const std::string cap = env ? env : "";
+  if (cap != "avx2" && cap != "default" && __builtin_cpu_supports("avx512f") &&
+      __builtin_cpu_supports("avx512vl") && __builtin_cpu_supports("avx512bw") && __builtin_cpu_supports("avx512dq")) {
     return gemm_avx512<T>;
   }
-  if (__builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma") && __builtin_cpu_supports("bmi2")) {
+  if (cap != "default" && __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma") &&
+      __builtin_cpu_supports("bmi2")) {
     return gemm_avx2<T>;
   }
   return gemm_baseline<T>;
