@@ -18,6 +18,7 @@ from .._tensor import Tensor, _wrap, _wrap_dim
 from ._common import (_grad_enabled, alias, attach, float_data, inplace_unary, needs_grad, record, saved_output)
 from . import _cpu, pointwise as _pw
 from .linalg import _matmul
+from .shape import empty_pieces_like
 
 _SQRT1_2 = 1.0 / math.sqrt(2.0)
 _INV_SQRT_2PI = 1.0 / math.sqrt(2.0 * math.pi)
@@ -1162,7 +1163,7 @@ def _sdpa_fused(q: Tensor, k: Tensor, v: Tensor, attn_mask, is_causal: bool, sc:
             if _grad_enabled():
                 return _sdpa_backward_graph(g, q, k, v, attn_mask, is_causal, sc)
             g4 = _heads(g._data)
-            dq, dk, dv = np.empty_like(q4), np.empty_like(k4), np.empty_like(v4)
+            dq, dk, dv = empty_pieces_like((q4, k4, v4)) or (np.empty_like(q4), np.empty_like(k4), np.empty_like(v4))
             _C._cpu.sdpa_backward(g4, q4, k4, v4, mask, is_causal, sc, _heads(y._data), lse, dq, dk, dv)
             return tuple(_wrap(d.reshape(t._data.shape)) if w else None
                          for d, t, w in ((dq, q, wanted[0]), (dk, k, wanted[1]), (dv, v, wanted[2])))
