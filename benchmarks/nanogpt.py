@@ -1,11 +1,15 @@
 """nanoGPT's CPU recipe (karpathy/nanoGPT README: shakespeare_char, `--device=cpu --compile=False
 --block_size=64 --batch_size=12 --n_layer=4 --n_head=4 --n_embd=128 --dropout=0.0`), tinytorch beside PyTorch.
 
-Two modes, both alternating the libraries iteration by iteration (or run by run) so that the machine's load
-hits both alike, at 1 and 2 intra-op threads. The first also reports the ratio of the processes' CPU time per
-iteration (median): at 1 thread it is the wall-clock ratio without the time other processes held the core.
+Three modes, all alternating the libraries so that the machine's load hits both alike, at 1 and 2 intra-op
+threads. By default each library runs in its own process, one run after the other's, --runs times (a user runs
+one library per process: at 2 threads two libraries in one process steal each other's second core, as both
+pools poll for work for a while after each parallel region). --in-process steps both in one process,
+iteration by iteration. Both report the ratio of the processes' CPU time per iteration (median) beside the
+wall-clock one: at 1 thread it leaves out the time other processes held the core.
 
-    python benchmarks/nanogpt.py [--iters 30] [--warmup 5] [--threads 1 2] [--json PATH]
+    python benchmarks/nanogpt.py [--iters 30] [--warmup 5] [--runs 3] [--threads 1 2] [--json PATH]
+    python benchmarks/nanogpt.py --in-process [--iters 30] [--warmup 5] [--threads 1 2]
     python benchmarks/nanogpt.py --script DIR [--iters 30] [--threads 1 2]
 
 The first builds nanoGPT's model here (model.py's GPT: pre-LayerNorm blocks without bias, causal
@@ -22,10 +26,12 @@ with OMP_NUM_THREADS set, and reads train.py's own `time ...ms` lines (median af
 import argparse
 import math
 import os
+import json
 import re
 import statistics
 import subprocess
 import sys
+import tempfile
 import time
 
 import numpy as np
@@ -188,6 +194,60 @@ def in_process(args) -> dict:
     return results
 
 
+def child(args) -> None:
+    """One library's run for `processes`: steps it --iters times and prints its times and losses as JSON."""
+    lib = __import__(args.child)
+    lib.set_num_threads(args.threads[0])
+    with np.load(args.state) as f:
+        state = {k: f[k] for k in f.files}
+    tr = Trainer(lib, char_data(), state=state)
+    for _ in range(args.iters):
+        tr.step()
+    print(json.dumps({"times": tr.times, "cpu_times": tr.cpu_times, "losses": tr.losses}))
+
+
+def processes(args) -> dict:
+    """Each library in its own process, run after run alternately (which goes first alternates too)."""
+    import importlib.util
+
+    import tinytorch
+    libs = ["tinytorch"] + (["torch"] if importlib.util.find_spec("torch") else [])
+    results = {"mode": "processes", "iters": args.iters, "warmup": args.warmup, "runs": args.runs, "threads": {}}
+    print(f"{'threads':>7} {'tinytorch ms':>13} {'torch ms':>10} {'ratio':>6} {'cpu ratio':>9} "
+          f"{'loss[0] tt / torch':>22} {'loss[-1] tt / torch':>22}")
+    with tempfile.TemporaryDirectory() as tmp:
+        state = os.path.join(tmp, "state.npz")
+        np.savez(state, **Trainer(tinytorch, char_data()).state)
+        for threads in args.threads:
+            times = {lib: [] for lib in libs}
+            cpu = {lib: [] for lib in libs}
+            losses = {}
+            for run in range(args.runs):
+                for lib in (libs if run % 2 == 0 else libs[::-1]):
+                    out = subprocess.run([sys.executable, os.path.abspath(__file__), "--child", lib, "--threads",
+                                          str(threads), "--iters", str(args.iters), "--state", state],
+                                         capture_output=True, text=True, check=True).stdout
+                    r = json.loads(out.strip().splitlines()[-1])
+                    times[lib] += r["times"][args.warmup:]
+                    cpu[lib] += r["cpu_times"][args.warmup:]
+                    losses[lib] = r["losses"]
+            row = {}
+            for lib in libs:
+                row.update({f"{lib}_ms": 1e3 * statistics.median(times[lib]),
+                            f"{lib}_cpu_ms": 1e3 * statistics.median(cpu[lib]), f"{lib}_losses": losses[lib]})
+            line = f"{threads:7d} {row['tinytorch_ms']:13.2f}"
+            if "torch" in libs:
+                row["ratio"] = row["tinytorch_ms"] / row["torch_ms"]
+                row["cpu_ratio"] = row["tinytorch_cpu_ms"] / row["torch_cpu_ms"]
+                line += (f" {row['torch_ms']:10.2f} {row['ratio']:6.2f} {row['cpu_ratio']:9.2f}"
+                         f" {losses['tinytorch'][0]:10.4f} / {losses['torch'][0]:9.4f}"
+                         f" {losses['tinytorch'][-1]:10.4f} / {losses['torch'][-1]:9.4f}")
+            print(line, flush=True)
+            results["threads"][str(threads)] = row
+    _print_scaling(results)
+    return results
+
+
 def _print_scaling(results: dict) -> None:
     rows = results["threads"]
     if "1" in rows and "2" in rows:
@@ -233,10 +293,15 @@ def main(argv=None) -> dict:
     p.add_argument("--warmup", type=int, default=5, help="iterations left out of the median")
     p.add_argument("--threads", type=int, nargs="+", default=[1, 2])
     p.add_argument("--script", help="a nanoGPT checkout to run train.py from, under both libraries")
-    p.add_argument("--runs", type=int, default=2, help="--script: runs of each library per thread count")
+    p.add_argument("--runs", type=int, default=3, help="runs (processes) of each library per thread count")
+    p.add_argument("--in-process", action="store_true", help="both libraries in this process, step by step")
+    p.add_argument("--child", choices=["tinytorch", "torch"], help=argparse.SUPPRESS)
+    p.add_argument("--state", help=argparse.SUPPRESS)
     p.add_argument("--json", default=os.path.join(os.path.dirname(__file__), "results", "nanogpt.json"))
     args = p.parse_args(argv)
-    results = script(args) if args.script else in_process(args)
+    if args.child:
+        return child(args)
+    results = script(args) if args.script else in_process(args) if args.in_process else processes(args)
     write_json(args.json, results)
     return results
 

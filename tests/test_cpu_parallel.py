@@ -346,6 +346,46 @@ def test_fused_attention_takes_split_head_views_and_lays_out_its_output_for_the_
     np.testing.assert_allclose(y.numpy(), ref, rtol=1e-5, atol=1e-6)
 
 
+@pytest.mark.parametrize("reuse_q", [False, True], ids=["q_k_v", "q_as_k"])
+def test_attention_writes_split_head_gradients_where_split_joins_them(threads, reuse_q):
+    # dq, dk, dv land in one buffer laid out as the projection, so split's backward hands that buffer on instead
+    # of concatenating; when one piece is used twice (k = q) the gradients cannot share it and are concatenated.
+    B, T, H, E = 2, 9, 3, 4
+    rng = np.random.default_rng(5)
+    x = rng.standard_normal((B, T, 3 * H * E))
+    g = rng.standard_normal((B, T, H * E))
+    X = tinytorch.tensor(x, requires_grad=True)
+    qkv = X * 1.0
+    seen = {}
+    qkv.register_hook(lambda grad: seen.setdefault("qkv", grad))
+    pieces = qkv.split(H * E, dim=2)
+    pieces[0].register_hook(lambda grad: seen.setdefault("q", grad))
+    (_split_heads_attention_from(pieces, B, T, H, E, reuse_q) * tinytorch.from_numpy(g)).sum().backward()
+    want = _attention_reference_grad(x, g, B, T, H, E, reuse_q)
+    np.testing.assert_allclose(X.grad.numpy(), want, rtol=1e-10, atol=1e-12)
+    assert np.shares_memory(seen["qkv"].numpy(), seen["q"].numpy()) != reuse_q
+
+
+def _split_heads_attention_from(pieces, B, T, H, E, reuse_q):
+    q, k, v = (t.view(B, T, H, E).transpose(1, 2) for t in pieces)
+    if reuse_q:
+        k = q
+    return _sdpa(q, k, v, is_causal=True).transpose(1, 2).reshape(B, T, H * E)
+
+
+def _attention_reference_grad(x, g, B, T, H, E, reuse_q):
+    # The same function through the composite (unfused) ops, whose split backward always concatenates.
+    X = tinytorch.tensor(x, requires_grad=True)
+    q, k, v = (t.view(B, T, H, E).transpose(1, 2) for t in X.split(H * E, dim=2))
+    if reuse_q:
+        k = q
+    s = (q @ k.transpose(-2, -1)) / math.sqrt(E)
+    s = s.masked_fill(tinytorch.ones(T, T, dtype=tinytorch.bool).triu(1), float("-inf"))
+    y = (s.softmax(-1) @ v).transpose(1, 2).reshape(B, T, H * E)
+    (y * tinytorch.from_numpy(g)).sum().backward()
+    return X.grad.numpy()
+
+
 @pytest.mark.parametrize("kind", ["bool", "float", "broadcast_bool"])
 def test_fused_attention_masks_and_fully_masked_rows(threads, kind):
     rng = np.random.default_rng(1)

@@ -420,12 +420,57 @@ def split(a: Tensor, split_size_or_sections, dim: int = 0) -> tuple:
                 parts = [g if g is not None else zeros(*shape, dtype=a.dtype, device=a.device)
                          for g, shape in zip(grads, shapes)]
                 return cat(parts, d)
+            joined = _joined_in_place(grads, a._data, d)
+            if joined is not None:
+                return _wrap(joined)
             xp = np if type(a._data) is np.ndarray else a._data.__array_namespace__()
             return _wrap(xp.concatenate([g._data if g is not None else xp.zeros(shape, a._data.dtype)
                                          for g, shape in zip(grads, shapes)], axis=d))
         record("SplitWithSizesBackward0" if not isinstance(split_size_or_sections, int) else "SplitBackward0",
                split_backward, out, (a,))
     return out
+
+
+def empty_pieces_like(arrays: tuple):
+    """Uninitialised arrays with the shapes and strides of `arrays`, inside one fresh buffer laid out as
+    theirs, when they are disjoint pieces that tile one C-contiguous NumPy array exactly (split's outputs, as
+    attention's q, k and v cut from one projection); None otherwise. Gradients written there reach split's
+    backward already joined, so it skips the concatenation (_joined_in_place)."""
+    root = arrays[0].base
+    if type(root) is not np.ndarray or not root.flags.c_contiguous or \
+            any(type(x) is not np.ndarray or x.base is not root or x.dtype != root.dtype for x in arrays) or \
+            sum(x.size for x in arrays) != root.size or \
+            any(np.shares_memory(x, y) for i, x in enumerate(arrays) for y in arrays[i + 1:]):
+        return None
+    buf, start = np.empty_like(root), root.__array_interface__["data"][0]
+    return tuple(np.ndarray(x.shape, x.dtype, buffer=buf, offset=x.__array_interface__["data"][0] - start,
+                            strides=x.strides) for x in arrays)
+
+
+def _joined_in_place(grads: tuple, a, d: int):
+    """The pieces' gradients as one array shaped like `a`, without a copy, when they already lie in one buffer
+    exactly where split's pieces lie in `a` (see empty_pieces_like); None otherwise."""
+    if type(a) is not np.ndarray or any(g is None or type(g._data) is not np.ndarray for g in grads):
+        return None
+    first = grads[0]._data
+    root = first.base
+    if type(root) is not np.ndarray or first.dtype != a.dtype or first.strides != a.strides or \
+            any(g._data.base is not root for g in grads):
+        return None
+    start = root.__array_interface__["data"][0]
+    try:
+        whole = np.ndarray(a.shape, a.dtype, buffer=root, offset=first.__array_interface__["data"][0] - start,
+                           strides=a.strides)
+    except (TypeError, ValueError):  # outside the buffer, or a buffer that is not contiguous
+        return None
+    offset = 0
+    for g in grads:
+        piece = whole[(slice(None),) * d + (slice(offset, offset + g._data.shape[d]),)]
+        offset += g._data.shape[d]
+        if piece.shape != g._data.shape or piece.strides != g._data.strides or \
+                piece.__array_interface__["data"][0] != g._data.__array_interface__["data"][0]:
+            return None
+    return whole if offset == a.shape[d] else None
 
 
 def chunk(a: Tensor, chunks: int, dim: int = 0) -> tuple:
