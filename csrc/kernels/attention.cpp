@@ -82,11 +82,12 @@ inline Triangle lower_a(bool causal, int64_t r0) { return causal ? Triangle{Tria
 inline Triangle upper_a(bool causal, int64_t r0) { return causal ? Triangle{Triangle::kUpperA, r0} : Triangle{}; }
 
 // Asks for the cache lines of rows [0, rows) of a head (row stride rs, cols elements each) ahead of their use: the
-// next head's operands (and the forward's output rows, for writing) while this one computes. Split-head views put a
+// next head's operands (and its output rows, for writing) while this one computes. Split-head views put a
 // head's rows a whole (B, T, 3C) row apart, a stride the hardware prefetchers follow poorly, and a call often finds
 // them out of the cache (the backward always does: the rest of the model ran since the forward). Into L2 (locality
 // 1): asked into L1, the bursts ran out of L1's miss buffers and helped nothing measurable. With PyTorch's call
-// between ours (benchmarks/attention.py) nanoGPT's forward + backward took 6-8% less.
+// between ours (benchmarks/attention.py) nanoGPT's forward + backward took 6-8% less (the outputs' part, once the
+// gradients became pieces of split's (B, T, 3C) one, 1.5-2%).
 template <bool kWrite = false, class T>
 void prefetch_rows(const T* p, int64_t rows, int64_t rs, int64_t cols) {
   constexpr int64_t kLine = 64 / int64_t(sizeof(T));
@@ -358,6 +359,9 @@ void backward(const py::array& ga, const py::array& qa, const py::array& ka, con
         prefetch_rows(v.at(nb, nh, 0), sh.S, v.s[2], sh.Ev);
         prefetch_rows(g.at(nb, nh, 0), sh.L, g.s[2], sh.Ev);
         prefetch_rows(out.at(nb, nh, 0), sh.L, out.s[2], sh.Ev);
+        prefetch_rows<true>(dq.at(nb, nh, 0), sh.L, dq.s[2], sh.E);
+        prefetch_rows<true>(dk.at(nb, nh, 0), sh.S, dk.s[2], sh.E);
+        prefetch_rows<true>(dv.at(nb, nh, 0), sh.S, dv.s[2], sh.Ev);
       }
       transpose(k.at(b, h, 0), k.s[2], sh.S, sh.E, kt.data());
       transpose(v.at(b, h, 0), v.s[2], sh.S, sh.Ev, vt.data());
