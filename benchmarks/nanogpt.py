@@ -177,18 +177,9 @@ def in_process(args) -> dict:
             mine.step()
             if theirs is not None:
                 theirs.step()
-        row = {"tinytorch_ms": 1e3 * statistics.median(mine.times[args.warmup:]), "tinytorch_losses": mine.losses,
-               "tinytorch_cpu_ms": 1e3 * statistics.median(mine.cpu_times[args.warmup:])}
-        line = f"{threads:7d} {row['tinytorch_ms']:13.2f}"
-        if theirs is not None:
-            row.update(torch_ms=1e3 * statistics.median(theirs.times[args.warmup:]), torch_losses=theirs.losses,
-                       torch_cpu_ms=1e3 * statistics.median(theirs.cpu_times[args.warmup:]))
-            row["ratio"] = row["tinytorch_ms"] / row["torch_ms"]
-            row["cpu_ratio"] = row["tinytorch_cpu_ms"] / row["torch_cpu_ms"]
-            line += (f" {row['torch_ms']:10.2f} {row['ratio']:6.2f} {row['cpu_ratio']:9.2f}"
-                     f" {mine.losses[0]:10.4f} / {theirs.losses[0]:9.4f}"
-                     f" {mine.losses[-1]:10.4f} / {theirs.losses[-1]:9.4f}")
-        print(line, flush=True)
+        runs = {"tinytorch": mine} if theirs is None else {"tinytorch": mine, "torch": theirs}
+        row = _row(threads, {lib: t.times[args.warmup:] for lib, t in runs.items()},
+                   {lib: t.cpu_times[args.warmup:] for lib, t in runs.items()}, {lib: t.losses for lib, t in runs.items()})
         results["threads"][str(threads)] = row
     _print_scaling(results)
     return results
@@ -231,21 +222,27 @@ def processes(args) -> dict:
                     times[lib] += r["times"][args.warmup:]
                     cpu[lib] += r["cpu_times"][args.warmup:]
                     losses[lib] = r["losses"]
-            row = {}
-            for lib in libs:
-                row.update({f"{lib}_ms": 1e3 * statistics.median(times[lib]),
-                            f"{lib}_cpu_ms": 1e3 * statistics.median(cpu[lib]), f"{lib}_losses": losses[lib]})
-            line = f"{threads:7d} {row['tinytorch_ms']:13.2f}"
-            if "torch" in libs:
-                row["ratio"] = row["tinytorch_ms"] / row["torch_ms"]
-                row["cpu_ratio"] = row["tinytorch_cpu_ms"] / row["torch_cpu_ms"]
-                line += (f" {row['torch_ms']:10.2f} {row['ratio']:6.2f} {row['cpu_ratio']:9.2f}"
-                         f" {losses['tinytorch'][0]:10.4f} / {losses['torch'][0]:9.4f}"
-                         f" {losses['tinytorch'][-1]:10.4f} / {losses['torch'][-1]:9.4f}")
-            print(line, flush=True)
+            row = _row(threads, times, cpu, losses)
             results["threads"][str(threads)] = row
     _print_scaling(results)
     return results
+
+
+def _row(threads: int, times: dict, cpu: dict, losses: dict) -> dict:
+    """One thread count's medians per library (and tinytorch / PyTorch ratios), printed as a table line."""
+    row = {}
+    for lib in times:
+        row.update({f"{lib}_ms": 1e3 * statistics.median(times[lib]), f"{lib}_cpu_ms": 1e3 * statistics.median(cpu[lib]),
+                    f"{lib}_losses": losses[lib]})
+    line = f"{threads:7d} {row['tinytorch_ms']:13.2f}"
+    if "torch" in times:
+        row["ratio"] = row["tinytorch_ms"] / row["torch_ms"]
+        row["cpu_ratio"] = row["tinytorch_cpu_ms"] / row["torch_cpu_ms"]
+        line += (f" {row['torch_ms']:10.2f} {row['ratio']:6.2f} {row['cpu_ratio']:9.2f}"
+                 f" {losses['tinytorch'][0]:10.4f} / {losses['torch'][0]:9.4f}"
+                 f" {losses['tinytorch'][-1]:10.4f} / {losses['torch'][-1]:9.4f}")
+    print(line, flush=True)
+    return row
 
 
 def _print_scaling(results: dict) -> None:
