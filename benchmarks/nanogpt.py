@@ -179,7 +179,8 @@ def in_process(args) -> dict:
                 theirs.step()
         runs = {"tinytorch": mine} if theirs is None else {"tinytorch": mine, "torch": theirs}
         row = _row(threads, {lib: t.times[args.warmup:] for lib, t in runs.items()},
-                   {lib: t.cpu_times[args.warmup:] for lib, t in runs.items()}, {lib: t.losses for lib, t in runs.items()})
+                   {lib: t.cpu_times[args.warmup:] for lib, t in runs.items()},
+                   {lib: t.losses for lib, t in runs.items()})
         results["threads"][str(threads)] = row
     _print_scaling(results)
     return results
@@ -232,8 +233,8 @@ def _row(threads: int, times: dict, cpu: dict, losses: dict) -> dict:
     """One thread count's medians per library (and tinytorch / PyTorch ratios), printed as a table line."""
     row = {}
     for lib in times:
-        row.update({f"{lib}_ms": 1e3 * statistics.median(times[lib]), f"{lib}_cpu_ms": 1e3 * statistics.median(cpu[lib]),
-                    f"{lib}_losses": losses[lib]})
+        row.update({f"{lib}_ms": 1e3 * statistics.median(times[lib]),
+                    f"{lib}_cpu_ms": 1e3 * statistics.median(cpu[lib]), f"{lib}_losses": losses[lib]})
     line = f"{threads:7d} {row['tinytorch_ms']:13.2f}"
     if "torch" in times:
         row["ratio"] = row["tinytorch_ms"] / row["torch_ms"]
