@@ -116,6 +116,80 @@ def test_kernels_reject_bad_arrays():
         _cpu.erf(x, ro)
 
 
+@pytest.mark.parametrize("approx", [False, True])
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+def test_gelu_forward_writes_the_slope_the_backward_computes(approx, dtype):
+    """The slope written beside GELU(x) is the backward's GELU'(x) to rounding (the autograd backward multiplies
+    by it instead of evaluating erf again; fast-math may fuse the two loops' multiply-adds differently), NaN and
+    infinities included; GELU(x) itself is unchanged."""
+    x = np.concatenate([np.linspace(-12, 12, 200_001), [np.inf, -np.inf, np.nan, 0.0]]).astype(dtype)
+    y, y_alone, slope, d = (np.empty_like(x) for _ in range(4))
+    _cpu.gelu(x, y, approx, 2, slope)
+    _cpu.gelu(x, y_alone, approx, 2)
+    _cpu.gelu_backward(np.ones_like(x), x, d, approx, 2)
+    assert np.array_equal(y, y_alone, equal_nan=True)
+    assert np.array_equal(np.isnan(slope), np.isnan(d))
+    eps = np.finfo(dtype).eps
+    assert np.allclose(slope, d, rtol=4 * eps, atol=4 * eps, equal_nan=True)  # the slope is within [-0.17, 1.13]
+    with pytest.raises(ValueError, match="expected 200005 elements, got 3"):
+        _cpu.gelu(x, y, approx, 1, np.empty(3, dtype))
+
+
+def _cross_entropy_reference(x, t, u):
+    m = x.max(1, keepdims=True)
+    with np.errstate(invalid="ignore"):
+        lse = (np.log(np.exp(x - m).sum(1, keepdims=True)) + m)[:, 0]
+    return lse, lse - x[np.arange(len(t)), t], lse * u.sum() - x @ u
+
+
+@pytest.mark.parametrize("dtype,tol", [(np.float32, 2e-5), (np.float64, 1e-12)])
+@pytest.mark.parametrize("threads", [1, 2])
+def test_cross_entropy_rows_match_the_formulas_with_nan_and_inf_rows(dtype, tol, threads):
+    rng = np.random.default_rng(5)
+    x = (rng.standard_normal((1000, 67)) * 5).astype(dtype)  # 67k elements: both threads get rows
+    x[3, 7] = np.nan                                          # NaN anywhere: the row's loss and gradient NaN
+    x[4, 0] = np.inf                                          # +inf: NaN, as PyTorch's log_softmax gives
+    x[5] = -np.inf                                            # all -inf: NaN
+    x[6, 1:] = -np.inf                                        # -inf beside finite logits: exp 0, finite loss
+    t = rng.integers(0, 67, 1000)
+    u = (rng.random(67) * 0.1).astype(dtype)
+    lse, nll, smooth = (np.empty(1000, dtype) for _ in range(3))
+    _cpu.cross_entropy_forward(x, t, u, lse, nll, smooth, threads)
+    want = _cross_entropy_reference(x.astype(np.float64), t, u.astype(np.float64))
+    bad = np.zeros(1000, bool)
+    bad[[3, 4, 5]] = True
+    for got, w in zip((lse, nll, smooth), want):
+        assert np.isnan(got[bad]).all()
+        assert np.allclose(got[~bad][np.isfinite(w[~bad])], w[~bad][np.isfinite(w[~bad])], rtol=tol, atol=tol)
+    lse2, nll2 = np.empty(1000, dtype), np.empty(1000, dtype)
+    _cpu.cross_entropy_forward(x, t, None, lse2, nll2, None, threads)
+    assert np.array_equal(lse, lse2, equal_nan=True) and np.array_equal(nll, nll2, equal_nan=True)
+
+    cs, cb, cr = (rng.random(1000).astype(dtype) for _ in range(3))
+    dx = np.empty_like(x)
+    _cpu.cross_entropy_backward(x, lse, t, cs, cb, cr, u, dx, threads)
+    xd = x.astype(np.float64)
+    with np.errstate(invalid="ignore"):
+        want_dx = np.exp(xd - lse.astype(np.float64)[:, None]) * cs[:, None] - cr[:, None] * u
+    want_dx[np.arange(1000), t] -= cb
+    assert np.isnan(dx[bad]).all()
+    assert np.allclose(dx[~bad], want_dx[~bad], rtol=tol * 10, atol=tol * 10)
+
+
+def test_cross_entropy_kernels_reject_bad_arrays():
+    x, lse, nll = np.zeros((4, 3), np.float32), np.empty(4, np.float32), np.empty(4, np.float32)
+    with pytest.raises(IndexError, match="target out of range"):
+        _cpu.cross_entropy_forward(x, np.array([0, 1, 2, 3]), None, lse, nll, None)
+    with pytest.raises(TypeError, match="4 contiguous int64 targets"):
+        _cpu.cross_entropy_forward(x, np.zeros(4, np.int32), None, lse, nll, None)
+    with pytest.raises(ValueError, match="expected 4 elements, got 3"):
+        _cpu.cross_entropy_forward(x, np.zeros(4, np.int64), None, lse, np.empty(3, np.float32), None)
+    with pytest.raises(ValueError, match="smooth goes with u"):
+        _cpu.cross_entropy_forward(x, np.zeros(4, np.int64), np.ones(3, np.float32), lse, nll, None)
+    with pytest.raises(ValueError, match="rows, classes > 0"):
+        _cpu.cross_entropy_forward(np.zeros((4, 0), np.float32), np.zeros(4, np.int64), None, lse, nll, None)
+
+
 def _softmax_reference(x, log):
     m = x.max(axis=-1, keepdims=True)
     with np.errstate(invalid="ignore"):

@@ -283,6 +283,38 @@ def test_matrix_products_by_blas_on_the_pool(threads, dtype):
     assert tinytorch.autograd.gradcheck(lambda t: lin(t), (x,))
 
 
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+def test_narrow_products_by_the_register_tiled_kernel(threads, dtype):
+    """Tall products of at most 128 columns with rows contiguous (linear's input gradients g @ W) run on the
+    register-tiled kernel instead of BLAS: the same values for ragged row counts, flipped and strided rows, and in
+    linear's backward; linear's forward (x @ W.T, a transposed operand) stays with BLAS and is right too."""
+    from tinytorch._ops.linalg import _narrow
+    rng = np.random.default_rng(9)
+    g = rng.standard_normal((257, 385)).astype(dtype)
+    w = rng.standard_normal((385, 96)).astype(dtype)
+    cases = [(g, w), (g[::-1], w), (g, w[::-1]), (rng.standard_normal((600, 2048)).astype(dtype)[::2, :1024],
+                                                   rng.standard_normal((1024, 128)).astype(dtype))]
+    for a, b in cases:
+        assert _narrow(a.shape[0], b.shape[1], a.shape[1], a, b)
+        got = (tinytorch.from_numpy(a) @ tinytorch.from_numpy(b)).numpy()
+        want = np.matmul(a.astype(np.float64), b.astype(np.float64))
+        np.testing.assert_allclose(got, want, rtol=2e-4 if dtype is np.float32 else 1e-12, atol=2e-3)
+    assert not _narrow(257, 100, 385, g, w)  # ragged: BLAS
+    assert not _narrow(257, 96, 385, np.asfortranarray(g), w) and not _narrow(257, 96, 385, g, np.asfortranarray(w))
+    x = tinytorch.tensor(rng.standard_normal((300, 64)).astype(dtype), requires_grad=True)
+    lin = tinytorch.nn.Linear(64, 256, bias=False).to(tinytorch.float32 if dtype is np.float32 else tinytorch.float64)
+    gy = rng.standard_normal((300, 256)).astype(dtype)
+    wd = lin.weight.detach().numpy().astype(np.float64)
+    y = lin(x)
+    y.backward(tinytorch.from_numpy(gy))
+    want = gy.astype(np.float64) @ wd
+    np.testing.assert_allclose(x.grad.numpy(), want, rtol=2e-4 if dtype is np.float32 else 1e-12, atol=2e-3)
+    head = tinytorch.nn.Linear(256, 96).to(lin.weight.dtype)  # forward: y @ W.T with W.T transposed, plus bias
+    want = y.detach().numpy().astype(np.float64) @ head.weight.detach().numpy().T + head.bias.detach().numpy()
+    np.testing.assert_allclose(head(y).detach().numpy(), want, rtol=2e-4 if dtype is np.float32 else 1e-12,
+                               atol=2e-3)
+
+
 def test_bmm_kernel_rejects_bad_shapes():
     a = np.ones((2, 3, 4), np.float32)
     with pytest.raises(ValueError, match="batch dimensions must match"):

@@ -22,9 +22,6 @@ namespace {
 // what the mask hides tile by tile (small_gemm's Triangle), so a larger block wastes nothing on masked keys.
 constexpr int64_t kBlock = 64;
 
-template <class T>
-constexpr T kExpLowest = sizeof(T) == 4 ? T(-87) : T(-708);
-
 // A 4-D array's data and element strides: (batch, head, row, column), the column stride 1.
 template <class T>
 struct View {
@@ -207,9 +204,7 @@ TT_SIMD_CLONES void softmax_rows(T* sc, int64_t rows, int64_t nk, T* lse, bool c
     }
     T sum = 0;
     for (int64_t j = 0; j < m; ++j) {
-      const T z = row[j] - mx;
-      const T e = std::exp(z < kExpLowest<T> ? kExpLowest<T> : z);
-      row[j] = z < kExpLowest<T> ? T(0) : e;
+      row[j] = exp_or_zero(row[j] - mx);
       sum += row[j];
     }
     const T inv = T(1) / sum;
@@ -230,11 +225,7 @@ TT_SIMD_CLONES void probabilities(T* sc, int64_t rows, int64_t nk, const T* lse,
       fill_row(row, n, m, is_nan_bits(l) ? std::numeric_limits<T>::quiet_NaN() : T(0));
       continue;
     }
-    for (int64_t j = 0; j < m; ++j) {
-      const T z = row[j] - l;
-      const T e = std::exp(z < kExpLowest<T> ? kExpLowest<T> : z);
-      row[j] = z < kExpLowest<T> ? T(0) : e;
-    }
+    for (int64_t j = 0; j < m; ++j) row[j] = exp_or_zero(row[j] - l);
   }
 }
 

@@ -7,7 +7,7 @@ namespace tinytorch {
 
 void init_cpu_kernels(pybind11::module_& m) {
   pybind11::module_ k = m.def_submodule(
-      "_cpu", "Fused CPU kernels (GELU, erf, softmax, LayerNorm, index_add, AdamW, foreach norm and mul, conv2d, "
+      "_cpu", "Fused CPU kernels (GELU, erf, softmax, cross entropy, LayerNorm, index_add, AdamW, foreach norm and mul, conv2d, "
               "BatchNorm, max pooling, LSTM cell, attention, matrix products, elementwise ops and sums) and CRC-32C");
   k.def("set_num_threads", &cpu::set_num_threads, pybind11::arg("n"),
         "The intra-op thread count of every kernel here (0: one per core).");
@@ -15,6 +15,7 @@ void init_cpu_kernels(pybind11::module_& m) {
   k.def("_shutdown_pool", &cpu::shutdown_pool, "Join the intra-op pool's threads (at interpreter exit).");
   cpu::init_gelu(k);
   cpu::init_softmax(k);
+  cpu::init_cross_entropy(k);
   cpu::init_layer_norm(k);
   cpu::init_index_add(k);
   cpu::init_adamw(k);

@@ -10,6 +10,7 @@
 #include "kernels/parallel.h"
 
 #include <algorithm>
+#include <cmath>
 #include <cstdint>
 #include <cstring>
 #include <type_traits>
@@ -71,6 +72,18 @@ bool any_nan(const T* x, int64_t n) {
     nan |= Bits((b & kAbs) > kInf);
   }
   return nan != 0;
+}
+
+// exp of anything below this is a denormal (or zero): glibc's SIMD exp leaves its vector path for
+// such inputs, and masked attention scores (-inf) would send every vector there. Clamping and then
+// zeroing keeps the vector path; outputs that would have been denormal become 0.
+template <class T>
+constexpr T kExpLowest = sizeof(T) == 4 ? T(-87) : T(-708);
+
+template <class T>
+inline T exp_or_zero(T z) {
+  const T e = std::exp(z < kExpLowest<T> ? kExpLowest<T> : z);
+  return z < kExpLowest<T> ? T(0) : e;
 }
 
 enum class Kind { f32, f64 };
@@ -158,6 +171,7 @@ void init_gelu(py::module_& m);
 void init_adamw(py::module_& m);
 void init_foreach(py::module_& m);
 void init_softmax(py::module_& m);
+void init_cross_entropy(py::module_& m);
 void init_layer_norm(py::module_& m);
 void init_index_add(py::module_& m);
 void init_conv2d(py::module_& m);

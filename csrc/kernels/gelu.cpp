@@ -2,6 +2,7 @@
 // GELU's formula would take a dozen NumPy passes: here it is one pass, with erf inline in float32 (below)
 // and glibc's SIMD erf/exp/tanh otherwise.
 #include <cmath>
+#include <optional>
 
 #include "kernels/cpu_kernels.h"
 
@@ -37,12 +38,13 @@ inline float erf_of(float x) {
 
 inline double erf_of(double x) { return std::erf(x); }
 
-// exp in float32 as Cephes' expf: x = n ln2 + r with |r| <= ln2/2, a degree-6 polynomial in r, 2^n written into
-// the exponent bits; within 2 ulp on [-87, 88], 0 below -88 (2^n's bits are then zero), clamped above 88. Inline
+// exp(x) for x <= 0 in float32 as Cephes' expf: x = n ln2 + r with |r| <= ln2/2, a degree-6 polynomial in r, 2^n
+// written into the exponent bits; within 2 ulp down to -87, 0 below -88 (2^n's bits are then zero). Inline
 // multiply-adds vectorize: with glibc's exp call GELU's float32 backward ran ~1.3x slower (2.75 against 2.11 ms
-// CPU time for 2M elements on one thread).
+// CPU time for 2M elements on one thread). Its one caller passes -v*v/2: a NaN there has already made the erf
+// term NaN, so NaN needs no test here (the clamp may turn it into a number).
 inline float exp_of(float x) {
-  const float c = x < -88.f ? -88.f : (x > 88.f ? 88.f : x);
+  const float c = x < -88.f ? -88.f : x;
   const float n = std::floor(c * 1.44269504088896341f + 0.5f);
   const float r = (c - n * 0.693359375f) + n * 2.12194440e-4f;
   float p = 1.9875691500e-4f;
@@ -55,21 +57,34 @@ inline float exp_of(float x) {
   const uint32_t bits = static_cast<uint32_t>(static_cast<int32_t>(n) + 127) << 23;
   float scale;
   std::memcpy(&scale, &bits, sizeof scale);
-  return is_nan_bits(x) ? x : p * scale;
+  return p * scale;
 }
 
 inline double exp_of(double x) { return std::exp(x); }
 
-// The approximation is a template parameter: a branch-free loop vectorizes.
+// GELU'(x) from s, the erf (or tanh) term that GELU(x) itself needs: the forward can write both for one
+// evaluation of erf, and the backward is then one multiply.
 template <class T, bool kTanh>
-TT_SIMD_CLONES void gelu_forward_loop(const T* __restrict x, T* __restrict y, int64_t b, int64_t e) {
+inline T slope_of(T v, T s) {
+  if (kTanh) {
+    return T(0.5) * (T(1) + s) + T(0.5) * v * (T(1) - s * s) * T(kSqrt2OverPi) * (T(1) + T(3 * kTanhCoef) * v * v);
+  }
+  return T(0.5) * (T(1) + s) + v * T(kInvSqrt2Pi) * exp_of(T(-0.5) * v * v);
+}
+
+template <class T, bool kTanh>
+inline T term_of(T v) {
+  return kTanh ? std::tanh(T(kSqrt2OverPi) * (v + T(kTanhCoef) * v * v * v)) : erf_of(v * T(kSqrtHalf));
+}
+
+// The approximation (and whether to write the slope) are template parameters: a branch-free loop vectorizes.
+template <class T, bool kTanh, bool kSlope>
+TT_SIMD_CLONES void gelu_forward_loop(const T* __restrict x, T* __restrict y, T* __restrict slope, int64_t b,
+                                      int64_t e) {
   for (int64_t i = b; i < e; ++i) {
-    const T v = x[i];
-    if (kTanh) {
-      y[i] = T(0.5) * v * (T(1) + std::tanh(T(kSqrt2OverPi) * (v + T(kTanhCoef) * v * v * v)));
-    } else {
-      y[i] = T(0.5) * v * (T(1) + erf_of(v * T(kSqrtHalf)));
-    }
+    const T v = x[i], s = term_of<T, kTanh>(v);
+    y[i] = T(0.5) * v * (T(1) + s);
+    if (kSlope) slope[i] = slope_of<T, kTanh>(v, s);
   }
 }
 
@@ -78,14 +93,7 @@ TT_SIMD_CLONES void gelu_backward_loop(const T* __restrict g, const T* __restric
                                        int64_t e) {
   for (int64_t i = b; i < e; ++i) {
     const T v = x[i];
-    T d;
-    if (kTanh) {
-      const T t = std::tanh(T(kSqrt2OverPi) * (v + T(kTanhCoef) * v * v * v));
-      d = T(0.5) * (T(1) + t) + T(0.5) * v * (T(1) - t * t) * T(kSqrt2OverPi) * (T(1) + T(3 * kTanhCoef) * v * v);
-    } else {
-      d = T(0.5) * (T(1) + erf_of(v * T(kSqrtHalf))) + v * T(kInvSqrt2Pi) * exp_of(T(-0.5) * v * v);
-    }
-    out[i] = g[i] * d;
+    out[i] = g[i] * slope_of<T, kTanh>(v, term_of<T, kTanh>(v));
   }
 }
 
@@ -95,12 +103,14 @@ TT_SIMD_CLONES void erf_loop(const T* __restrict x, T* __restrict y, int64_t b, 
 }
 
 template <class T>
-void gelu_forward(const py::array& x, py::array& out, bool tanh_approx, int threads) {
+void gelu_forward(const py::array& x, py::array& out, std::optional<py::array>& slope, bool tanh_approx,
+                  int threads) {
   const T* in = data_of<T>(x);
-  T* y = data_of<T>(out);
-  auto loop = tanh_approx ? gelu_forward_loop<T, true> : gelu_forward_loop<T, false>;
+  T *y = data_of<T>(out), *d = slope ? data_of<T>(*slope) : nullptr;
+  auto loop = tanh_approx ? (d ? gelu_forward_loop<T, true, true> : gelu_forward_loop<T, true, false>)
+                          : (d ? gelu_forward_loop<T, false, true> : gelu_forward_loop<T, false, false>);
   py::gil_scoped_release nogil;
-  parallel_for(x.size(), threads, kElementGrain, [=](int64_t b, int64_t e) { loop(in, y, b, e); });
+  parallel_for(x.size(), threads, kElementGrain, [=](int64_t b, int64_t e) { loop(in, y, d, b, e); });
 }
 
 template <class T>
@@ -123,13 +133,16 @@ void erf(const py::array& x, py::array& out, int threads) {
 }  // namespace
 
 void init_gelu(py::module_& m) {
-  m.def("gelu", [](const py::array& x, py::array out, bool tanh_approx, int threads) {
+  m.def("gelu", [](const py::array& x, py::array out, bool tanh_approx, int threads,
+                   std::optional<py::array> slope) {
     const Kind kind = kind_of(x, "gelu");
     check({{&x, false}, {&out, true}}, kind, "gelu");
-    kind == Kind::f32 ? gelu_forward<float>(x, out, tanh_approx, threads)
-                      : gelu_forward<double>(x, out, tanh_approx, threads);
-  }, py::arg("x"), py::arg("out"), py::arg("tanh_approx"), py::arg("threads") = 0,
-     "out = GELU(x), exact (erf) or tanh-approximated.");
+    if (slope) check({{&x, false}, {&*slope, true}}, kind, "gelu");
+    kind == Kind::f32 ? gelu_forward<float>(x, out, slope, tanh_approx, threads)
+                      : gelu_forward<double>(x, out, slope, tanh_approx, threads);
+  }, py::arg("x"), py::arg("out"), py::arg("tanh_approx"), py::arg("threads") = 0, py::arg("slope") = py::none(),
+     "out = GELU(x), exact (erf) or tanh-approximated; slope (optional) = GELU'(x), for a backward that is then "
+     "one multiply.");
   m.def("gelu_backward", [](const py::array& grad, const py::array& x, py::array out, bool tanh_approx, int threads) {
     const Kind kind = kind_of(x, "gelu_backward");
     check({{&grad, false}, {&x, false}, {&out, true}}, kind, "gelu_backward");

@@ -14,18 +14,6 @@ namespace {
 // Rows of at least this many elements in total per thread.
 constexpr int64_t kRowGrain = 1 << 15;
 
-// exp of anything below this is a denormal (or zero): glibc's SIMD exp leaves its vector path for
-// such inputs, and masked attention scores (-inf) would send every vector there. Clamping and then
-// zeroing keeps the vector path; outputs that would have been denormal become 0.
-template <class T>
-constexpr T kExpLowest = sizeof(T) == 4 ? T(-87) : T(-708);
-
-template <class T>
-inline T exp_or_zero(T z) {
-  const T e = std::exp(z < kExpLowest<T> ? kExpLowest<T> : z);
-  return z < kExpLowest<T> ? T(0) : e;
-}
-
 // A row holding NaN, or whose maximum is not finite (all -inf: fully masked; or +inf), comes out NaN,
 // as in PyTorch. NaN is tested on the bits: under -ffast-math the exp clamp would swallow it.
 template <class T, bool kLog>

@@ -74,15 +74,33 @@ _SMALL = 1 << 22  # M * N * K of one matrix up to which the register-tiled kerne
 _FLOATS = (np.dtype(np.float32), np.dtype(np.float64))
 
 
+def _narrow(M: int, N: int, K: int, x, y) -> bool:
+    """Whether a float matrix product is a tall, narrow one (N <= 128 columns, a whole number of register tiles,
+    K 128-1024, both operands' rows contiguous) that the register-tiled kernel runs faster than BLAS: it reads y's
+    rows in place where BLAS packs both operands. Measured in nanoGPT's step, alternating step by step with BLAS:
+    linear's input gradients g @ W (768 x 384 @ 384 x 128 and the like) 5-11% faster. A transposed y (linear's
+    forward, x @ W.T) is not faster copied first, nor are wider or ragged products: they stay with BLAS."""
+    return M >= 256 and N <= 128 and N % 32 == 0 and 128 <= K <= 1024 and x.strides[1] == x.itemsize and \
+        y.strides[1] == y.itemsize
+
+
 def _matmul(x, y):
     """np.matmul's product of two arrays on the intra-op pool: float matrices by BLAS, split into one block per
-    thread (_C._cpu.gemm), batches of small ones by the register-tiled kernel (_C._cpu.bmm); both read strided
-    views (a transpose, attention's heads) in place. Anything else (vectors, integers, CuPy) is x @ y."""
+    thread (_C._cpu.gemm), batches of small ones and tall narrow matrices (_narrow) by the register-tiled kernel
+    (_C._cpu.bmm); both read strided views (a transpose, attention's heads) in place. Anything else (vectors,
+    integers, CuPy) is x @ y."""
     if type(x) is np.ndarray and type(y) is np.ndarray and x.dtype in _FLOATS and y.dtype == x.dtype \
             and x.ndim >= 2 and y.ndim >= 2:
         M, K, N = x.shape[-2], x.shape[-1], y.shape[-1]
         if y.shape[-2] == K and K > 0 and M * N > 0:
             if x.ndim == 2 and y.ndim == 2:  # the common case, without the batch bookkeeping
+                if _narrow(M, N, K, x, y):
+                    out = np.empty((M, N), x.dtype)
+                    try:
+                        _C._cpu.bmm(x[None], y[None], out[None])
+                        return out
+                    except ValueError:  # strides that are not whole elements: BLAS's route copies them
+                        pass
                 a, b, out, count = x, y, np.empty((M, N), x.dtype), 1
             else:
                 batch = np.broadcast_shapes(x.shape[:-2], y.shape[:-2])

@@ -356,6 +356,14 @@ def _class_dense(tc, b, r, u, rows: int, C: int, dtype):
     return A
 
 
+def _per(v, n: int, dtype):
+    """v (a number or an array of 1 or n values; None stays None) as n contiguous values of dtype: a per-row or
+    per-class operand of the C++ cross entropy."""
+    if v is None:
+        return None
+    return np.ascontiguousarray(np.broadcast_to(np.asarray(v, dtype), (n,)))
+
+
 def _cross_entropy_class(x: Tensor, target: Tensor, weight, ignore_index: int, reduction: str,
                          label_smoothing: float) -> Tensor:
     """Fused log_softmax + nll_loss (+ label smoothing) for class-index targets."""
@@ -380,6 +388,13 @@ def _cross_entropy_class(x: Tensor, target: Tensor, weight, ignore_index: int, r
         if _kernel_ok(x2) and x2.size:
             from .. import _kernels
             lse, nll, smooth = _kernels.cross_entropy_forward(x2, tc, u)
+        elif _cpu_fusable(x2) and x2.size and x2.ndim == 2:  # one pass a row in C++ instead of six over all
+            lse, nll = np.empty(M, x2.dtype), np.empty(M, x2.dtype)
+            smooth = np.empty(M, x2.dtype) if u is not None else None
+            _C._cpu.cross_entropy_forward(x2, tc, _per(u, C, x2.dtype), lse, nll, smooth, _threads.count)
+            if dt != x2.dtype:
+                lse, nll = lse.astype(dt), nll.astype(dt)
+                smooth = smooth.astype(dt) if smooth is not None else None
         else:
             xc = _compute(x2)
             m = xc.max(axis=1, keepdims=True) if xc.size else xp.zeros((M, 1), dt)
@@ -411,6 +426,12 @@ def _cross_entropy_class(x: Tensor, target: Tensor, weight, ignore_index: int, r
                 from .. import _kernels
                 cr = None if r is None else grow * r
                 dx = _kernels.cross_entropy_backward(x2, lse, tc, grow * s, grow * b, cr, u)
+            elif _cpu_fusable(x2) and x2.size and x2.ndim == 2:
+                f = x2.dtype
+                dx = np.empty_like(x2)
+                _C._cpu.cross_entropy_backward(x2, _per(lse, M, f), tc, _per(grow * s, M, f), _per(grow * b, M, f),
+                                               None if r is None else _per(grow * r, M, f), _per(u, C, f), dx,
+                                               _threads.count)
             else:
                 xc = _compute(x2)
                 coef = grow * s
@@ -736,8 +757,14 @@ def gelu(input: Tensor, approximate: str = "none") -> Tensor:
         raise RuntimeError("approximate argument must be either none or tanh.")
     x = input
     xd = float_data(x)
-    cdf = None
-    if approximate == "none" and not _kernel_ok(xd) and not _cpu_fusable(xd) and needs_grad(x):
+    cdf = slope = None
+    if needs_grad(x) and _cpu_fusable(xd):
+        # GELU'(x) written beside GELU(x) for the erf both need: the backward is then one multiply (GELU's
+        # backward took 1.8x its forward when it evaluated erf again)
+        y, slope = np.empty_like(xd), np.empty_like(xd)
+        _C._cpu.gelu(xd, y, approximate == "tanh", _threads.count, slope)
+        out = _wrap(y)
+    elif approximate == "none" and not _kernel_ok(xd) and not _cpu_fusable(xd) and needs_grad(x):
         # Keep Phi(x) for the backward: one erf evaluation instead of two, for one saved array.
         c = _compute(xd)
         cdf = (erf_array(c * _SQRT1_2) + 1) * 0.5
@@ -746,6 +773,12 @@ def gelu(input: Tensor, approximate: str = "none") -> Tensor:
         out = _wrap(_gelu_array(xd, approximate))
     if needs_grad(x):
         def gelu_backward(g):
+            if slope is not None and not _grad_enabled():
+                gd = g._data
+                if gd.dtype != slope.dtype:
+                    gd = gd.astype(slope.dtype)
+                d = _cpu.binary(_cpu.MUL, gd, slope)
+                return _wrap(d if d is not None else gd * slope)
             if cdf is not None and not _grad_enabled():
                 c, gc = _compute(x._data), _compute(g._data)
                 d = c * np.exp(-0.5 * c * c)
