@@ -388,7 +388,7 @@ def _cross_entropy_class(x: Tensor, target: Tensor, weight, ignore_index: int, r
         if _kernel_ok(x2) and x2.size:
             from .. import _kernels
             lse, nll, smooth = _kernels.cross_entropy_forward(x2, tc, u)
-        elif _cpu_fusable(x2) and x2.size and x2.ndim == 2:  # one pass a row in C++ instead of six over all
+        elif _cpu_fusable(x2) and x2.size:  # one pass a row in C++ instead of six NumPy passes over all
             lse, nll = np.empty(M, x2.dtype), np.empty(M, x2.dtype)
             smooth = np.empty(M, x2.dtype) if u is not None else None
             _C._cpu.cross_entropy_forward(x2, tc, _per(u, C, x2.dtype), lse, nll, smooth, _threads.count)
@@ -426,7 +426,7 @@ def _cross_entropy_class(x: Tensor, target: Tensor, weight, ignore_index: int, r
                 from .. import _kernels
                 cr = None if r is None else grow * r
                 dx = _kernels.cross_entropy_backward(x2, lse, tc, grow * s, grow * b, cr, u)
-            elif _cpu_fusable(x2) and x2.size and x2.ndim == 2:
+            elif _cpu_fusable(x2) and x2.size:
                 f = x2.dtype
                 dx = np.empty_like(x2)
                 _C._cpu.cross_entropy_backward(x2, _per(lse, M, f), tc, _per(grow * s, M, f), _per(grow * b, M, f),
@@ -764,7 +764,7 @@ def gelu(input: Tensor, approximate: str = "none") -> Tensor:
         y, slope = np.empty_like(xd), np.empty_like(xd)
         _C._cpu.gelu(xd, y, approximate == "tanh", _threads.count, slope)
         out = _wrap(y)
-    elif approximate == "none" and not _kernel_ok(xd) and not _cpu_fusable(xd) and needs_grad(x):
+    elif approximate == "none" and needs_grad(x) and not _kernel_ok(xd):
         # Keep Phi(x) for the backward: one erf evaluation instead of two, for one saved array.
         c = _compute(xd)
         cdf = (erf_array(c * _SQRT1_2) + 1) * 0.5
