@@ -1,5 +1,5 @@
 """The fused CPU ops of W3's step, one at a time, tinytorch beside PyTorch: forward and forward+backward of
-masked attention softmax, LayerNorm, GELU and embedding, at W3's shapes (batch 16, context 128, width 256,
+masked attention softmax, LayerNorm, GELU, embedding and the cross-entropy loss, at W3's shapes (batch 16, context 128, width 256,
 4 heads). Median of --reps calls each, both libraries with --threads threads. Prints a table, writes JSON.
 
     python benchmarks/kernels.py [--threads 1] [--reps 30] [--json PATH]
@@ -26,6 +26,8 @@ def cases(torch) -> Dict[str, Callable[[], object]]:
     ln = torch.nn.LayerNorm(D)
     emb = torch.nn.Embedding(V, D)
     idx = torch.from_numpy(rng.integers(0, V, (B, T)))
+    logits = torch.from_numpy(rng.standard_normal((B * T, V), dtype=np.float32)).requires_grad_()
+    targets = torch.from_numpy(rng.integers(0, V, B * T))
     g_scores, g_hidden, g_wide = torch.ones_like(scores), torch.ones_like(hidden), torch.ones_like(wide)
 
     def masked_softmax():
@@ -39,6 +41,8 @@ def cases(torch) -> Dict[str, Callable[[], object]]:
         "gelu fwd": lambda: F.gelu(wide),
         "gelu fwd+bwd": lambda: F.gelu(wide).backward(g_wide),
         "embedding fwd+bwd": lambda: emb(idx).backward(g_hidden),
+        "cross_entropy fwd": lambda: F.cross_entropy(logits, targets),
+        "cross_entropy fwd+bwd": lambda: F.cross_entropy(logits, targets).backward(),
     }
 
 
