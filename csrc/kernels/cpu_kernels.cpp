@@ -7,8 +7,9 @@ namespace tinytorch {
 
 void init_cpu_kernels(pybind11::module_& m) {
   pybind11::module_ k = m.def_submodule(
-      "_cpu", "Fused CPU kernels (GELU, erf, softmax, cross entropy, LayerNorm, index_add, AdamW, foreach norm and mul, conv2d, "
-              "BatchNorm, max pooling, LSTM cell, attention, matrix products, elementwise ops and sums) and CRC-32C");
+      "_cpu", "Fused CPU kernels (GELU, erf, softmax, cross entropy, LayerNorm, index_add, AdamW, foreach norm and "
+              "mul, conv2d, BatchNorm, max pooling, LSTM cell, attention, matrix products, elementwise ops and sums) "
+              "and CRC-32C");
   k.def("set_num_threads", &cpu::set_num_threads, pybind11::arg("n"),
         "The intra-op thread count of every kernel here (0: one per core).");
   k.def("get_num_threads", &cpu::num_threads, "The intra-op thread count in effect.");

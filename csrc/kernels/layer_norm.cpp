@@ -10,8 +10,6 @@ namespace tinytorch::cpu {
 
 namespace {
 
-constexpr int64_t kRowGrain = 1 << 15;
-
 template <class T>
 TT_SIMD_CLONES void forward_rows(const T* __restrict x, const T* __restrict w, const T* __restrict b,
                                  T* __restrict y, T* __restrict mean, T* __restrict rstd, T eps, int64_t r0,
@@ -85,7 +83,7 @@ void forward(const py::array& x, int64_t n, const std::optional<py::array>& weig
   const T *in = data_of<T>(x), *w = optional_data<T>(weight), *b = optional_data<T>(bias);
   T *y = data_of<T>(out), *mu = data_of<T>(mean), *rs = data_of<T>(rstd);
   py::gil_scoped_release nogil;
-  parallel_for(rows, threads, std::max<int64_t>(1, kRowGrain / n),
+  parallel_for(rows, threads, std::max<int64_t>(1, kElementGrain / n),
                [=](int64_t r0, int64_t r1) { forward_rows<T>(in, w, b, y, mu, rs, T(eps), r0, r1, n); });
 }
 
@@ -98,7 +96,7 @@ void backward(const py::array& grad, const py::array& x, int64_t n, const std::o
   const T *mu = data_of<T>(mean), *rs = data_of<T>(rstd);
   T *dx = optional_data<T>(dx_arr), *dw = optional_data<T>(dw_arr), *db = optional_data<T>(db_arr);
   py::gil_scoped_release nogil;
-  const int64_t grain = std::max<int64_t>(1, kRowGrain / n);
+  const int64_t grain = std::max<int64_t>(1, kElementGrain / n);
   const int64_t chunks = chunk_count(rows, threads, grain);
   // Chunk c accumulates into partial[c]: dw in its first n elements, db in the next n.
   std::vector<std::vector<T>> partial(chunks, std::vector<T>(2 * n, T(0)));

@@ -11,9 +11,6 @@ namespace tinytorch::cpu {
 
 namespace {
 
-// Rows of at least this many elements in total per thread.
-constexpr int64_t kRowGrain = 1 << 15;
-
 // A row holding NaN, or whose maximum is not finite (all -inf: fully masked; or +inf), comes out NaN,
 // as in PyTorch. NaN is tested on the bits: under -ffast-math the exp clamp would swallow it.
 template <class T, bool kLog>
@@ -85,7 +82,7 @@ void forward(const py::array& x, py::array& out, bool log, int threads) {
   T* y = data_of<T>(out);
   auto rows_fn = log ? softmax_rows<T, true> : softmax_rows<T, false>;
   py::gil_scoped_release nogil;
-  parallel_for(rows, threads, std::max<int64_t>(1, kRowGrain / n),
+  parallel_for(rows, threads, std::max<int64_t>(1, kElementGrain / n),
                [=](int64_t r0, int64_t r1) { rows_fn(in, y, r0, r1, n); });
 }
 
@@ -96,7 +93,7 @@ void backward(const py::array& y, const py::array& grad, py::array& out, bool lo
   T* dx = data_of<T>(out);
   auto rows_fn = log ? softmax_backward_rows<T, true> : softmax_backward_rows<T, false>;
   py::gil_scoped_release nogil;
-  parallel_for(rows, threads, std::max<int64_t>(1, kRowGrain / n),
+  parallel_for(rows, threads, std::max<int64_t>(1, kElementGrain / n),
                [=](int64_t r0, int64_t r1) { rows_fn(yd, g, dx, r0, r1, n); });
 }
 
