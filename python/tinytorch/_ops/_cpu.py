@@ -7,6 +7,8 @@ as fast without the call, so small tensors (and the per-op overhead of tiny ones
 """
 from __future__ import annotations
 
+import math
+
 import numpy as np
 
 from .. import _C
@@ -138,9 +140,9 @@ def sum(x, axes, keepdims: bool):  # noqa: A001 - reduction.sum's counterpart
     if not axes or axes != list(range(axes[0], axes[-1] + 1)):
         return None
     shape = x.shape
-    A = int(np.prod(shape[:axes[0]], dtype=np.int64))
-    R = int(np.prod(shape[axes[0]:axes[-1] + 1], dtype=np.int64))
-    C = int(np.prod(shape[axes[-1] + 1:], dtype=np.int64))
+    A = math.prod(shape[:axes[0]])
+    R = math.prod(shape[axes[0]:axes[-1] + 1])
+    C = math.prod(shape[axes[-1] + 1:])
     kept = tuple(1 if i in axes else s for i, s in enumerate(shape)) if keepdims else \
         tuple(s for i, s in enumerate(shape) if i not in axes)
     out = np.empty(kept, x.dtype)

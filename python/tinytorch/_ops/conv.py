@@ -15,6 +15,7 @@ stride-1 convs (forward, input and weight gradients) run as Winograd F(2x2, 3x3)
 """
 from __future__ import annotations
 
+import math
 import threading
 
 import numpy as np
@@ -84,7 +85,7 @@ def _scratch(shape: tuple, dtype, like):
     xp = _xp(like)
     if xp is not np:
         return xp.empty(shape, dtype)
-    n = int(np.prod(shape)) * np.dtype(dtype).itemsize
+    n = math.prod(shape) * np.dtype(dtype).itemsize
     buf = getattr(_local, "buf", None)
     if buf is None or buf.nbytes < n:
         buf = None

@@ -121,7 +121,7 @@ def _matmul(x, y):
 
 
 def _rows(x):
-    return int(np.prod(x.shape[:-1])) if x.ndim > 1 else 1
+    return math.prod(x.shape[:-1]) if x.ndim > 1 else 1
 
 
 def mm(a: Tensor, b: Tensor) -> Tensor:

@@ -542,7 +542,7 @@ def layer_norm(input: Tensor, normalized_shape, weight: Tensor | None = None, bi
         if p is not None and tuple(p._data.shape) != ns:
             raise RuntimeError(f"Expected {name} to be of same shape as normalized_shape, but got {name} of shape "
                                f"{list(p._data.shape)} and normalized_shape = {list(ns)}")
-    n = int(np.prod(ns))
+    n = math.prod(ns)
     xd = x._data
     x2 = xd.reshape(-1, n)
     w = weight._data.reshape(-1) if weight is not None else None

@@ -6,6 +6,8 @@ are compositions of differentiable tensor ops, so they get autograd (and double 
 """
 from __future__ import annotations
 
+import math
+
 import numpy as np
 
 from .. import _C, _threads
@@ -21,7 +23,7 @@ def _cdtype(a):
 
 def _as3d(a):
     """(N, C, L) view of an (N, C, *) array."""
-    return a.reshape(a.shape[0], a.shape[1], int(np.prod(a.shape[2:])))
+    return a.reshape(a.shape[0], a.shape[1], math.prod(a.shape[2:]))
 
 
 def _check_bn_input(x: Tensor, training: bool) -> None:
@@ -29,7 +31,7 @@ def _check_bn_input(x: Tensor, training: bool) -> None:
     if len(shape) < 2:
         raise ValueError(f"expected 2D or more input (got {len(shape)}D input)")
     if training:
-        size = int(np.prod(shape)) // shape[1] if shape[1] else 0
+        size = math.prod(shape) // shape[1] if shape[1] else 0
         if size == 1:
             raise ValueError(f"Expected more than 1 value per channel when training, got input size "
                              f"torch.Size({list(shape)})")
@@ -264,7 +266,7 @@ def instance_norm(input: Tensor, running_mean: Tensor | None = None, running_var
     if xd.ndim < 3:
         raise ValueError(f"expected 3D or more input (got {xd.ndim}D input)")
     if use_input_stats:
-        size = int(np.prod(xd.shape[2:]))
+        size = math.prod(xd.shape[2:])
         if size == 1:
             raise ValueError(f"Expected more than 1 spatial element when training, got input size "
                              f"torch.Size({list(xd.shape)})")

@@ -3,6 +3,7 @@ logsumexp, norm, prod, cumsum; each beside its derivative."""
 from __future__ import annotations
 
 import builtins
+import math
 from collections import namedtuple
 
 import numpy as np
@@ -114,7 +115,7 @@ def mean(a: Tensor, dim=None, keepdim: bool = False, *, dtype=None) -> Tensor:
                            f"complex dtype. Got: {_pretty(a.dtype)}")
     x = a._data if dtype is None else a._data.astype(to_dtype(dtype).np)
     axes = _dims(dim, x.ndim)
-    n = x.size if axes is None else int(np.prod([x.shape[i] for i in axes]))
+    n = x.size if axes is None else math.prod([x.shape[i] for i in axes])
     out = _result(_wide(x).mean(axis=axes, keepdims=keepdim).astype(x.dtype, copy=False))
     if needs_grad(a):
         shape = x.shape
@@ -140,7 +141,7 @@ def var(a: Tensor, dim=None, unbiased=None, keepdim: bool = False, *, correction
         raise RuntimeError("std and var only support floating point and complex dtypes")
     x = a._data
     axes = _dims(dim, x.ndim)
-    n = x.size if axes is None else int(np.prod([x.shape[i] for i in axes]))
+    n = x.size if axes is None else math.prod([x.shape[i] for i in axes])
     xw = _wide(x)
     mu = xw.mean(axis=axes, keepdims=True)
     d = xw - mu
