@@ -1,6 +1,7 @@
 """The fused CPU ops of W3's step, one at a time, tinytorch beside PyTorch: forward and forward+backward of
-masked attention softmax, LayerNorm, GELU, embedding and the cross-entropy loss, at W3's shapes (batch 16, context 128, width 256,
-4 heads). Median of --reps calls each, both libraries with --threads threads. Prints a table, writes JSON.
+masked attention softmax, LayerNorm, GELU, embedding and the cross-entropy loss, at W3's shapes (batch 16,
+context 128, width 256, 4 heads). Median of --reps calls each, both libraries with --threads threads. Prints a
+table, writes JSON.
 
     python benchmarks/kernels.py [--threads 1] [--reps 30] [--json PATH]
 """

@@ -392,9 +392,6 @@ def _cross_entropy_class(x: Tensor, target: Tensor, weight, ignore_index: int, r
             lse, nll = np.empty(M, x2.dtype), np.empty(M, x2.dtype)
             smooth = np.empty(M, x2.dtype) if u is not None else None
             _C._cpu.cross_entropy_forward(x2, tc, _per(u, C, x2.dtype), lse, nll, smooth, _threads.count)
-            if dt != x2.dtype:
-                lse, nll = lse.astype(dt), nll.astype(dt)
-                smooth = smooth.astype(dt) if smooth is not None else None
         else:
             xc = _compute(x2)
             m = xc.max(axis=1, keepdims=True) if xc.size else xp.zeros((M, 1), dt)
