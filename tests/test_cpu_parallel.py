@@ -285,22 +285,27 @@ def test_matrix_products_by_blas_on_the_pool(threads, dtype):
 
 @pytest.mark.parametrize("dtype", [np.float32, np.float64])
 def test_narrow_products_by_the_register_tiled_kernel(threads, dtype):
-    """Tall products of at most 128 columns with rows contiguous (linear's input gradients g @ W) run on the
-    register-tiled kernel instead of BLAS: the same values for ragged row counts, flipped and strided rows, and in
-    linear's backward; linear's forward (x @ W.T, a transposed operand) stays with BLAS and is right too."""
+    """Tall products of at most 128 columns (linear's input gradients g @ W, weight gradients g.T @ x, forwards
+    x @ W.T with K >= 256) run on the register-tiled kernel instead of BLAS: the same values for ragged row
+    counts, flipped, strided and transposed operands, and in linear's forward and backward."""
     from tinytorch._ops.linalg import _narrow
     rng = np.random.default_rng(9)
     g = rng.standard_normal((257, 385)).astype(dtype)
     w = rng.standard_normal((385, 96)).astype(dtype)
     cases = [(g, w), (g[::-1], w), (g, w[::-1]), (rng.standard_normal((600, 2048)).astype(dtype)[::2, :1024],
-                                                   rng.standard_normal((1024, 128)).astype(dtype))]
+                                                   rng.standard_normal((1024, 128)).astype(dtype)),
+             (g, np.asfortranarray(w)),  # x @ W.T: W.T made row-major once
+             (np.asfortranarray(g), w),  # g.T @ x
+             (rng.standard_normal((300, 128)).astype(dtype).T, rng.standard_normal((300, 32)).astype(dtype))]
     for a, b in cases:
         assert _narrow(a.shape[0], b.shape[1], a.shape[1], a, b)
         got = (tinytorch.from_numpy(a) @ tinytorch.from_numpy(b)).numpy()
         want = np.matmul(a.astype(np.float64), b.astype(np.float64))
         np.testing.assert_allclose(got, want, rtol=2e-4 if dtype is np.float32 else 1e-12, atol=2e-3)
     assert not _narrow(257, 100, 385, g, w)  # ragged: BLAS
-    assert not _narrow(257, 96, 385, np.asfortranarray(g), w) and not _narrow(257, 96, 385, g, np.asfortranarray(w))
+    assert not _narrow(257, 256, 385, g, rng.standard_normal((385, 256)).astype(dtype))  # wide: BLAS
+    assert not _narrow(257, 96, 128, g[:, :128], np.asfortranarray(w[:128]))  # short forward: BLAS
+    assert not _narrow(257, 96, 385, np.asfortranarray(g), np.asfortranarray(w))
     x = tinytorch.tensor(rng.standard_normal((300, 64)).astype(dtype), requires_grad=True)
     lin = tinytorch.nn.Linear(64, 256, bias=False).to(tinytorch.float32 if dtype is np.float32 else tinytorch.float64)
     gy = rng.standard_normal((300, 256)).astype(dtype)
@@ -310,9 +315,31 @@ def test_narrow_products_by_the_register_tiled_kernel(threads, dtype):
     want = gy.astype(np.float64) @ wd
     np.testing.assert_allclose(x.grad.numpy(), want, rtol=2e-4 if dtype is np.float32 else 1e-12, atol=2e-3)
     head = tinytorch.nn.Linear(256, 96).to(lin.weight.dtype)  # forward: y @ W.T with W.T transposed, plus bias
-    want = y.detach().numpy().astype(np.float64) @ head.weight.detach().numpy().T + head.bias.detach().numpy()
-    np.testing.assert_allclose(head(y).detach().numpy(), want, rtol=2e-4 if dtype is np.float32 else 1e-12,
+    y = y.detach()
+    out = head(y)
+    want = y.numpy().astype(np.float64) @ head.weight.detach().numpy().T + head.bias.detach().numpy()
+    np.testing.assert_allclose(out.detach().numpy(), want, rtol=2e-4 if dtype is np.float32 else 1e-12, atol=2e-3)
+    gout = rng.standard_normal((300, 96)).astype(dtype)
+    out.backward(tinytorch.from_numpy(gout))  # the weight gradient gout.T @ y
+    want = gout.T.astype(np.float64) @ y.numpy()
+    np.testing.assert_allclose(head.weight.grad.numpy(), want, rtol=2e-4 if dtype is np.float32 else 1e-12,
                                atol=2e-3)
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+def test_bmm_kernel_splits_rows_and_transposes_b_once(threads, dtype):
+    """One matrix's rows are split into blocks of whole 8-row tiles, as many as a multiple of the thread count,
+    and a transposed B is made row-major once for all of them: every row count right, the edges included."""
+    rng = np.random.default_rng(10)
+    for m in (1, 7, 8, 9, 95, 97, 128, 200, 513):
+        a = rng.standard_normal((m, 150)).astype(dtype)
+        for b in (rng.standard_normal((150, 40)).astype(dtype), rng.standard_normal((40, 150)).astype(dtype).T):
+            out = np.full((m, 40), np.nan, dtype)
+            _C._cpu.bmm(a[None], b[None], out[None])
+            np.testing.assert_allclose(out, a.astype(np.float64) @ b, rtol=2e-4 if dtype is np.float32 else 1e-12,
+                                       atol=2e-3)
+    empty = np.empty((0, 5), dtype)
+    _C._cpu.bmm(np.ones((1, 0, 3), dtype), np.ones((1, 3, 5), dtype), empty[None])  # nothing to do, no error
 
 
 def test_bmm_kernel_rejects_bad_shapes():

@@ -13,7 +13,7 @@ namespace tinytorch::cpu {
 
 namespace {
 
-constexpr int64_t kRows = 96;  // rows of a per work item (a multiple of the register tile's 6)
+constexpr int64_t kRows = 96;  // rows of a per work item at most (a whole number of 6- and 8-row tiles)
 
 template <class T>
 void bmm(const py::array& a, const py::array& b, py::array& out) {
@@ -25,18 +25,39 @@ void bmm(const py::array& a, const py::array& b, py::array& out) {
       if (x->strides(d) % item) throw py::value_error("bmm: unaligned operand");
     }
   }
-  const std::vector<int64_t> oa = batch_offsets(a), ob = batch_offsets(b);
+  const std::vector<int64_t> oa = batch_offsets(a);
+  std::vector<int64_t> ob = batch_offsets(b);
   const int64_t ars = a.strides(nd - 2) / item, acs = a.strides(nd - 1) / item;
-  const int64_t brs = b.strides(nd - 2) / item, bcs = b.strides(nd - 1) / item;
+  int64_t brs = b.strides(nd - 2) / item, bcs = b.strides(nd - 1) / item;
   const T *ap = data_of<T>(a), *bp = data_of<T>(b);
   T* op = data_of<T>(out);
-  const int64_t batches = int64_t(oa.size()), blocks = (M + kRows - 1) / kRows;
+  const int64_t batches = int64_t(oa.size());
+  if (batches == 0 || M == 0 || N == 0) return;
+  // Blocks of at most kRows rows; fewer matrices than threads get a multiple of the thread count of them, of
+  // even height (a whole number of 8-row tiles): a (128, 768) @ (768, 128) weight gradient splits 64 + 64 on
+  // two threads, not 96 + 32.
+  int64_t blocks = (M + kRows - 1) / kRows;
+  const int64_t threads = num_threads();
+  if (batches < threads) blocks = (blocks + threads - 1) / threads * threads;
+  const int64_t rows_per = ((M + blocks - 1) / blocks + 7) & ~int64_t(7);
+  blocks = (M + rows_per - 1) / rows_per;
   py::gil_scoped_release nogil;
-  const int64_t work = std::max<int64_t>(1, std::min(M, kRows) * N * K);
+  // One matrix with a transposed B (linear's x @ W.T): B made row-major once here, rather than packed again by
+  // every block of rows.
+  std::vector<T> bt;
+  if (batches == 1 && brs == 1 && bcs != 1 && blocks > 1) {
+    bt.resize(K * N);
+    transpose(bp + ob[0], bcs, N, K, bt.data());
+    bp = bt.data();
+    ob[0] = 0;
+    brs = N;
+    bcs = 1;
+  }
+  const int64_t work = std::max<int64_t>(1, std::min(M, rows_per) * N * K);
   parallel_for(batches * blocks, std::max<int64_t>(1, kElementGrain * 8 / work), [&](int64_t begin, int64_t end) {
     std::vector<T> panel;
     for (int64_t w = begin; w < end; ++w) {
-      const int64_t i = w / blocks, r0 = (w % blocks) * kRows, rows = std::min(kRows, M - r0);
+      const int64_t i = w / blocks, r0 = (w % blocks) * rows_per, rows = std::min(rows_per, M - r0);
       gemm<T>(rows, N, K, T(1), ap + oa[i] + r0 * ars, ars, acs, bp + ob[i], brs, bcs, T(0),
               op + (i * M + r0) * N, N, panel);
     }

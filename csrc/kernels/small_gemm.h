@@ -27,6 +27,62 @@ struct Triangle {
   int64_t off = 0;
 };
 
+// (In an unnamed namespace: each file that uses the transpose gets its own target_clones copy and resolver.)
+namespace {
+
+// The shuffles that interleave the first (lo) or second (hi) halves of two W-lane vectors.
+template <int W>
+struct ZipOf;
+template <>
+struct ZipOf<8> {
+  typedef int32_t M __attribute__((vector_size(32)));
+  static constexpr M lo{0, 8, 1, 9, 2, 10, 3, 11}, hi{4, 12, 5, 13, 6, 14, 7, 15};
+};
+template <>
+struct ZipOf<4> {
+  typedef int64_t M __attribute__((vector_size(32)));
+  static constexpr M lo{0, 4, 1, 5}, hi{2, 6, 3, 7};
+};
+
+// x (rows x cols, row stride xs, unit column stride) transposed into t (cols x rows, row-major), so that a product
+// reads it as a B operand in place: attention's k^T and v^T once per head, bmm's transposed B once per call. W x W blocks go through
+// registers (log2 W rounds of interleaving rows i and i + W/2 transpose a block); the edges element by element.
+template <class T>
+TT_SIMD_CLONES void transpose(const T* x, int64_t xs, int64_t rows, int64_t cols, T* t) {
+  constexpr int W = 32 / int(sizeof(T));
+  typedef T V __attribute__((vector_size(32)));
+  using M = typename ZipOf<W>::M;
+  constexpr M lo = ZipOf<W>::lo, hi = ZipOf<W>::hi;
+  const int64_t rw = rows / W * W, cw = cols / W * W;
+  for (int64_t i0 = 0; i0 < rw; i0 += W) {
+    for (int64_t p0 = 0; p0 < cw; p0 += W) {
+      V r[W], z[W];
+#pragma GCC unroll 8
+      for (int i = 0; i < W; ++i) __builtin_memcpy(&r[i], x + (i0 + i) * xs + p0, sizeof(V));
+#pragma GCC unroll 3
+      for (int round = 1; round < W; round *= 2) {
+#pragma GCC unroll 4
+        for (int i = 0; i < W / 2; ++i) {
+          z[2 * i] = __builtin_shuffle(r[i], r[i + W / 2], lo);
+          z[2 * i + 1] = __builtin_shuffle(r[i], r[i + W / 2], hi);
+        }
+#pragma GCC unroll 8
+        for (int i = 0; i < W; ++i) r[i] = z[i];
+      }
+#pragma GCC unroll 8
+      for (int p = 0; p < W; ++p) __builtin_memcpy(t + (p0 + p) * rows + i0, &r[p], sizeof(V));
+    }
+    for (int64_t p = cw; p < cols; ++p) {
+      for (int64_t i = i0; i < i0 + W; ++i) t[p * rows + i] = x[i * xs + p];
+    }
+  }
+  for (int64_t i = rw; i < rows; ++i) {
+    for (int64_t p = 0; p < cols; ++p) t[p * rows + i] = x[i * xs + p];
+  }
+}
+
+}  // namespace
+
 namespace small_gemm {
 
 // One MR x (NV * W) tile over p in [kb, ke): acc = sum_p A[r, p] * B[p, :] in registers, then

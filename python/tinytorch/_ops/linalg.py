@@ -75,13 +75,18 @@ _FLOATS = (np.dtype(np.float32), np.dtype(np.float64))
 
 
 def _narrow(M: int, N: int, K: int, x, y) -> bool:
-    """Whether a float matrix product is a tall, narrow one (N <= 128 columns, a whole number of register tiles,
-    K 128-1024, both operands' rows contiguous) that the register-tiled kernel runs faster than BLAS: it reads y's
-    rows in place where BLAS packs both operands. Measured in nanoGPT's step, alternating step by step with BLAS:
-    linear's input gradients g @ W (768 x 384 @ 384 x 128 and the like) 5-11% faster. A transposed y (linear's
-    forward, x @ W.T) is not faster copied first, nor are wider or ragged products: they stay with BLAS."""
-    return M >= 256 and N <= 128 and N % 32 == 0 and 128 <= K <= 1024 and x.strides[1] == x.itemsize and \
-        y.strides[1] == y.itemsize
+    """Whether a float matrix product is one of linear's tall narrow ones (N <= 128 columns, a whole number of
+    32-column tiles, K 128-1024) that the register-tiled kernel runs faster than BLAS: the input gradient g @ W,
+    the weight gradient g.T @ x, and the forward x @ W.T where K >= 256 (the kernel makes W.T row-major once).
+    Measured in nanoGPT's step, alternating step by step with BLAS (docs/benchmarks.md, "fifth pass"): 1-11%
+    faster each; shorter forwards (K = 128) were as fast either way, wider products and ragged widths (N = 65)
+    slower: they stay with BLAS."""
+    if N > 128 or N % 32 or not 128 <= K <= 1024:
+        return False
+    item = x.itemsize
+    if x.strides[1] == item:
+        return M >= 256 and (y.strides[1] == item or y.strides[0] == item and K >= 256)
+    return M >= 128 and x.strides[0] == item and y.strides[1] == item
 
 
 def _matmul(x, y):
