@@ -285,8 +285,8 @@ def test_matrix_products_by_blas_on_the_pool(threads, dtype):
 
 @pytest.mark.parametrize("dtype", [np.float32, np.float64])
 def test_narrow_products_by_the_register_tiled_kernel(threads, dtype):
-    """Tall products of at most 128 columns (linear's input gradients g @ W, weight gradients g.T @ x, forwards
-    x @ W.T with K >= 256) run on the register-tiled kernel instead of BLAS: the same values for ragged row
+    """Tall narrow products (linear's input gradients g @ W up to 512 columns, weight gradients g.T @ x and forwards
+    x @ W.T with K >= 256 up to 128) run on the register-tiled kernel instead of BLAS: the same values for ragged row
     counts, flipped, strided and transposed operands, and in linear's forward and backward."""
     from tinytorch._ops.linalg import _narrow
     rng = np.random.default_rng(9)
@@ -296,6 +296,7 @@ def test_narrow_products_by_the_register_tiled_kernel(threads, dtype):
                                                    rng.standard_normal((1024, 128)).astype(dtype)),
              (g, np.asfortranarray(w)),  # x @ W.T: W.T made row-major once
              (np.asfortranarray(g), w),  # g.T @ x
+             (g, rng.standard_normal((385, 256)).astype(dtype)),  # a wider g @ W
              (rng.standard_normal((300, 128)).astype(dtype).T, rng.standard_normal((300, 32)).astype(dtype))]
     for a, b in cases:
         assert _narrow(a.shape[0], b.shape[1], a.shape[1], a, b)
@@ -303,7 +304,10 @@ def test_narrow_products_by_the_register_tiled_kernel(threads, dtype):
         want = np.matmul(a.astype(np.float64), b.astype(np.float64))
         np.testing.assert_allclose(got, want, rtol=2e-4 if dtype is np.float32 else 1e-12, atol=2e-3)
     assert not _narrow(257, 100, 385, g, w)  # ragged: BLAS
-    assert not _narrow(257, 256, 385, g, rng.standard_normal((385, 256)).astype(dtype))  # wide: BLAS
+    wide = rng.standard_normal((385, 256)).astype(dtype)
+    assert _narrow(257, 256, 385, g, wide)  # a wider input gradient: the kernel
+    assert not _narrow(257, 256, 385, g, np.asfortranarray(wide))  # a wider forward: BLAS
+    assert not _narrow(257, 640, 385, g, rng.standard_normal((385, 640)).astype(dtype))  # too wide: BLAS
     assert not _narrow(257, 96, 128, g[:, :128], np.asfortranarray(w[:128]))  # short forward: BLAS
     assert not _narrow(257, 96, 385, np.asfortranarray(g), np.asfortranarray(w))
     x = tinytorch.tensor(rng.standard_normal((300, 64)).astype(dtype), requires_grad=True)

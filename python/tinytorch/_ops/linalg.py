@@ -75,18 +75,18 @@ _FLOATS = (np.dtype(np.float32), np.dtype(np.float64))
 
 
 def _narrow(M: int, N: int, K: int, x, y) -> bool:
-    """Whether a float matrix product is one of linear's tall narrow ones (N <= 128 columns, a whole number of
-    32-column tiles, K 128-1024) that the register-tiled kernel runs faster than BLAS: the input gradient g @ W,
-    the weight gradient g.T @ x, and the forward x @ W.T where K >= 256 (the kernel makes W.T row-major once).
-    Measured in nanoGPT's step, alternating step by step with BLAS (docs/benchmarks.md, "fifth pass"): 1-11%
-    faster each; shorter forwards (K = 128) were as fast either way, wider products and ragged widths (N = 65)
-    slower: they stay with BLAS."""
-    if N > 128 or N % 32 or not 128 <= K <= 1024:
+    """Whether a float matrix product is one of linear's tall narrow ones (a whole number of 32-column tiles,
+    K 128-1024) that the register-tiled kernel runs faster than BLAS: the input gradient g @ W (N <= 512), the
+    weight gradient g.T @ x (N <= 128), the forward x @ W.T (N <= 128, K >= 256; the kernel makes W.T row-major
+    once). Measured in nanoGPT's step, alternating step by step with BLAS at 1 and 2 threads (docs/benchmarks.md,
+    "fifth pass"): 2-11% faster each; the other forwards and weight gradients, and ragged widths (N = 65), were as
+    fast or slower with the kernel and stay with BLAS."""
+    if N > 512 or N % 32 or not 128 <= K <= 1024:
         return False
     item = x.itemsize
     if x.strides[1] == item:
-        return M >= 256 and (y.strides[1] == item or y.strides[0] == item and K >= 256)
-    return M >= 128 and x.strides[0] == item and y.strides[1] == item
+        return M >= 256 and (y.strides[1] == item or y.strides[0] == item and N <= 128 and K >= 256)
+    return M >= 128 and N <= 128 and x.strides[0] == item and y.strides[1] == item
 
 
 def _matmul(x, y):
