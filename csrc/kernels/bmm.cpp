@@ -33,8 +33,8 @@ void bmm(const py::array& a, const py::array& b, py::array& out) {
   T* op = data_of<T>(out);
   const int64_t batches = int64_t(oa.size());
   if (batches == 0 || M == 0 || N == 0) return;
-  // Blocks of at most kRows rows; fewer matrices than threads get a multiple of the thread count of them, of
-  // even height (a whole number of 8-row tiles): a (128, 768) @ (768, 128) weight gradient splits 64 + 64 on
+  // Blocks of at most kRows rows, of even height in whole 8-row tiles; when there are fewer matrices than threads,
+  // as many blocks as a multiple of the thread count: a (128, 768) @ (768, 128) weight gradient splits 64 + 64 on
   // two threads, not 96 + 32.
   int64_t blocks = (M + kRows - 1) / kRows;
   const int64_t threads = num_threads();

@@ -45,8 +45,9 @@ struct ZipOf<4> {
 };
 
 // x (rows x cols, row stride xs, unit column stride) transposed into t (cols x rows, row-major), so that a product
-// reads it as a B operand in place: attention's k^T and v^T once per head, bmm's transposed B once per call. W x W blocks go through
-// registers (log2 W rounds of interleaving rows i and i + W/2 transpose a block); the edges element by element.
+// reads it as a B operand in place: attention's k^T and v^T once per head, bmm's transposed B once per call. W x W
+// blocks go through registers (log2 W rounds of interleaving rows i and i + W/2 transpose a block); the edges
+// element by element.
 template <class T>
 TT_SIMD_CLONES void transpose(const T* x, int64_t xs, int64_t rows, int64_t cols, T* t) {
   constexpr int W = 32 / int(sizeof(T));
