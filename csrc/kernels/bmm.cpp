@@ -4,6 +4,7 @@
 // not laid out for BLAS; attention's products over (batch, head) views of a (B, T, 3C) array are exactly that
 // case: many small strided matrices. The Python side sends only batches of small matrices here (large ones
 // keep BLAS's cache blocking and its own threads).
+#include <memory>
 #include <vector>
 
 #include "kernels/cpu_kernels.h"
@@ -44,11 +45,11 @@ void bmm(const py::array& a, const py::array& b, py::array& out) {
   py::gil_scoped_release nogil;
   // One matrix with a transposed B (linear's x @ W.T): B made row-major once here, rather than packed again by
   // every block of rows.
-  std::vector<T> bt;
+  std::unique_ptr<T[]> bt;  // not a vector: every element is written, zeroing it first would be a wasted pass
   if (batches == 1 && brs == 1 && bcs != 1 && blocks > 1) {
-    bt.resize(K * N);
-    transpose(bp + ob[0], bcs, N, K, bt.data());
-    bp = bt.data();
+    bt.reset(new T[K * N]);
+    transpose(bp + ob[0], bcs, N, K, bt.get());
+    bp = bt.get();
     ob[0] = 0;
     brs = N;
     bcs = 1;

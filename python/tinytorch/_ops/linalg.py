@@ -76,16 +76,16 @@ _FLOATS = (np.dtype(np.float32), np.dtype(np.float64))
 
 def _narrow(M: int, N: int, K: int, x, y) -> bool:
     """Whether a float matrix product is one of linear's tall narrow ones (a whole number of 32-column tiles,
-    K 128-1024) that the register-tiled kernel runs faster than BLAS: the input gradient g @ W (N <= 512), the
-    weight gradient g.T @ x (N <= 128), the forward x @ W.T (N <= 128, K >= 256; the kernel makes W.T row-major
-    once). Measured in nanoGPT's step, alternating step by step with BLAS at 1 and 2 threads (docs/benchmarks.md,
-    "fifth pass"): 2-11% faster each; the other forwards and weight gradients, and ragged widths (N = 65), were as
-    fast or slower with the kernel and stay with BLAS."""
+    K 128-1024) that the register-tiled kernel runs faster than BLAS: the forward x @ W.T (N <= 512; the kernel
+    makes W.T row-major once), the input gradient g @ W (N <= 512), the weight gradient g.T @ x (N <= 128).
+    Measured in nanoGPT's step, alternating step by step with BLAS at 1 and 2 threads (docs/benchmarks.md,
+    "fifth pass"): 2-11% faster each; wider weight gradients and ragged widths (N = 65) were slower and stay
+    with BLAS."""
     if N > 512 or N % 32 or not 128 <= K <= 1024:
         return False
     item = x.itemsize
     if x.strides[1] == item:
-        return M >= 256 and (y.strides[1] == item or y.strides[0] == item and N <= 128 and K >= 256)
+        return M >= 256 and (y.strides[1] == item or y.strides[0] == item)
     return M >= 128 and N <= 128 and x.strides[0] == item and y.strides[1] == item
 
 
