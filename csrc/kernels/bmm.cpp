@@ -2,8 +2,9 @@
 // are split over the threads and each block is one small_gemm product that reads a and b through their strides.
 // NumPy's matmul calls BLAS once per matrix, one matrix after another, and copies an operand whose matrices are
 // not laid out for BLAS; attention's products over (batch, head) views of a (B, T, 3C) array are exactly that
-// case: many small strided matrices. The Python side sends only batches of small matrices here (large ones
-// keep BLAS's cache blocking and its own threads).
+// case: many small strided matrices. The Python side sends batches of small matrices here, and linear's tall
+// narrow products (_ops/linalg.py: _narrow, measured faster than BLAS in the step); other large products keep
+// BLAS's cache blocking.
 #include <memory>
 #include <vector>
 
