@@ -15,7 +15,7 @@ namespace tinytorch::cpu {
 
 namespace {
 
-constexpr int64_t kRows = 96;  // rows of a per work item at most (a whole number of 6- and 8-row tiles)
+constexpr int64_t kRows = 96;  // rows of a per work item at most
 
 template <class T>
 void bmm(const py::array& a, const py::array& b, py::array& out) {
@@ -35,9 +35,9 @@ void bmm(const py::array& a, const py::array& b, py::array& out) {
   T* op = data_of<T>(out);
   const int64_t batches = int64_t(oa.size());
   if (batches == 0 || M == 0 || N == 0) return;
-  // Blocks of at most kRows rows, of even height in whole 8-row tiles; when there are fewer matrices than threads,
-  // as many blocks as a multiple of the thread count: a (128, 768) @ (768, 128) weight gradient splits 64 + 64 on
-  // two threads, not 96 + 32.
+  // Blocks of at most kRows rows, of even height in whole 8-row (AVX-512) tiles; when there are fewer matrices than
+  // threads, as many blocks as a multiple of the thread count: a (128, 768) @ (768, 128) weight gradient splits
+  // 64 + 64 on two threads, not 96 + 32.
   int64_t blocks = (M + kRows - 1) / kRows;
   const int64_t threads = num_threads();
   if (batches < threads) blocks = (blocks + threads - 1) / threads * threads;
