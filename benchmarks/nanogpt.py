@@ -11,6 +11,7 @@ wall-clock one: at 1 thread it leaves out the time other processes held the core
     python benchmarks/nanogpt.py [--iters 30] [--warmup 5] [--runs 3] [--threads 1 2] [--json PATH]
     python benchmarks/nanogpt.py --in-process [--iters 30] [--warmup 5] [--threads 1 2]
     python benchmarks/nanogpt.py --script DIR [--iters 30] [--threads 1 2]
+    python benchmarks/nanogpt.py --products [--iters 40] [--threads 1]
 
 The first builds nanoGPT's model here (model.py's GPT: pre-LayerNorm blocks without bias, causal
 scaled_dot_product_attention, GELU MLP, tied embedding, GPT-2 init) and steps it exactly as train.py's loop
@@ -229,6 +230,90 @@ def processes(args) -> dict:
     return results
 
 
+def products(args) -> dict:
+    """Where the step's matrix products stand against PyTorch's: both libraries in this process, stepping
+    alternately; each tinytorch product timed around `_ops.linalg._matmul` (with the route it took: the
+    register-tiled kernel or BLAS), PyTorch's `aten::mm` calls read from torch.profiler. Per shape (M x K x N),
+    median microseconds per call and the calls per step (a forward and an input gradient of one shape share a
+    row); the sums are the step's products. PyTorch's step runs slower under the profiler, its products hardly."""
+    import tinytorch
+    import tinytorch._ops.nn as tt_nn
+    from tinytorch._ops import linalg
+    try:
+        import torch
+        from torch.profiler import ProfilerActivity, profile
+    except ImportError:
+        torch = None
+    threads = args.threads[0]
+    tinytorch.set_num_threads(threads)
+    mine = Trainer(tinytorch, char_data())
+    theirs = None
+    if torch is not None:
+        torch.set_num_threads(threads)
+        theirs = Trainer(torch, char_data(), state=mine.state)
+    calls, routes, orig = {}, {}, linalg._matmul
+
+    def timed(x, y):
+        t0 = time.perf_counter()
+        out = orig(x, y)
+        dt = time.perf_counter() - t0
+        if x.ndim == 2 and y.ndim == 2:
+            M, K, N = x.shape[0], x.shape[1], y.shape[1]
+            calls.setdefault((M, K, N), []).append(dt)
+            routes[(M, K, N)] = "kernel" if linalg._narrow(M, N, K, x, y) else "BLAS"
+        return out
+
+    tt_nn._matmul = linalg._matmul = timed
+    try:
+        def steps(n: int) -> None:
+            for _ in range(n):
+                mine.step()
+                if theirs is not None:
+                    theirs.step()
+
+        steps(args.warmup)
+        calls.clear()
+        if theirs is None:
+            steps(args.iters)
+            events = []
+        else:
+            with profile(activities=[ProfilerActivity.CPU], record_shapes=True) as prof:
+                steps(args.iters)
+            events = prof.events()
+    finally:
+        tt_nn._matmul = linalg._matmul = orig
+    torch_us = {}
+    for e in events:
+        shapes = e.input_shapes or []
+        if e.name == "aten::mm" and len(shapes) >= 2 and len(shapes[0]) == 2 and len(shapes[1]) == 2:
+            torch_us.setdefault((shapes[0][0], shapes[0][1], shapes[1][1]), []).append(e.cpu_time_total)
+    rows, total_tt, total_torch = [], 0.0, 0.0
+    print(f"{'M x K x N':>16} {'per step':>8} {'route':>6} {'tinytorch us':>13} {'torch us':>9} {'ratio':>6}")
+    for key in sorted(calls, key=lambda k: -sum(calls[k])):
+        per_step = len(calls[key]) / args.iters
+        ours = 1e6 * statistics.median(calls[key])
+        row = {"shape": list(key), "per_step": per_step, "route": routes[key], "tinytorch_us": ours}
+        line = f"{'x'.join(map(str, key)):>16} {per_step:8.0f} {routes[key]:>6} {ours:13.1f}"
+        total_tt += ours * per_step
+        if key in torch_us:
+            row["torch_us"] = statistics.median(torch_us[key])
+            row["ratio"] = ours / row["torch_us"]
+            total_torch += row["torch_us"] * per_step
+            line += f" {row['torch_us']:9.1f} {row['ratio']:6.2f}"
+        print(line)
+        rows.append(row)
+    step_tt = 1e3 * statistics.median(mine.times[args.warmup:])
+    print(f"products per step: tinytorch {total_tt / 1e3:.2f} ms of a {step_tt:.2f} ms step", end="")
+    results = {"mode": "products", "threads": threads, "iters": args.iters, "rows": rows,
+               "tinytorch_products_ms": total_tt / 1e3, "tinytorch_step_ms": step_tt}
+    if theirs is not None:
+        step_torch = 1e3 * statistics.median(theirs.times[args.warmup:])
+        print(f"; PyTorch {total_torch / 1e3:.2f} ms of a {step_torch:.2f} ms step (under the profiler)", end="")
+        results.update(torch_products_ms=total_torch / 1e3, torch_step_ms=step_torch)
+    print()
+    return results
+
+
 def _row(threads: int, times: dict, cpu: dict, losses: dict) -> dict:
     """One thread count's medians per library (and tinytorch / PyTorch ratios), printed as a table line."""
     row = {}
@@ -293,14 +378,21 @@ def main(argv=None) -> dict:
     p.add_argument("--script", help="a nanoGPT checkout to run train.py from, under both libraries")
     p.add_argument("--runs", type=int, default=3, help="runs (processes) of each library per thread count")
     p.add_argument("--in-process", action="store_true", help="both libraries in this process, step by step")
+    p.add_argument("--products", action="store_true",
+                   help="the step's matrix products per shape, both libraries in this process (first --threads)")
     p.add_argument("--child", choices=["tinytorch", "torch"], help=argparse.SUPPRESS)
     p.add_argument("--state", help=argparse.SUPPRESS)
-    p.add_argument("--json", default=os.path.join(os.path.dirname(__file__), "results", "nanogpt.json"))
+    p.add_argument("--json", help="where to write the results (default results/nanogpt.json, "
+                                  "results/nanogpt_products.json with --products)")
     args = p.parse_args(argv)
     if args.child:
         return child(args)
-    results = script(args) if args.script else in_process(args) if args.in_process else processes(args)
-    write_json(args.json, results)
+    if args.products:
+        results = products(args)
+    else:
+        results = script(args) if args.script else in_process(args) if args.in_process else processes(args)
+    name = "nanogpt_products.json" if args.products else "nanogpt.json"
+    write_json(args.json or os.path.join(os.path.dirname(os.path.abspath(__file__)), "results", name), results)
     return results
 
 

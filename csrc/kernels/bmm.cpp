@@ -56,7 +56,7 @@ void bmm(const py::array& a, const py::array& b, py::array& out) {
     bcs = 1;
   }
   const int64_t work = std::max<int64_t>(1, std::min(M, rows_per) * N * K);
-  parallel_for(batches * blocks, std::max<int64_t>(1, kElementGrain * 8 / work), [&](int64_t begin, int64_t end) {
+  parallel_claim(batches * blocks, std::max<int64_t>(1, kElementGrain * 8 / work), [&](int64_t begin, int64_t end) {
     std::vector<T> panel;
     for (int64_t w = begin; w < end; ++w) {
       const int64_t i = w / blocks, r0 = (w % blocks) * rows_per, rows = std::min(rows_per, M - r0);

@@ -76,17 +76,16 @@ _FLOATS = (np.dtype(np.float32), np.dtype(np.float64))
 
 def _narrow(M: int, N: int, K: int, x, y) -> bool:
     """Whether a float matrix product is one of linear's tall narrow ones (a whole number of 32-column tiles,
-    K 128-1024) that the register-tiled kernel runs faster than BLAS: the forward x @ W.T (N <= 512; the kernel
-    makes W.T row-major once), the input gradient g @ W (N <= 512), the weight gradient g.T @ x (N <= 128).
-    Measured in nanoGPT's step, alternating step by step with BLAS at 1 and 2 threads (docs/benchmarks.md,
-    "fifth pass"): 2-11% faster each; wider weight gradients and ragged widths (N = 65) were slower and stay
-    with BLAS."""
-    if N > 512 or N % 32 or not 128 <= K <= 1024:
+    K 128-1024) that the register-tiled kernel runs faster than BLAS: the forward x @ W.T (the kernel makes W.T
+    row-major once) and the input gradient g @ W, both up to N = 512. Measured in nanoGPT's step, alternating
+    step by step with BLAS (docs/benchmarks.md, "fifth pass" and "sixth pass"): 2-20% faster each. Weight
+    gradients g.T @ x, ragged widths (N = 65) and wider products stay with BLAS: the kernel reads a transposed
+    A down its columns, which was 2-9% faster than OpenBLAS on a Zen 4 core but 25-44% slower on a Sapphire
+    Rapids one (the sixth pass)."""
+    if N > 512 or N % 32 or not 128 <= K <= 1024 or M < 256:
         return False
     item = x.itemsize
-    if x.strides[1] == item:
-        return M >= 256 and (y.strides[1] == item or y.strides[0] == item)
-    return M >= 128 and N <= 128 and x.strides[0] == item and y.strides[1] == item
+    return x.strides[1] == item and (y.strides[1] == item or y.strides[0] == item)
 
 
 def _matmul(x, y):
