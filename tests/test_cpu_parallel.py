@@ -333,15 +333,20 @@ def test_narrow_products_by_the_register_tiled_kernel(threads, dtype):
 def test_bmm_kernel_splits_rows_and_transposes_b_once(threads, dtype):
     """One matrix's rows are split into blocks of whole 8-row tiles, as many as a multiple of the thread count,
     and a transposed B is made row-major once for all of them: every row count right, the edges included, with A
-    read along its rows or (transposed) down its columns."""
+    read along its rows or (transposed) down its columns, B in place or copied to padded rows."""
     rng = np.random.default_rng(10)
     for m in (1, 7, 8, 9, 95, 97, 128, 200, 513):
         for a in (rng.standard_normal((m, 150)).astype(dtype), rng.standard_normal((150, m)).astype(dtype).T):
-            for b in (rng.standard_normal((150, 40)).astype(dtype), rng.standard_normal((40, 150)).astype(dtype).T):
-                out = np.full((m, 40), np.nan, dtype)
-                _C._cpu.bmm(a[None], b[None], out[None])
-                np.testing.assert_allclose(out, a.astype(np.float64) @ b,
-                                           rtol=2e-4 if dtype is np.float32 else 1e-12, atol=2e-3)
+            # B row-major (read in place, or copied to padded rows when they are a multiple of 1 kB apart: 256
+            # columns, and a 40-column view of such rows) or transposed (made row-major, padded when its rows would
+            # be a multiple of 128 bytes apart: 32 and 256 columns)
+            for n in (40, 32, 256):
+                for b in (rng.standard_normal((150, n)).astype(dtype), rng.standard_normal((n, 150)).astype(dtype).T,
+                          rng.standard_normal((150, 256)).astype(dtype)[:, :n]):
+                    out = np.full((m, n), np.nan, dtype)
+                    _C._cpu.bmm(a[None], b[None], out[None])
+                    np.testing.assert_allclose(out, a.astype(np.float64) @ b,
+                                               rtol=2e-4 if dtype is np.float32 else 1e-12, atol=2e-3)
     empty = np.empty((0, 5), dtype)
     _C._cpu.bmm(np.ones((1, 0, 3), dtype), np.ones((1, 3, 5), dtype), empty[None])  # nothing to do, no error
 

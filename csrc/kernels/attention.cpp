@@ -239,7 +239,7 @@ void forward(const py::array& qa, const py::array& ka, const py::array& va, cons
         prefetch_rows(v.at(nb, nh, 0), sh.S, v.s[2], sh.Ev);
         prefetch_rows<true>(out.at(nb, nh, 0), sh.L, out.s[2], sh.Ev);
       }
-      transpose(k.at(b, h, 0), k.s[2], sh.S, sh.E, kt.data());
+      transpose(k.at(b, h, 0), k.s[2], sh.S, sh.E, kt.data(), sh.S);
       for (int64_t r0 = 0; r0 < sh.L; r0 += kBlock) {
         const int64_t r1 = std::min(sh.L, r0 + kBlock), rows = r1 - r0, nk = visible_keys(sh, causal, r1);
         T* l = lse + bh * sh.L + r0;
@@ -305,8 +305,8 @@ void backward(const py::array& ga, const py::array& qa, const py::array& ka, con
         prefetch_rows<true>(dk.at(nb, nh, 0), sh.S, dk.s[2], sh.E);
         prefetch_rows<true>(dv.at(nb, nh, 0), sh.S, dv.s[2], sh.Ev);
       }
-      transpose(k.at(b, h, 0), k.s[2], sh.S, sh.E, kt.data());
-      transpose(v.at(b, h, 0), v.s[2], sh.S, sh.Ev, vt.data());
+      transpose(k.at(b, h, 0), k.s[2], sh.S, sh.E, kt.data(), sh.S);
+      transpose(v.at(b, h, 0), v.s[2], sh.S, sh.Ev, vt.data(), sh.S);
       // Blocks last to first: the last sees the most keys (all of them without the causal mask), so it writes dk
       // and dv (beta 0) and the others add to them; keys no block sees are zeroed.
       const int64_t last = (sh.L - 1) / kBlock * kBlock, seen = sh.L > 0 ? visible_keys(sh, causal, sh.L) : 0;

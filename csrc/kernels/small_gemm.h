@@ -44,12 +44,12 @@ struct ZipOf<4> {
   static constexpr M lo{0, 4, 1, 5}, hi{2, 6, 3, 7};
 };
 
-// x (rows x cols, row stride xs, unit column stride) transposed into t (cols x rows, row-major), so that a product
+// x (rows x cols, row stride xs, unit column stride) transposed into t (cols x rows, row stride ts), so that a product
 // reads it as a B operand in place: attention's k^T and v^T once per head, bmm's transposed B once per call. W x W
 // blocks go through registers (log2 W rounds of interleaving rows i and i + W/2 transpose a block); the edges
 // element by element.
 template <class T>
-TT_SIMD_CLONES void transpose(const T* x, int64_t xs, int64_t rows, int64_t cols, T* t) {
+TT_SIMD_CLONES void transpose(const T* x, int64_t xs, int64_t rows, int64_t cols, T* t, int64_t ts) {
   constexpr int W = 32 / int(sizeof(T));
   typedef T V __attribute__((vector_size(32)));
   using M = typename ZipOf<W>::M;
@@ -71,14 +71,14 @@ TT_SIMD_CLONES void transpose(const T* x, int64_t xs, int64_t rows, int64_t cols
         for (int i = 0; i < W; ++i) r[i] = z[i];
       }
 #pragma GCC unroll 8
-      for (int p = 0; p < W; ++p) __builtin_memcpy(t + (p0 + p) * rows + i0, &r[p], sizeof(V));
+      for (int p = 0; p < W; ++p) __builtin_memcpy(t + (p0 + p) * ts + i0, &r[p], sizeof(V));
     }
     for (int64_t p = cw; p < cols; ++p) {
-      for (int64_t i = i0; i < i0 + W; ++i) t[p * rows + i] = x[i * xs + p];
+      for (int64_t i = i0; i < i0 + W; ++i) t[p * ts + i] = x[i * xs + p];
     }
   }
   for (int64_t i = rw; i < rows; ++i) {
-    for (int64_t p = 0; p < cols; ++p) t[p * rows + i] = x[i * xs + p];
+    for (int64_t p = 0; p < cols; ++p) t[p * ts + i] = x[i * xs + p];
   }
 }
 
