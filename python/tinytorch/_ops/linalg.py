@@ -80,8 +80,8 @@ def _narrow(M: int, N: int, K: int, x, y) -> bool:
     row-major once) and the input gradient g @ W, both up to N = 512. Measured in nanoGPT's step, alternating
     step by step with BLAS (docs/benchmarks.md, "fifth pass" and "sixth pass"): 2-20% faster each. Weight
     gradients g.T @ x, ragged widths (N = 65) and wider products stay with BLAS: the kernel reads a transposed
-    A down its columns, which was 2-9% faster than OpenBLAS on a Zen 4 core but 25-44% slower on a Sapphire
-    Rapids one (the sixth pass)."""
+    A down its columns, which was 2-9% faster than OpenBLAS on a Zen 4 core but took 1.05-1.8x OpenBLAS's time
+    on an Intel (Emerald Rapids) one (the sixth pass)."""
     if N > 512 or N % 32 or not 128 <= K <= 1024 or M < 256:
         return False
     item = x.itemsize
