@@ -1,0 +1,34 @@
+"""benchmarks/nanogpt.py --products on a few steps (nothing about speed is asserted): every product of nanoGPT's
+step is counted once per call and routed as _narrow says, forwards and input gradients to the register-tiled
+kernel, weight gradients and the 65-wide lm_head's products to BLAS."""
+import importlib.util
+import json
+import os
+import subprocess
+import sys
+
+ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+
+
+def test_products_table_counts_and_routes_every_product(tmp_path):
+    out = tmp_path / "products.json"
+    env = dict(os.environ, PYTHONPATH=os.path.join(ROOT, "python"))
+    res = subprocess.run([sys.executable, os.path.join(ROOT, "benchmarks", "nanogpt.py"), "--products", "--iters", "2",
+                          "--warmup", "1", "--threads", "1", "--json", str(out)],
+                         capture_output=True, text=True, timeout=300, env=env)
+    assert res.returncode == 0, res.stderr[-3000:]
+    assert "products per step: tinytorch" in res.stdout
+    result = json.loads(out.read_text())
+    rows = {tuple(r["shape"]): r for r in result["rows"]}
+    # 4 layers: c_attn (128 -> 384), attn proj (128 -> 128), c_fc (128 -> 512), mlp proj (512 -> 128), each a
+    # forward, an input gradient and a weight gradient over 12 x 64 = 768 tokens; lm_head (128 -> 65) once.
+    want = {(768, 128, 384): (4, "kernel"), (768, 384, 128): (4, "kernel"), (384, 768, 128): (4, "BLAS"),
+            (768, 128, 128): (8, "kernel"), (128, 768, 128): (4, "BLAS"),
+            (768, 128, 512): (8, "kernel"), (768, 512, 128): (8, "kernel"),
+            (512, 768, 128): (4, "BLAS"), (128, 768, 512): (4, "BLAS"),
+            (768, 128, 65): (1, "BLAS"), (65, 768, 128): (1, "BLAS"), (768, 65, 128): (1, "BLAS")}
+    assert {shape: (r["per_step"], r["route"]) for shape, r in rows.items()} == want
+    assert all(r["tinytorch_us"] > 0 for r in rows.values())
+    assert 0 < result["tinytorch_products_ms"] < result["tinytorch_step_ms"]
+    if importlib.util.find_spec("torch") is not None:
+        assert all(r["torch_us"] > 0 for r in rows.values()) and result["torch_products_ms"] > 0
