@@ -1,14 +1,14 @@
 """nanoGPT's CPU recipe (karpathy/nanoGPT README: shakespeare_char, `--device=cpu --compile=False
 --block_size=64 --batch_size=12 --n_layer=4 --n_head=4 --n_embd=128 --dropout=0.0`), tinytorch beside PyTorch.
 
-Three modes and a diagnostic, all alternating the libraries so that the machine's load hits both alike, at 1
-and 2 intra-op threads. By default each library runs in its own process, one run after the other's, --runs times (a user runs
-one library per process: at 2 threads two libraries in one process steal each other's second core, as both
-pools poll for work for a while after each parallel region). --in-process steps both in one process,
-iteration by iteration. Both report the ratio of the processes' CPU time per iteration (median) beside the
-wall-clock one: at 1 thread it leaves out the time other processes held the core. --products times each
-matrix product of the step in both libraries (one process, alternating steps), per shape, with the route
-tinytorch took (register-tiled kernel or BLAS): where a gap in the step comes from.
+Three modes and a diagnostic, all alternating the libraries so that the machine's load hits both alike, at 1 and 2
+intra-op threads. By default each library runs in its own process, one run after the other's, --runs times (a user
+runs one library per process: at 2 threads two libraries in one process steal each other's second core, as both
+pools poll for work for a while after each parallel region). --in-process steps both in one process, iteration by
+iteration. Both report the ratio of the processes' CPU time per iteration (median) beside the wall-clock one: at 1
+thread it leaves out the time other processes held the core. --products times each matrix product of the step in
+both libraries (one process, alternating steps), per shape, with the route tinytorch took (register-tiled kernel
+or BLAS): where a gap in the step comes from.
 
     python benchmarks/nanogpt.py [--iters 30] [--warmup 5] [--runs 3] [--threads 1 2] [--json PATH]
     python benchmarks/nanogpt.py --in-process [--iters 30] [--warmup 5] [--threads 1 2]
