@@ -48,10 +48,10 @@ void bmm(const py::array& a, const py::array& b, py::array& out) {
   // One matrix with a transposed B (linear's x @ W.T): B made row-major once here, rather than packed again by
   // every block of rows. Rows that would be a multiple of 128 bytes apart are put a cache line further apart: a
   // tile reads a 128-byte row of its panel per step of k, and rows a power-of-two distance apart fall into a few
-  // of L1's 64 sets and evict each other before the next tile reads them again (nanoGPT's K = 128 forwards, measured in the
-  // step: 11-13% faster padded, docs/benchmarks.md "sixth pass"). A row-major B is read in place unless its rows
-  // are a multiple of 1 kB apart (W of (128, 512) in g @ W: 11-13% faster on a padded copy; at 512 bytes apart the
-  // copy cost what it saved).
+  // of L1's 64 sets and evict each other before the next tile reads them again (nanoGPT's K = 128 forwards, in
+  // the step: 11-15% faster padded, docs/benchmarks.md "sixth pass"). A row-major B is read in place unless its
+  // rows are a multiple of 1 kB apart (W of (128, 512) in g @ W: 11-12% faster on a padded copy; at 512 bytes
+  // apart the copy cost what it saved).
   std::unique_ptr<T[]> bt;  // not a vector: every element is written, zeroing it first would be a wasted pass
   const int64_t padded = N + 64 / item;
   if (batches == 1 && brs == 1 && bcs != 1 && blocks > 1) {
