@@ -118,6 +118,86 @@ def test_binary_ops_same_shape_scalar_and_trailing_broadcast(threads, dtype, n):
         _close((M - Bt.reshape(1, 16)).numpy(), m.astype(np.float64) - b, dtype)
 
 
+def _regions(fn) -> int:
+    """How many regions fn() split over the pool."""
+    before = _C._cpu.parallel_regions()
+    fn()
+    return _C._cpu.parallel_regions() - before
+
+
+def test_ops_of_four_grains_split_over_the_pool(threads):
+    # Same-shape and scalar operands once made one row of the (rows, period) grid and ran on one thread.
+    x = tinytorch.from_numpy(_data(4 * GRAIN, np.float32, 0, special=False))
+    y = tinytorch.from_numpy(_data(4 * GRAIN, np.float32, 1, special=False))
+    splits = threads > 1
+    for name, op in [("x + y", lambda: x + y), ("x * 2", lambda: x * 2.0), ("x.add_(y)", lambda: x.add_(y)),
+                     ("x.mul_(1)", lambda: x.mul_(1.0)), ("x + row", lambda: x.reshape(-1, 8) + y[:8]),
+                     ("x.exp()", lambda: x.exp()), ("x.sum()", lambda: x.sum()), ("x.norm()", lambda: x.norm()),
+                     ("x.lerp(y, .3)", lambda: x.lerp(y, 0.3)), ("x.addcmul_(y, y)", lambda: x.addcmul_(y, y))]:
+        assert _regions(op) == splits, name
+    assert _regions(lambda: x[:GRAIN] + y[:GRAIN]) == 0  # one grain: one thread
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+@pytest.mark.parametrize("n", SIZES)
+def test_lerp_addcmul_addcdiv_in_one_pass(threads, dtype, n):
+    a, b, c = _data(n, dtype, 0), _data(n, dtype, 1), np.abs(_data(n, dtype, 2, special=False)) + 0.5
+    a64, b64, c64 = a.astype(np.float64), b.astype(np.float64), c.astype(np.float64)
+    A, B, C = (tinytorch.from_numpy(v) for v in (a, b, c))
+    with np.errstate(all="ignore"):
+        for w in (0.25, -0.4, 0.5, 0.8, 1.0, 3):
+            want = a64 + w * (b64 - a64) if abs(w) < 0.5 else b64 - (1 - w) * (b64 - a64)  # ATen's two forms
+            np.testing.assert_allclose(A.lerp(B, w).numpy(), want.astype(dtype), rtol=4 * TOL[dtype],
+                                       atol=4 * TOL[dtype], equal_nan=True)
+            _close(A.addcmul(B, C, value=w).numpy(), a64 + w * b64 * c64, dtype)
+            _close(A.addcdiv(B, C, value=w).numpy(), a64 + w * b64 / c64, dtype)
+        finite = ~np.isnan(a) & ~np.isnan(b) & np.isfinite(b - a)
+        assert np.array_equal(A.lerp(B, 1.0).numpy()[finite], b[finite])  # exact at the end, as in ATen
+        for name, args, want in [("lerp_", (B, 0.75), b64 - 0.25 * (b64 - a64)),
+                                 ("addcmul_", (B, C), a64 + b64 * c64),
+                                 ("addcdiv_", (B, C), a64 + b64 / c64)]:
+            X = tinytorch.from_numpy(a.copy())
+            version = X._version
+            kwargs = {} if name == "lerp_" else {"value": 1}
+            assert getattr(X, name)(*args, **kwargs) is X and X._version == version + 1
+            np.testing.assert_allclose(X.numpy(), want.astype(dtype), rtol=4 * TOL[dtype], atol=4 * TOL[dtype],
+                                       equal_nan=True)
+
+
+def test_lerp_addcmul_addcdiv_record_their_gradients_when_asked():
+    a = tinytorch.randn(300, 400, requires_grad=True)
+    b, c = tinytorch.randn(300, 400), tinytorch.rand(300, 400) + 0.5
+    a.lerp(b, 0.7).sum().backward()
+    np.testing.assert_allclose(a.grad.numpy(), 0.3, rtol=1e-6)
+    a.grad = None
+    a.addcdiv(b, c, value=2).sum().backward()
+    assert (a.grad.numpy() == 1).all()
+    with pytest.raises(RuntimeError, match="leaf Variable that requires grad"):
+        a.addcmul_(b, c)
+    with tinytorch.no_grad():
+        a.addcmul_(b, c, value=0.5)  # a leaf may be updated in place without recording, as an optimizer does
+
+
+def test_norms_of_large_arrays_sum_in_float64(threads):
+    x = _data(1_000_003, np.float32, special=False) * 1e3
+    x64 = x.astype(np.float64)
+    X = tinytorch.from_numpy(x)
+    np.testing.assert_allclose(X.norm().item(), np.sqrt((x64 * x64).sum()), rtol=2e-7)
+    np.testing.assert_allclose(X.sum().item(), x64.sum(), rtol=2e-7, atol=1e-2)
+    m = x[:999_999].reshape(333, 3, 1001)
+    M, m64 = tinytorch.from_numpy(m), m.astype(np.float64)
+    for dim in (None, 0, 2, (1, 2), (0, 1)):
+        for keepdim in (False, True):
+            got = M.norm(dim=dim, keepdim=keepdim).numpy()
+            want = np.sqrt((m64 * m64).sum(axis=dim, keepdims=keepdim))
+            np.testing.assert_allclose(got, want, rtol=1e-6)
+    y = x.copy()
+    y[5] = np.nan
+    assert np.isnan(tinytorch.from_numpy(y).norm().item())
+    y[5] = np.inf
+    assert tinytorch.from_numpy(y).norm().item() == np.inf
+
+
 @pytest.mark.parametrize("dtype", [np.float32, np.float64])
 def test_in_place_ops_on_the_pool(threads, dtype):
     x, y = _data(200_003, dtype, 0), _data(200_003, dtype, 1)
@@ -213,6 +293,44 @@ def test_sums_over_blocks_of_axes(threads, dtype, n):
         assert np.isnan(tinytorch.from_numpy(inf).sum().item())
 
 
+def test_masked_fill_with_a_broadcast_mask_cat_split_and_reshape_copies_on_the_pool(threads):
+    # W3's attention: a (T, T) causal mask over (B, H, T, T) scores, q/k/v split from one projection and joined
+    # again in split's backward, heads merged back by a reshape that must copy.
+    rng = np.random.default_rng(0)
+    s = rng.standard_normal((4, 4, 64, 64)).astype(np.float32)
+    mask = np.triu(np.ones((64, 64), bool), 1)
+    S = tinytorch.tensor(s, requires_grad=True)
+    M = tinytorch.from_numpy(mask)
+    splits = int(threads > 1)
+    out = [None]
+    assert _regions(lambda: out.__setitem__(0, S.masked_fill(M, float("-inf")))) == splits
+    assert np.array_equal(out[0].detach().numpy(), np.where(mask, np.float32(-np.inf), s))
+    assert np.array_equal(S.masked_fill(M[None], 2.0).detach().numpy(), np.where(mask, np.float32(2), s))
+    out[0].masked_fill(M, 0.0).sum().backward()
+    assert np.array_equal(S.grad.numpy(), np.where(mask, 0, 1).astype(np.float32) * np.ones_like(s))
+
+    qkv = tinytorch.tensor(rng.standard_normal((8, 64, 3 * 128)).astype(np.float32), requires_grad=True)
+    q, k, v = qkv.split(128, dim=2)
+    g = [rng.standard_normal((8, 64, 128)).astype(np.float32) for _ in range(3)]
+    loss = (q * tinytorch.from_numpy(g[0])).sum() + (v * tinytorch.from_numpy(g[2])).sum()  # k gets no gradient
+    loss.backward()
+    assert np.array_equal(qkv.grad.numpy(), np.concatenate([g[0], np.zeros_like(g[1]), g[2]], axis=2))
+    parts = [tinytorch.from_numpy(x) for x in g]
+    assert _regions(lambda: out.__setitem__(0, tinytorch.cat(parts, dim=2))) == 3 * splits  # one copy each
+    assert np.array_equal(out[0].numpy(), np.concatenate(g, axis=2))
+    assert np.array_equal(tinytorch.cat(parts, dim=0).numpy(), np.concatenate(g, axis=0))
+
+    heads = tinytorch.tensor(rng.standard_normal((8, 4, 64, 32)).astype(np.float32), requires_grad=True)
+    merged_view = heads.transpose(1, 2)
+    assert _regions(lambda: out.__setitem__(0, merged_view.reshape(8, 64, 128))) == splits
+    merged = out[0]
+    assert np.array_equal(merged.detach().numpy(), heads.detach().numpy().transpose(0, 2, 1, 3).reshape(8, 64, 128))
+    assert not np.shares_memory(merged.detach().numpy(), heads.detach().numpy())
+    assert merged.grad_fn.name() == "UnsafeViewBackward0"
+    view = tinytorch.from_numpy(s)[:, ::2].reshape(4, 2, 4096)  # strides allow a view: no copy
+    assert np.shares_memory(view.numpy(), s) and view._base is not None
+
+
 def test_bias_gradient_sums_the_rows(threads):
     x = tinytorch.randn(4096, 32, requires_grad=True)
     b = tinytorch.randn(32, requires_grad=True)
@@ -232,6 +350,12 @@ def test_kernels_reject_bad_operands():
         _C._cpu.sum(np.ones(10, np.float32), 2, 3, 1, np.empty(2, np.float32))
     with pytest.raises(TypeError, match="float32 -> float64"):
         _C._cpu.cast(np.ones(10, np.float32), np.empty(10, np.float32))
+    with pytest.raises(ValueError, match="unknown op"):
+        _C._cpu.ternary(7, *[np.ones(10, np.float32)] * 3, 0.5, out)
+    with pytest.raises(ValueError, match="expected 10 elements"):
+        _C._cpu.ternary(_cpu.LERP, np.ones(10, np.float32), np.ones(9, np.float32), np.ones(10, np.float32), 0.5, out)
+    a = np.ones(1 << 17, np.float32)
+    assert _cpu.ternary(_cpu.LERP, a[1:], a[:-1], a[:-1], 0.5, out=a[:-1]) is None  # a shifted alias: not taken
 
 
 # ------------------------------------------------------------------ batched products

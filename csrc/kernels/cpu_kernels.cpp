@@ -14,6 +14,7 @@ void init_cpu_kernels(pybind11::module_& m) {
         "The intra-op thread count of every kernel here (0: one per core).");
   k.def("get_num_threads", &cpu::num_threads, "The intra-op thread count in effect.");
   k.def("_shutdown_pool", &cpu::shutdown_pool, "Join the intra-op pool's threads (at interpreter exit).");
+  k.def("parallel_regions", &cpu::parallel_regions, "How many regions have been split over the intra-op pool.");
   cpu::init_gelu(k);
   cpu::init_softmax(k);
   cpu::init_cross_entropy(k);

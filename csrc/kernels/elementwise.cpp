@@ -17,6 +17,7 @@ namespace tinytorch::cpu {
 namespace {
 
 enum Binary : int { kAdd = 0, kSub = 1, kMul = 2, kDiv = 3 };
+enum Ternary : int { kLerp = 0, kAddcmul = 1, kAddcdiv = 2 };
 enum Unary : int { kNeg = 0, kExp = 1, kLog = 2, kTanh = 3, kSigmoid = 4, kRelu = 5, kSqrt = 6, kRsqrt = 7,
                    kAbs = 8, kReciprocal = 9, kSquare = 10 };
 
@@ -68,6 +69,12 @@ void binary_op(const T* x, int64_t nx, const T* y, int64_t ny, T* out, int64_t n
   const int64_t rows = n / cols;
   const int64_t xr = nx == n ? cols : 0, yr = ny == n ? cols : 0;
   auto loop = nx == 1 ? binary_rows<kOp, T, 0, 1> : ny == 1 ? binary_rows<kOp, T, 1, 0> : binary_rows<kOp, T, 1, 1>;
+  if (rows == 1) {  // same-size operands or a scalar: one long row, split along it
+    parallel_for(n, kElementGrain, [&](int64_t b, int64_t e) {
+      loop(nx == 1 ? x : x + b, 0, ny == 1 ? y : y + b, 0, out + b, 0, 1, e - b);
+    });
+    return;
+  }
   parallel_for(rows, std::max<int64_t>(1, kElementGrain / cols),
                [&](int64_t r0, int64_t r1) { loop(x, xr, y, yr, out, r0, r1, cols); });
 }
@@ -101,6 +108,27 @@ void unary_op(int op, const T* x, T* y, int64_t n) {
   parallel_for(n, kElementGrain, [&](int64_t b, int64_t e) { loop(x, y, b, e); });
 }
 
+// lerp(a, b, w), addcmul(a, b, c, w) and addcdiv(a, b, c, w) with a scalar w, in one pass: composed of binary
+// ops they made three passes and two temporaries (and the in-place forms an optimizer or an EMA calls a copy
+// back). lerp is ATen's, exact at both ends: a + w (b - a) below w = 0.5, b - (1 - w) (b - a) from there.
+template <int kOp, bool kLow, class T>
+TT_SIMD_CLONES void ternary_loop(const T* __restrict a, const T* __restrict b, const T* __restrict c, T w,
+                                 T* __restrict out, int64_t lo, int64_t hi) {
+  for (int64_t i = lo; i < hi; ++i) {
+    if constexpr (kOp == kLerp) out[i] = kLow ? a[i] + w * (b[i] - a[i]) : b[i] - (T(1) - w) * (b[i] - a[i]);
+    if constexpr (kOp == kAddcmul) out[i] = a[i] + w * b[i] * c[i];
+    if constexpr (kOp == kAddcdiv) out[i] = a[i] + w * b[i] / c[i];
+  }
+}
+
+template <class T>
+void ternary_op(int op, const T* a, const T* b, const T* c, T w, T* out, int64_t n) {
+  using Loop = void (*)(const T*, const T*, const T*, T, T*, int64_t, int64_t);
+  const Loop loop = op == kLerp ? (std::abs(w) < T(0.5) ? ternary_loop<kLerp, true, T> : ternary_loop<kLerp, false, T>)
+                    : op == kAddcmul ? ternary_loop<kAddcmul, true, T> : ternary_loop<kAddcdiv, true, T>;
+  parallel_for(n, kElementGrain, [&](int64_t lo, int64_t hi) { loop(a, b, c, w, out, lo, hi); });
+}
+
 // ReLU's backward (PyTorch's threshold_backward at 0): g where y > 0 or y is NaN, else 0.
 template <class T>
 TT_SIMD_CLONES void relu_backward_loop(const T* __restrict g, const T* __restrict y, T* __restrict out, int64_t b,
@@ -111,7 +139,19 @@ TT_SIMD_CLONES void relu_backward_loop(const T* __restrict g, const T* __restric
 template <class T>
 TT_SIMD_CLONES void where_loop(const bool* __restrict c, const T* __restrict a, int64_t sa, const T* __restrict b,
                                int64_t sb, T* __restrict out, int64_t lo, int64_t hi) {
-  for (int64_t i = lo; i < hi; ++i) out[i] = c[i] ? a[i * sa] : b[i * sb];
+  for (int64_t i = lo; i < hi; ++i) out[i] = c[i - lo] ? a[i * sa] : b[i * sb];
+}
+
+// where over [lo, hi) with a condition of period p (a trailing broadcast: attention's (T, T) causal mask over
+// (B, H, T, T) scores), one stretch of the period at a time.
+template <class T>
+void where_range(const bool* c, int64_t p, const T* a, int64_t sa, const T* b, int64_t sb, T* out, int64_t lo,
+                 int64_t hi) {
+  for (int64_t i = lo; i < hi;) {
+    const int64_t j = i % p, len = std::min(p - j, hi - i);
+    where_loop(c + j, a, sa, b, sb, out, i, i + len);
+    i += len;
+  }
 }
 
 template <class From, class To>
@@ -165,52 +205,46 @@ void copy_strided(const char* src, const std::vector<int64_t>& shape, const std:
   }
 }
 
-// Sums over the middle axis of a contiguous (A, R, C) array into out (A, C); float32 accumulates in float64.
-template <class T>
-using Acc = double;
-
-template <class T>
-TT_SIMD_CLONES void sum_columns(const T* __restrict x, int64_t C, int64_t r0, int64_t r1,
-                                Acc<T>* __restrict acc) {
+// Sums over the middle axis of a contiguous (A, R, C) array into out (A, C), or with kNorm its 2-norms (the
+// square root of the sum of squares); float32 accumulates in float64.
+template <bool kSquare, class T>
+TT_SIMD_CLONES void sum_columns(const T* __restrict x, int64_t C, int64_t r0, int64_t r1, double* __restrict acc) {
   for (int64_t r = r0; r < r1; ++r) {
     const T* row = x + r * C;
-    for (int64_t c = 0; c < C; ++c) acc[c] += Acc<T>(row[c]);
+    for (int64_t c = 0; c < C; ++c) {
+      const double v = double(row[c]);
+      acc[c] += kSquare ? v * v : v;
+    }
   }
 }
 
-template <class T>
-TT_SIMD_CLONES Acc<T> sum_run(const T* __restrict x, int64_t n) {
-  Acc<T> s = 0;
-  for (int64_t i = 0; i < n; ++i) s += Acc<T>(x[i]);
-  return s;
-}
-
-template <class T>
+template <bool kNorm, class T>
 void sum_op(const T* x, int64_t A, int64_t R, int64_t C, T* out) {
+  auto finish = [](double s) { return T(kNorm ? std::sqrt(s) : s); };
   if (C == 1 && A >= num_threads()) {  // many rows: one sum per row
     parallel_for(A, std::max<int64_t>(1, kElementGrain / R),
                  [&](int64_t a0, int64_t a1) {
-                   for (int64_t a = a0; a < a1; ++a) out[a] = T(sum_run(x + a * R, R));
+                   for (int64_t a = a0; a < a1; ++a) out[a] = finish(sum_in_double<kNorm>(x + a * R, R));
                  });
     return;
   }
   // Few outputs: each chunk sums its share of R into its own partial row, then the partials are added.
   const int64_t chunks = chunk_count(R, 0, std::max<int64_t>(1, kElementGrain / C));
-  std::vector<Acc<T>> partial(chunks * A * C, Acc<T>(0));
+  std::vector<double> partial(chunks * A * C, 0.0);
   parallel_chunks(R, 0, std::max<int64_t>(1, kElementGrain / C), [&](int64_t chunk, int64_t r0, int64_t r1) {
     for (int64_t a = 0; a < A; ++a) {
-      Acc<T>* acc = partial.data() + (chunk * A + a) * C;
+      double* acc = partial.data() + (chunk * A + a) * C;
       if (C == 1) {
-        acc[0] += sum_run(x + a * R + r0, r1 - r0);
+        acc[0] += sum_in_double<kNorm>(x + a * R + r0, r1 - r0);
       } else {
-        sum_columns(x + a * R * C, C, r0, r1, acc);
+        sum_columns<kNorm>(x + a * R * C, C, r0, r1, acc);
       }
     }
   });
   for (int64_t i = 0; i < A * C; ++i) {
-    Acc<T> s = 0;
+    double s = 0;
     for (int64_t c = 0; c < chunks; ++c) s += partial[c * A * C + i];
-    out[i] = T(s);
+    out[i] = finish(s);
   }
 }
 
@@ -263,6 +297,20 @@ void init_elementwise(py::module_& m) {
     kind == Kind::f32 ? run(0.f) : run(0.0);
   }, py::arg("op"), py::arg("x"), py::arg("out"),
      "out = f(x): 0 neg, 1 exp, 2 log, 3 tanh, 4 sigmoid, 5 relu, 6 sqrt, 7 rsqrt, 8 abs, 9 reciprocal, 10 square.");
+  m.def("ternary", [](int op, const py::array& a, const py::array& b, const py::array& c, double w, py::array out) {
+    const Kind kind = kind_of(out, "ternary");
+    check({{&a, false}, {&b, false}, {&c, false}, {&out, true}}, kind, "ternary");
+    if (op < kLerp || op > kAddcdiv) throw py::value_error("ternary: unknown op " + std::to_string(op));
+    auto run = [&](auto zero) {
+      using T = decltype(zero);
+      const T *ap = data_of<T>(a), *bp = data_of<T>(b), *cp = data_of<T>(c);
+      T* o = data_of<T>(out);
+      py::gil_scoped_release nogil;
+      ternary_op<T>(op, ap, bp, cp, T(w), o, out.size());
+    };
+    kind == Kind::f32 ? run(0.f) : run(0.0);
+  }, py::arg("op"), py::arg("a"), py::arg("b"), py::arg("c"), py::arg("w"), py::arg("out"),
+     "out = 0 lerp(a, b, w), 1 a + w * b * c (addcmul), 2 a + w * b / c (addcdiv); out may be a.");
   m.def("relu_backward", [](const py::array& grad, const py::array& y, py::array out) {
     const Kind kind = kind_of(y, "relu_backward");
     check({{&grad, false}, {&y, false}, {&out, true}}, kind, "relu_backward");
@@ -279,8 +327,10 @@ void init_elementwise(py::module_& m) {
     const Kind kind = kind_of(out, "where");
     check({{&a, false}, {&b, false}, {&out, true}}, kind, "where", -1);
     const int64_t n = out.size();
-    if (!py::isinstance<py::array_t<bool>>(cond) || !(cond.flags() & py::array::c_style) || cond.size() != n) {
-      throw py::value_error("where: expected a C-contiguous bool condition of the output's size");
+    const int64_t p = cond.size();
+    if (!py::isinstance<py::array_t<bool>>(cond) || !(cond.flags() & py::array::c_style) || p == 0 || n % p) {
+      throw py::value_error("where: expected a C-contiguous bool condition of the output's size or a size that "
+                            "divides it (a trailing broadcast)");
     }
     for (const py::array* v : {&a, &b}) {
       if (v->size() != n && v->size() != 1) throw py::value_error("where: a and b must be scalars or full-size");
@@ -292,10 +342,11 @@ void init_elementwise(py::module_& m) {
       const int64_t sa = a.size() == n ? 1 : 0, sb = b.size() == n ? 1 : 0;
       T* o = data_of<T>(out);
       py::gil_scoped_release nogil;
-      parallel_for(n, kElementGrain, [&](int64_t lo, int64_t hi) { where_loop(c, ap, sa, bp, sb, o, lo, hi); });
+      parallel_for(n, kElementGrain, [&](int64_t lo, int64_t hi) { where_range(c, p, ap, sa, bp, sb, o, lo, hi); });
     };
     kind == Kind::f32 ? run(0.f) : run(0.0);
-  }, py::arg("cond"), py::arg("a"), py::arg("b"), py::arg("out"), "out = cond ? a : b (a, b full-size or scalars).");
+  }, py::arg("cond"), py::arg("a"), py::arg("b"), py::arg("out"),
+     "out = cond ? a : b (a, b full-size or scalars; cond full-size or repeating along the leading dimensions).");
   m.def("cast", [](const py::array& x, py::array out) {
     const Kind from = kind_of(x, "cast"), to = kind_of(out, "cast");
     if (x.size() != out.size()) throw py::value_error("cast: x and out must have the same size");
@@ -354,7 +405,7 @@ void init_elementwise(py::module_& m) {
     };
     kind == Kind::f32 ? run(0.f) : run(0.0);
   }, py::arg("out"), py::arg("value"), "out[...] = value.");
-  m.def("sum", [](const py::array& x, int64_t A, int64_t R, int64_t C, py::array out) {
+  m.def("sum", [](const py::array& x, int64_t A, int64_t R, int64_t C, py::array out, bool norm) {
     const Kind kind = kind_of(x, "sum");
     check({{&x, false}, {&out, true}}, kind, "sum", -1);
     if (A < 0 || R < 0 || C < 0 || A * R * C != x.size() || out.size() != A * C) {
@@ -365,11 +416,12 @@ void init_elementwise(py::module_& m) {
       const T* xp = data_of<T>(x);
       T* o = data_of<T>(out);
       py::gil_scoped_release nogil;
-      sum_op<T>(xp, A, R, C, o);
+      norm ? sum_op<true>(xp, A, R, C, o) : sum_op<false>(xp, A, R, C, o);
     };
     kind == Kind::f32 ? run(0.f) : run(0.0);
-  }, py::arg("x"), py::arg("A"), py::arg("R"), py::arg("C"), py::arg("out"),
-     "out (A, C) = x (A, R, C) summed over R (float32 accumulates in float64).");
+  }, py::arg("x"), py::arg("A"), py::arg("R"), py::arg("C"), py::arg("out"), py::arg("norm") = false,
+     "out (A, C) = x (A, R, C) summed over R, or with norm=True its 2-norms over R (float32 accumulates in "
+     "float64).");
 }
 
 }  // namespace tinytorch::cpu

@@ -9,14 +9,6 @@ namespace tinytorch::cpu {
 
 namespace {
 
-// Sum of squares in double (a float32 gradient of a million elements keeps its digits).
-template <class T>
-TT_SIMD_CLONES double sum_of_squares(const T* x, int64_t lo, int64_t hi) {
-  double s = 0;
-  for (int64_t i = lo; i < hi; ++i) s += double(x[i]) * double(x[i]);
-  return s;
-}
-
 template <class T>
 TT_SIMD_CLONES void scale(T* x, int64_t lo, int64_t hi, T c) {
   for (int64_t i = lo; i < hi; ++i) x[i] *= c;
@@ -38,7 +30,8 @@ void norms(const py::sequence& arrays, py::array& out) {
   {
     py::gil_scoped_release nogil;
     for_each_tensor_chunk(sizes, 0, kElementGrain, [&](int64_t chunk, int64_t t, int64_t lo, int64_t hi) {
-      partial[chunk * n + t] = sum_of_squares(x.data[t], lo, hi);
+      // in double: a float32 gradient of a million elements keeps its digits
+      partial[chunk * n + t] = sum_in_double<true>(x.data[t] + lo, hi - lo);
     });
   }
   for (size_t t = 0; t < n; ++t) {

@@ -86,6 +86,7 @@ class Pool {
       for (int i = 0; i < n; ++i) task(i);
       return;
     }
+    regions_.fetch_add(1, std::memory_order_relaxed);
     Region r;
     r.task = &task;
     r.n = n;
@@ -201,6 +202,10 @@ class Pool {
   bool stopped_ = false;               // under sync_->m
   std::atomic<uint64_t> generation_{0};  // bumped when a region opens (or the pool stops)
   std::atomic<bool> busy_{false};        // a region is running
+  std::atomic<int64_t> regions_{0};      // regions split so far
+
+ public:
+  int64_t regions() const { return regions_.load(std::memory_order_relaxed); }
 };
 
 }  // namespace
@@ -215,5 +220,7 @@ void set_num_threads(int n) { g_threads.store(std::max(0, n), std::memory_order_
 void run_parallel(int n, const std::function<void(int)>& task) { Pool::get().run(n, task); }
 
 void shutdown_pool() { Pool::get().shutdown(); }
+
+int64_t parallel_regions() { return Pool::get().regions(); }
 
 }  // namespace tinytorch::cpu

@@ -22,6 +22,10 @@ void run_parallel(int n, const std::function<void(int)>& task);
 // Joins the pool's threads (at interpreter exit); later regions run on the caller.
 void shutdown_pool();
 
+// How many regions have been split over the pool so far (run_parallel calls with n > 1 that found it free):
+// lets a test see that a kernel shares its work, whichever threads end up taking the indices.
+int64_t parallel_regions();
+
 // Elementwise kernels split at this many elements per thread (ATen's GRAIN_SIZE): below it, waking a
 // thread costs more than it saves.
 constexpr int64_t kElementGrain = 1 << 15;

@@ -7,6 +7,7 @@ as fast without the call, so small tensors (and the per-op overhead of tiny ones
 """
 from __future__ import annotations
 
+import builtins
 import math
 
 import numpy as np
@@ -19,6 +20,7 @@ _ND = np.ndarray
 _F32, _F64 = np.dtype(np.float32), np.dtype(np.float64)
 
 ADD, SUB, MUL, DIV = 0, 1, 2, 3
+LERP, ADDCMUL, ADDCDIV = 0, 1, 2
 NEG, EXP, LOG, TANH, SIGMOID, RELU, SQRT, RSQRT, ABS, RECIPROCAL, SQUARE = range(11)
 
 
@@ -75,6 +77,23 @@ def unary(op: int, x):
     return out
 
 
+def ternary(op: int, a, b, c, w, out=None):
+    """lerp(a, b, w) (LERP; c unused), a + w * b * c (ADDCMUL), a + w * b / c (ADDCDIV) for arrays of one shape
+    and float dtype and a Python number w; `out` (optional) may be a itself, for the in-place forms."""
+    if not _big(a) or type(w) not in (float, int):
+        return None
+    for v in (b, c):
+        if type(v) is not _ND or v.dtype != a.dtype or v.shape != a.shape or not v.flags.c_contiguous:
+            return None
+    if out is None:
+        out = np.empty(a.shape, a.dtype)
+    elif (out is not a and np.may_share_memory(out, a)) or np.may_share_memory(out, b) or \
+            np.may_share_memory(out, c):
+        return None  # only an exact alias of a reads each element before it is written
+    _k.ternary(op, a, b, c, float(w), out)
+    return out
+
+
 def relu_backward(g, y):
     """g where y > 0 (ReLU's backward from its output)."""
     if not (_big(y) and type(g) is _ND and g.dtype == y.dtype and g.shape == y.shape and g.flags.c_contiguous):
@@ -85,16 +104,39 @@ def relu_backward(g, y):
 
 
 def where(cond, a, b):
-    """cond ? a : b for a bool condition and full-size or scalar a, b of one float dtype."""
-    big = a if type(a) is _ND and a.shape == cond.shape else b
-    if not (_big(big) and type(cond) is _ND and cond.dtype == np.bool_ and cond.shape == big.shape
-            and cond.flags.c_contiguous):
+    """cond ? a : b for full-size or scalar a, b of one float dtype and a bool condition of their shape or a
+    trailing broadcast of it (a (T, T) mask over (B, H, T, T) scores)."""
+    if type(cond) is not _ND or cond.dtype != np.bool_ or not cond.flags.c_contiguous:
+        return None
+    big = a if type(a) is _ND and a.size >= (b.size if type(b) is _ND else 1) else b
+    if not _big(big) or (cond.shape != big.shape and not _trailing(cond, big.shape)):
         return None
     x, y = _operand(a, big), _operand(b, big)
     if x is None or y is None or (x.shape != big.shape and x.size != 1) or (y.shape != big.shape and y.size != 1):
         return None
     out = np.empty(big.shape, big.dtype)
     _k.where(cond, x, y, out)
+    return out
+
+
+def concatenate(arrays, axis: int):
+    """np.concatenate(arrays, axis) for arrays of one dtype, each piece copied into place by the pool."""
+    first = arrays[0]
+    shape = list(first.shape)
+    shape[axis] = builtins.sum(x.shape[axis] for x in arrays)
+    if math.prod(shape) < MIN_SIZE or first.dtype.hasobject or \
+            any(type(x) is not _ND or x.dtype != first.dtype for x in arrays):
+        return None
+    out = np.empty(shape, first.dtype)
+    offset, index = 0, [slice(None)] * len(shape)
+    for x in arrays:
+        index[axis] = slice(offset, offset + x.shape[axis])
+        dst = out[tuple(index)]
+        if x.size >= MIN_SIZE:
+            _k.copy(x, dst)
+        else:
+            dst[...] = x
+        offset += x.shape[axis]
     return out
 
 
@@ -129,8 +171,9 @@ def fill(x, value) -> bool:
     return True
 
 
-def sum(x, axes, keepdims: bool):  # noqa: A001 - reduction.sum's counterpart
-    """x summed over `axes` (None: all), a block of consecutive dimensions; float32 accumulates in float64."""
+def sum(x, axes, keepdims: bool, norm: bool = False):  # noqa: A001 - reduction.sum's counterpart
+    """x summed over `axes` (None: all), a block of consecutive dimensions, or with `norm` its 2-norm over them;
+    float32 accumulates in float64."""
     if not _big(x):
         return None
     nd = x.ndim
@@ -146,5 +189,5 @@ def sum(x, axes, keepdims: bool):  # noqa: A001 - reduction.sum's counterpart
     kept = tuple(1 if i in axes else s for i, s in enumerate(shape)) if keepdims else \
         tuple(s for i, s in enumerate(shape) if i not in axes)
     out = np.empty(kept, x.dtype)
-    _k.sum(x, A, R, C, out)
+    _k.sum(x, A, R, C, out, norm)
     return out

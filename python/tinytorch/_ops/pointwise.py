@@ -5,6 +5,7 @@ own (higher-order gradients) and otherwise run as plain NumPy/CuPy work under no
 """
 from __future__ import annotations
 
+import builtins
 import math
 import operator
 
@@ -729,8 +730,32 @@ def masked_fill(a: Tensor, mask: Tensor, value) -> Tensor:
     return out
 
 
+def _fused3(op: int, a: Tensor, b, c, w, inplace: bool = False):
+    """lerp/addcmul/addcdiv in one pass on the pool (_cpu.ternary) when nothing is recorded and the operands are
+    large same-shape CPU arrays of one float dtype with a scalar weight; the result (a itself when `inplace`), or
+    None for the composite path."""
+    if not (isinstance(b, Tensor) and isinstance(c, Tensor)) or type(w) not in (float, int):
+        return None
+    if _grad_enabled() and (a._requires_grad or b._requires_grad or c._requires_grad):
+        return None
+    if inplace and not (type(a._data) is np.ndarray and a._data.flags.writeable):
+        return None
+    r = _cpu.ternary(op, a._data, b._data, c._data, w, out=a._data if inplace else None)
+    if r is None:
+        return None
+    if inplace:
+        a._bump_version()
+        return a
+    return _result(r)
+
+
 def lerp(a: Tensor, end, weight) -> Tensor:
-    """a + weight * (end - a)."""
+    """a + weight * (end - a), as ATen computes it: from `end` back when |weight| >= 0.5, so weight 1 gives end."""
+    r = _fused3(_cpu.LERP, a, end, end, weight)
+    if r is not None:
+        return r
+    if type(weight) in (float, int) and builtins.abs(weight) >= 0.5:
+        return end - (end - a) * (1 - weight)
     return a + (end - a) * weight
 
 
@@ -738,6 +763,9 @@ def addcmul(a: Tensor, t1: Tensor, t2: Tensor, *, value=1) -> Tensor:
     """a + value * t1 * t2."""
     if _autocast.active:
         return _autocast.dispatch("addcmul", addcmul, a, t1, t2, value=value)
+    r = _fused3(_cpu.ADDCMUL, a, t1, t2, value)
+    if r is not None:
+        return r
     return a + t1 * t2 * value if value != 1 else a + t1 * t2
 
 
@@ -745,6 +773,9 @@ def addcdiv(a: Tensor, t1: Tensor, t2: Tensor, *, value=1) -> Tensor:
     """a + value * t1 / t2."""
     if _autocast.active:
         return _autocast.dispatch("addcdiv", addcdiv, a, t1, t2, value=value)
+    r = _fused3(_cpu.ADDCDIV, a, t1, t2, value)
+    if r is not None:
+        return r
     return a + t1 / t2 * value if value != 1 else a + t1 / t2
 
 
@@ -1112,6 +1143,12 @@ def _inplace_call(a: Tensor, out_of_place, others) -> Tensor:
     return inplace_unary(a, out_of_place)
 
 
+def _fused3_(op: int, a: Tensor, b, c, w, out_of_place) -> Tensor:
+    """lerp_, addcmul_, addcdiv_: one pass into a's memory when _fused3 takes them, else out of place and back."""
+    r = _fused3(op, a, b, c, w, inplace=True)
+    return r if r is not None else _inplace_call(a, out_of_place, (b, c, w))
+
+
 def _inplace_of(fn):
     def op(a: Tensor, *args, **kwargs) -> Tensor:
         return _inplace_call(a, lambda s: fn(s, *args, **kwargs), args + tuple(kwargs.values()))
@@ -1134,9 +1171,11 @@ attach(
     reciprocal_=_inplace_of(reciprocal), square_=_inplace_of(square), clamp_=_inplace_of(clamp),
     clip_=_inplace_of(clamp), clamp_min_=_inplace_of(clamp_min), clamp_max_=_inplace_of(clamp_max),
     masked_fill_=lambda a, mask, value: _inplace_call(a, lambda s: masked_fill(s, mask, value), (value,)),
-    lerp_=lambda a, end, weight: _inplace_call(a, lambda s: lerp(s, end, weight), (end, weight)),
-    addcmul_=lambda a, t1, t2, value=1: _inplace_call(a, lambda s: addcmul(s, t1, t2, value=value), (t1, t2)),
-    addcdiv_=lambda a, t1, t2, value=1: _inplace_call(a, lambda s: addcdiv(s, t1, t2, value=value), (t1, t2)),
+    lerp_=lambda a, end, weight: _fused3_(_cpu.LERP, a, end, end, weight, lambda s: lerp(s, end, weight)),
+    addcmul_=lambda a, t1, t2, value=1: _fused3_(_cpu.ADDCMUL, a, t1, t2, value,
+                                                 lambda s: addcmul(s, t1, t2, value=value)),
+    addcdiv_=lambda a, t1, t2, value=1: _fused3_(_cpu.ADDCDIV, a, t1, t2, value,
+                                                 lambda s: addcdiv(s, t1, t2, value=value)),
     nan_to_num_=lambda a, nan=0.0, posinf=None, neginf=None: inplace_unary(
         a, lambda s: nan_to_num(s, nan, posinf, neginf)),
 )

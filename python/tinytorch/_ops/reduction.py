@@ -337,8 +337,11 @@ def norm(a: Tensor, p="fro", dim=None, keepdim: bool = False, dtype=None) -> Ten
 
 def _norm2(a: Tensor, axes, keepdim: bool) -> Tensor:
     x = float_data(a)
-    xw = _wide(x)
-    out = _result(np.sqrt((xw * xw).sum(axis=axes, keepdims=keepdim)).astype(x.dtype, copy=False))
+    r = _cpu.sum(x, axes, keepdim, norm=True) if type(x) is np.ndarray and x.size >= _cpu.MIN_SIZE else None
+    if r is None:
+        xw = _wide(x)
+        r = np.sqrt((xw * xw).sum(axis=axes, keepdims=keepdim)).astype(x.dtype, copy=False)
+    out = _result(r)
     if needs_grad(a):
         shape = x.shape
         out_alias = alias(out)

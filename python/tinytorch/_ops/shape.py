@@ -67,11 +67,26 @@ def view(a: Tensor, *shape) -> Tensor:
     return out
 
 
+def _reshaped(x, shape: tuple):
+    """x.reshape(shape); a copy that reshape must make of a large strided array (attention's heads merged back)
+    is made by the pool."""
+    if type(x) is np.ndarray and x.size >= _cpu.MIN_SIZE and not x.flags.c_contiguous:
+        try:
+            return x.reshape(shape, copy=False)  # a view when the strides allow it
+        except TypeError:  # NumPy < 2.1 has no copy argument
+            pass
+        except ValueError:
+            c = _cpu.copy(x)
+            if c is not None:
+                return c.reshape(shape)
+    return x.reshape(shape)
+
+
 def reshape(a: Tensor, *args, shape=None) -> Tensor:
     """New shape; a view when possible, else a copy (reshape(2, 3), reshape((2, 3)) or reshape(shape=...))."""
     x = a._data
     new = _infer(_shape_arg(args if shape is None else (shape,)), x.size, x.shape)
-    data = x.reshape(new)
+    data = _reshaped(x, new)
     out = _view_result(a, data) if _aliases(data, x) else _wrap(data)
     if a._requires_grad and _grad_enabled():
         old = x.shape
@@ -337,7 +352,9 @@ def cat(tensors, dim: int = 0) -> Tensor:
     from .._dtype import result_type
     dt = result_type(*parts).np
     xp = np if type(parts[0]._data) is np.ndarray else parts[0]._data.__array_namespace__()
-    out = _wrap(xp.concatenate([t._data.astype(dt, copy=False) for t in parts], axis=d))
+    arrays = [t._data.astype(dt, copy=False) for t in parts]
+    joined = _cpu.concatenate(arrays, d) if xp is np else None
+    out = _wrap(joined if joined is not None else xp.concatenate(arrays, axis=d))
     if needs_grad(*parts):
         sizes = [t._data.shape[d] for t in parts]
         dtypes = [t.dtype for t in parts]
@@ -424,8 +441,9 @@ def split(a: Tensor, split_size_or_sections, dim: int = 0) -> tuple:
             if joined is not None:
                 return _wrap(joined)
             xp = np if type(a._data) is np.ndarray else a._data.__array_namespace__()
-            return _wrap(xp.concatenate([g._data if g is not None else xp.zeros(shape, a._data.dtype)
-                                         for g, shape in zip(grads, shapes)], axis=d))
+            arrays = [g._data if g is not None else xp.zeros(shape, a._data.dtype) for g, shape in zip(grads, shapes)]
+            joined = _cpu.concatenate(arrays, d) if xp is np else None
+            return _wrap(joined if joined is not None else xp.concatenate(arrays, axis=d))
         record("SplitWithSizesBackward0" if not isinstance(split_size_or_sections, int) else "SplitBackward0",
                split_backward, out, (a,))
     return out
