@@ -249,6 +249,71 @@ def test_relu_backward_and_where(threads, dtype, n):
     assert np.array_equal(got.numpy(), np.where(cond, x, dtype(0)), equal_nan=True)
 
 
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+@pytest.mark.parametrize("n", SIZES)
+def test_silu_sigmoid_tanh_and_their_gradients_in_one_pass(threads, dtype, n):
+    x = _data(n, dtype) * 4
+    g = _data(n, dtype, 1, special=False)
+    x64, g64 = x.astype(np.float64), g.astype(np.float64)
+    with np.errstate(all="ignore"):
+        s = 1 / (1 + np.exp(-x64))
+        t = np.tanh(x64)
+        cases = {"silu": (x64 * s, g64 * s * (1 + x64 * (1 - s))), "sigmoid": (s, g64 * s * (1 - s)),
+                 "tanh": (t, g64 * (1 - t * t))}
+    for name, (want_y, want_g) in cases.items():
+        X = tinytorch.tensor(x, requires_grad=True)
+        with np.errstate(all="ignore"):  # below the kernels' size NumPy warns on inf * 0
+            Y = getattr(tinytorch.nn.functional, name)(X)
+            Y.backward(tinytorch.from_numpy(g))
+        for got, want in ((Y.detach().numpy(), want_y), (X.grad.numpy(), want_g)):
+            np.testing.assert_allclose(got, want.astype(dtype), rtol=8 * TOL[dtype], atol=8 * TOL[dtype],
+                                       equal_nan=True)
+
+
+def test_fused_activation_gradients_are_gradchecked_and_twice_differentiable(monkeypatch):
+    # The kernels take arrays from MIN_SIZE elements; lowered here so that gradcheck's full Jacobian stays small
+    # while forward and backward run through them. Under create_graph the backward is the composite.
+    monkeypatch.setattr(_cpu, "MIN_SIZE", 1)
+    x = tinytorch.tensor(np.random.default_rng(0).standard_normal((6, 7)) * 3, requires_grad=True)
+    for f in (tinytorch.nn.functional.silu, tinytorch.sigmoid, tinytorch.tanh):
+        assert tinytorch.autograd.gradcheck(f, (x,))
+        assert tinytorch.autograd.gradgradcheck(f, (x,))
+        (gx,) = tinytorch.autograd.grad(f(x).sum(), x, create_graph=True)
+        assert gx.grad_fn is not None
+
+
+def test_means_over_blocks_of_axes(threads):
+    x = _data(6 * GRAIN + 5, np.float32, special=False)
+    m = x[:6 * GRAIN].reshape(96, 16, 128)
+    M, m64 = tinytorch.from_numpy(m), m.astype(np.float64)
+    np.testing.assert_allclose(tinytorch.from_numpy(x).mean().item(), x.astype(np.float64).mean(), rtol=1e-6,
+                               atol=1e-7)
+    for dim in (None, 0, 2, (1, 2), (0, 1)):
+        for keepdim in (False, True):
+            got = M.mean(dim, keepdim=keepdim)
+            assert got.dtype == tinytorch.float32
+            np.testing.assert_allclose(got.numpy(), m64.mean(axis=dim, keepdims=keepdim), rtol=1e-6, atol=1e-7)
+    assert _regions(lambda: M.mean()) == (tinytorch.get_num_threads() > 1)
+
+
+@pytest.mark.parametrize("half", ["float16", "bfloat16"])
+def test_casts_to_and_from_half_precision_match_numpy_bit_for_bit(threads, half):
+    rng = np.random.default_rng(0)
+    n = 3 * GRAIN + 7
+    x = (rng.standard_normal(n) * np.exp(rng.uniform(-25, 25, n))).astype(np.float32)
+    x[:12] = [np.nan, -np.nan, np.inf, -np.inf, 0.0, -0.0, 65504, 65520, 1e-8, 6e-8, 3.4e38, -1e-45]
+    dt = getattr(tinytorch, half)
+    with np.errstate(all="ignore"):
+        want = x.astype(dt.np)
+    got = tinytorch.from_numpy(x).to(dt)
+    assert got.dtype is dt
+    nan = np.isnan(want.astype(np.float32))
+    assert np.array_equal(np.isnan(got.float().numpy()), nan)  # NaN stays NaN (its payload may differ)
+    assert np.array_equal(got.numpy().view(np.uint16)[~nan], want.view(np.uint16)[~nan])  # round to nearest even
+    assert np.array_equal(got.float().numpy(), want.astype(np.float32), equal_nan=True)
+    assert _regions(lambda: got.float()) == (threads > 1)
+
+
 @pytest.mark.parametrize("n", SIZES)
 def test_casts_copies_and_fills(threads, n):
     x = _data(n, np.float32)

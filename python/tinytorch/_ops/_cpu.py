@@ -21,7 +21,8 @@ _F32, _F64 = np.dtype(np.float32), np.dtype(np.float64)
 
 ADD, SUB, MUL, DIV = 0, 1, 2, 3
 LERP, ADDCMUL, ADDCDIV = 0, 1, 2
-NEG, EXP, LOG, TANH, SIGMOID, RELU, SQRT, RSQRT, ABS, RECIPROCAL, SQUARE = range(11)
+NEG, EXP, LOG, TANH, SIGMOID, RELU, SQRT, RSQRT, ABS, RECIPROCAL, SQUARE, SILU = range(12)
+SIGMOID_BACKWARD, TANH_BACKWARD, SILU_BACKWARD = range(3)
 
 
 def _big(x) -> bool:
@@ -69,7 +70,7 @@ def binary(op: int, x, y, out=None):
 
 
 def unary(op: int, x):
-    """f(x) for NEG, EXP, LOG, TANH, SIGMOID, RELU, SQRT, RSQRT, ABS, RECIPROCAL, SQUARE."""
+    """f(x) for NEG, EXP, LOG, TANH, SIGMOID, RELU, SQRT, RSQRT, ABS, RECIPROCAL, SQUARE, SILU."""
     if not _big(x):
         return None
     out = np.empty(x.shape, x.dtype)
@@ -91,6 +92,16 @@ def ternary(op: int, a, b, c, w, out=None):
             np.may_share_memory(out, c):
         return None  # only an exact alias of a reads each element before it is written
     _k.ternary(op, a, b, c, float(w), out)
+    return out
+
+
+def unary_backward(op: int, g, v):
+    """The input gradient of sigmoid or tanh from their output v (SIGMOID_BACKWARD, TANH_BACKWARD), of SiLU from
+    its input v (SILU_BACKWARD), for g of v's shape and dtype."""
+    if not (_big(v) and type(g) is _ND and g.dtype == v.dtype and g.shape == v.shape and g.flags.c_contiguous):
+        return None
+    out = np.empty(v.shape, v.dtype)
+    _k.unary_backward(op, g, v, out)
     return out
 
 
@@ -140,14 +151,29 @@ def concatenate(arrays, axis: int):
     return out
 
 
+def _half_kind(dtype):
+    """True for bfloat16, False for float16, None for any other dtype."""
+    return True if dtype.name == "bfloat16" else False if dtype == np.float16 else None
+
+
 def cast(x, dtype):
-    """x converted between float32 and float64."""
+    """x converted between float32 and float64, or between float32 and float16/bfloat16."""
     dtype = np.dtype(dtype)
-    if not _big(x) or dtype not in (_F32, _F64) or dtype == x.dtype:
+    if type(x) is not _ND or x.size < MIN_SIZE or not x.flags.c_contiguous or dtype == x.dtype:
         return None
-    out = np.empty(x.shape, dtype)
-    _k.cast(x, out)
-    return out
+    if x.dtype in (_F32, _F64) and dtype in (_F32, _F64):
+        out = np.empty(x.shape, dtype)
+        _k.cast(x, out)
+        return out
+    if x.dtype == _F32 and _half_kind(dtype) is not None:
+        out = np.empty(x.shape, dtype)
+        _k.cast_half(x, out.view(np.uint16), _half_kind(dtype))
+        return out
+    if dtype == _F32 and _half_kind(x.dtype) is not None:
+        out = np.empty(x.shape, dtype)
+        _k.cast_half(x.view(np.uint16), out, _half_kind(x.dtype))
+        return out
+    return None
 
 
 def copy(x, out=None):
@@ -171,9 +197,9 @@ def fill(x, value) -> bool:
     return True
 
 
-def sum(x, axes, keepdims: bool, norm: bool = False):  # noqa: A001 - reduction.sum's counterpart
-    """x summed over `axes` (None: all), a block of consecutive dimensions, or with `norm` its 2-norm over them;
-    float32 accumulates in float64."""
+def sum(x, axes, keepdims: bool, norm: bool = False, mean: bool = False):  # noqa: A001 - reduction.sum's
+    """x summed over `axes` (None: all), a block of consecutive dimensions, or with `norm` its 2-norm over them,
+    with `mean` its mean; float32 accumulates in float64."""
     if not _big(x):
         return None
     nd = x.ndim
@@ -189,5 +215,5 @@ def sum(x, axes, keepdims: bool, norm: bool = False):  # noqa: A001 - reduction.
     kept = tuple(1 if i in axes else s for i, s in enumerate(shape)) if keepdims else \
         tuple(s for i, s in enumerate(shape) if i not in axes)
     out = np.empty(kept, x.dtype)
-    _k.sum(x, A, R, C, out, norm)
+    _k.sum(x, A, R, C, out, norm, 1.0 / R if mean and R else 1.0)
     return out

@@ -805,13 +805,19 @@ def _sigmoid_array(x):
     return xp.where(x >= 0, 1 / (1 + e), e / (1 + e)).astype(x.dtype, copy=False)
 
 
-silu_op = _activation("silu", lambda x: x * _sigmoid_array(x),
-                      lambda g, x: _silu_grad(g, x))
+def _silu_array(x):
+    r = _cpu.unary(_cpu.SILU, x) if type(x) is np.ndarray and x.size >= _cpu.MIN_SIZE else None
+    return r if r is not None else x * _sigmoid_array(x)
 
 
 def _silu_grad(g, x):
-    s = x.sigmoid()
-    return g * s * (x * (1 - s) + 1)
+    def composite():
+        s = x.sigmoid()
+        return g * s * (x * (1 - s) + 1)
+    return _pw._fused_grad(_cpu.SILU_BACKWARD, g, x, composite)
+
+
+silu_op = _activation("silu", _silu_array, _silu_grad)
 
 
 def silu(input: Tensor, inplace: bool = False) -> Tensor:

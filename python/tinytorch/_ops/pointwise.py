@@ -512,7 +512,18 @@ acos = _unary("acos", np.arccos, lambda g, x, y: -g * (1 - x * x).rsqrt())
 atan = _unary("atan", np.arctan, lambda g, x, y: g / (x * x + 1))
 sinh = _unary("sinh", np.sinh, lambda g, x, y: g * x.cosh())
 cosh = _unary("cosh", np.cosh, lambda g, x, y: g * x.sinh())
-tanh = _unary("tanh", np.tanh, lambda g, x, y: g * (1 - y * y), uses="y", cpu_op=_cpu.TANH)
+def _fused_grad(op: int, g: Tensor, v: Tensor, composite):
+    """A unary op's input gradient in one pass (_cpu.unary_backward) when it need not be differentiable itself
+    (no create_graph) and the arrays suit the kernel; else the composite, made of tensor ops."""
+    if not _grad_enabled():
+        r = _cpu.unary_backward(op, g._data, v._data)
+        if r is not None:
+            return _result(r)
+    return composite()
+
+
+tanh = _unary("tanh", np.tanh, lambda g, x, y: _fused_grad(_cpu.TANH_BACKWARD, g, y, lambda: g * (1 - y * y)),
+              uses="y", cpu_op=_cpu.TANH)
 
 
 def _sigmoid_kernel(x):
@@ -521,7 +532,9 @@ def _sigmoid_kernel(x):
     return np.where(x >= 0, 1 / (1 + e), e / (1 + e)).astype(x.dtype, copy=False)
 
 
-sigmoid = _unary("sigmoid", _sigmoid_kernel, lambda g, x, y: g * y * (1 - y), uses="y", cpu_op=_cpu.SIGMOID)
+sigmoid = _unary("sigmoid", _sigmoid_kernel,
+                 lambda g, x, y: _fused_grad(_cpu.SIGMOID_BACKWARD, g, y, lambda: g * y * (1 - y)), uses="y",
+                 cpu_op=_cpu.SIGMOID)
 
 
 def _relu_kernel(x):

@@ -116,7 +116,8 @@ def mean(a: Tensor, dim=None, keepdim: bool = False, *, dtype=None) -> Tensor:
     x = a._data if dtype is None else a._data.astype(to_dtype(dtype).np)
     axes = _dims(dim, x.ndim)
     n = x.size if axes is None else math.prod([x.shape[i] for i in axes])
-    out = _result(_wide(x).mean(axis=axes, keepdims=keepdim).astype(x.dtype, copy=False))
+    r = _cpu.sum(x, axes, keepdim, mean=True) if type(x) is np.ndarray and x.size >= _cpu.MIN_SIZE else None
+    out = _result(r if r is not None else _wide(x).mean(axis=axes, keepdims=keepdim).astype(x.dtype, copy=False))
     if needs_grad(a):
         shape = x.shape
         record("MeanBackward0" if axes is None else "MeanBackward1",
