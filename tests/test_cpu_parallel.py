@@ -198,6 +198,61 @@ def test_norms_of_large_arrays_sum_in_float64(threads):
     assert tinytorch.from_numpy(y).norm().item() == np.inf
 
 
+def _group_norm_reference(x, G, w, b, g, eps=1e-5):
+    """GroupNorm and its gradients in float64 NumPy (the textbook formulas)."""
+    N, C = x.shape[:2]
+    xg = x.reshape(N, G, -1).astype(np.float64)
+    mu, var = xg.mean(-1, keepdims=True), xg.var(-1, keepdims=True)
+    xhat = ((xg - mu) / np.sqrt(var + eps)).reshape(x.shape)
+    aff = (1, C) + (1,) * (x.ndim - 2)
+    y = xhat * w.reshape(aff) + b.reshape(aff)
+    gw = (g * w.reshape(aff)).reshape(N, G, -1)
+    xh = xhat.reshape(N, G, -1)
+    dx = (gw - gw.mean(-1, keepdims=True) - xh * (gw * xh).mean(-1, keepdims=True)) / np.sqrt(var + eps)
+    axes = (0,) + tuple(range(2, x.ndim))
+    return y, dx.reshape(x.shape), (g * xhat).sum(axes), g.sum(axes)
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+@pytest.mark.parametrize("shape, groups", [((4, 64, 16, 16), 8), ((2, 6, 5, 2200), 3), ((3, 32, 1000), 32)])
+def test_group_norm_in_one_pass_per_sample_and_group(threads, dtype, shape, groups):
+    rng = np.random.default_rng(0)
+    x = (rng.standard_normal(shape) * 3 + 2).astype(dtype)
+    g = rng.standard_normal(shape).astype(dtype)
+    w, b = rng.standard_normal(shape[1]).astype(dtype), rng.standard_normal(shape[1]).astype(dtype)
+    X, W, B = (tinytorch.tensor(v, requires_grad=True) for v in (x, w, b))
+    out = [None]
+    assert _regions(lambda: out.__setitem__(0, tinytorch.nn.functional.group_norm(X, groups, W, B))) == (threads > 1)
+    assert out[0].grad_fn.name() == "NativeGroupNormBackward0"
+    out[0].backward(tinytorch.from_numpy(g))
+    want = _group_norm_reference(x, groups, w.astype(np.float64), b.astype(np.float64), g.astype(np.float64))
+    tol = 3e-5 if dtype is np.float32 else 1e-10
+    for got, ref in zip((out[0].detach().numpy(), X.grad.numpy(), W.grad.numpy(), B.grad.numpy()), want):
+        np.testing.assert_allclose(got, ref, rtol=tol, atol=tol * float(np.abs(ref).max()))
+    # without affine, and with only some inputs requiring a gradient
+    Xn = tinytorch.tensor(x, requires_grad=True)
+    tinytorch.nn.functional.group_norm(Xn, groups).backward(tinytorch.from_numpy(g))
+    ones, zeros = np.ones(shape[1]), np.zeros(shape[1])
+    np.testing.assert_allclose(Xn.grad.numpy(), _group_norm_reference(x, groups, ones, zeros, g.astype(np.float64))[1],
+                               rtol=tol, atol=tol * 10)
+    Wo = tinytorch.tensor(w, requires_grad=True)
+    tinytorch.nn.functional.group_norm(tinytorch.from_numpy(x), groups, Wo).backward(tinytorch.from_numpy(g))
+    np.testing.assert_allclose(Wo.grad.numpy(), want[2], rtol=tol, atol=tol * float(np.abs(want[2]).max()))
+
+
+def test_group_norm_kernel_gradcheck_and_double_backward(monkeypatch):
+    monkeypatch.setattr(_cpu, "MIN_SIZE", 1)  # small enough for gradcheck's full Jacobian, through the kernel
+    rng = np.random.default_rng(1)
+    x = tinytorch.tensor(rng.standard_normal((2, 6, 3, 2)) * 2 + 1, requires_grad=True)
+    w, b = (tinytorch.tensor(rng.standard_normal(6), requires_grad=True) for _ in range(2))
+    f = lambda a, ww, bb: tinytorch.nn.functional.group_norm(a, 3, ww, bb)  # noqa: E731
+    assert f(x, w, b).grad_fn.name() == "NativeGroupNormBackward0"
+    assert tinytorch.autograd.gradcheck(f, (x, w, b))
+    assert tinytorch.autograd.gradgradcheck(f, (x, w, b))
+    with pytest.raises(ValueError, match="multiple of G"):
+        _C._cpu.group_norm(np.ones(12), 2, 6, 4, None, None, 1e-5, np.empty(12), np.empty(8), np.empty(8))
+
+
 @pytest.mark.parametrize("dtype", [np.float32, np.float64])
 def test_in_place_ops_on_the_pool(threads, dtype):
     x, y = _data(200_003, dtype, 0), _data(200_003, dtype, 1)

@@ -7,9 +7,9 @@ namespace tinytorch {
 
 void init_cpu_kernels(pybind11::module_& m) {
   pybind11::module_ k = m.def_submodule(
-      "_cpu", "Fused CPU kernels (GELU, erf, softmax, cross entropy, LayerNorm, index_add, AdamW, foreach norm and "
-              "mul, conv2d, BatchNorm, max pooling, LSTM cell, attention, matrix products, elementwise ops and sums) "
-              "and CRC-32C");
+      "_cpu", "Fused CPU kernels (GELU, erf, softmax, cross entropy, LayerNorm, GroupNorm, index_add, AdamW, foreach "
+              "norm and mul, conv2d, BatchNorm, max pooling, LSTM cell, attention, matrix products, elementwise ops "
+              "and sums) and CRC-32C");
   k.def("set_num_threads", &cpu::set_num_threads, pybind11::arg("n"),
         "The intra-op thread count of every kernel here (0: one per core).");
   k.def("get_num_threads", &cpu::num_threads, "The intra-op thread count in effect.");
@@ -19,6 +19,7 @@ void init_cpu_kernels(pybind11::module_& m) {
   cpu::init_softmax(k);
   cpu::init_cross_entropy(k);
   cpu::init_layer_norm(k);
+  cpu::init_group_norm(k);
   cpu::init_index_add(k);
   cpu::init_adamw(k);
   cpu::init_foreach(k);

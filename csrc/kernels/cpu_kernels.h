@@ -202,6 +202,7 @@ void init_foreach(py::module_& m);
 void init_softmax(py::module_& m);
 void init_cross_entropy(py::module_& m);
 void init_layer_norm(py::module_& m);
+void init_group_norm(py::module_& m);
 void init_index_add(py::module_& m);
 void init_conv2d(py::module_& m);
 void init_conv2d_winograd(py::module_& m);

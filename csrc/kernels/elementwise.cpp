@@ -457,10 +457,12 @@ void init_elementwise(py::module_& m) {
     parallel_for(x.size(), kElementGrain, [&](int64_t b, int64_t e) {
       const float* f = static_cast<const float*>(xp);
       const uint16_t* h = static_cast<const uint16_t*>(xp);
+      uint16_t* to16 = static_cast<uint16_t*>(o);
+      float* to32 = static_cast<float*>(o);
       if (down) {
-        bf16 ? to_half_loop<true>(f, static_cast<uint16_t*>(o), b, e) : to_half_loop<false>(f, static_cast<uint16_t*>(o), b, e);
+        bf16 ? to_half_loop<true>(f, to16, b, e) : to_half_loop<false>(f, to16, b, e);
       } else {
-        bf16 ? from_half_loop<true>(h, static_cast<float*>(o), b, e) : from_half_loop<false>(h, static_cast<float*>(o), b, e);
+        bf16 ? from_half_loop<true>(h, to32, b, e) : from_half_loop<false>(h, to32, b, e);
       }
     });
   }, py::arg("x"), py::arg("out"), py::arg("bf16"),

@@ -13,6 +13,7 @@ import numpy as np
 from .. import _C, _threads
 from .._tensor import Tensor, _wrap
 from ._common import _grad_enabled, needs_grad, record
+from . import _cpu
 from .conv import _xp
 
 
@@ -299,16 +300,82 @@ def group_norm(input: Tensor, num_groups: int, weight: Tensor | None = None, bia
         if t is not None and (t._data.ndim != 1 or t._data.size != C):
             raise RuntimeError(f"Expected {name} to be a vector of size equal to the number of channels in input, "
                                f"but got {name} of shape {list(t._data.shape)} and input of shape {list(xd.shape)}")
-    xg = input.reshape(N, num_groups, -1)
+    arrays = [xd] + [t._data for t in (weight, bias) if t is not None]
+    if xd.size >= _cpu.MIN_SIZE and _fusable(*arrays):
+        return _group_norm_fused(input, num_groups, weight, bias, eps)
+    return _group_norm_composite(input, num_groups, weight, bias, eps)
+
+
+def _fusable(*arrays) -> bool:
+    """C-contiguous float32/float64 NumPy arrays of one dtype: what the fused CPU kernels take."""
+    first = arrays[0]
+    return first.dtype in (np.float32, np.float64) and all(
+        type(a) is np.ndarray and a.dtype == first.dtype and a.flags.c_contiguous for a in arrays)
+
+
+def _group_norm_composite(input: Tensor, G: int, weight, bias, eps: float) -> Tensor:
+    xd = input._data
+    xg = input.reshape(xd.shape[0], G, -1)
     mean = xg.mean(-1, keepdim=True)
     xc = xg - mean
     var = (xc * xc).mean(-1, keepdim=True)
     y = (xc * (var + eps).rsqrt()).reshape(xd.shape)
-    aff = (1, C) + (1,) * (xd.ndim - 2)
+    aff = (1, xd.shape[1]) + (1,) * (xd.ndim - 2)
     if weight is not None:
         y = y * weight.reshape(aff)
     if bias is not None:
         y = y + bias.reshape(aff)
+    return y
+
+
+def _group_norm_backward_composite(g: Tensor, input: Tensor, G: int, weight, bias, eps: float):
+    """GroupNorm's gradients (input, then weight and bias when given) with the statistics recomputed from the
+    input by tensor ops, so that create_graph sees how they depend on it."""
+    N, C = input.shape[0], input.shape[1]
+    xg, gg = input.reshape(N, G, C // G, -1), g.reshape(N, G, C // G, -1)
+    mu = xg.mean((2, 3), keepdim=True)
+    xc = xg - mu
+    rs = ((xc * xc).mean((2, 3), keepdim=True) + eps).rsqrt()
+    xhat = xc * rs
+    gw = gg * weight.reshape(1, G, C // G, 1) if weight is not None else gg
+    dx = rs * (gw - gw.mean((2, 3), keepdim=True) - xhat * (gw * xhat).mean((2, 3), keepdim=True))
+    grads = [dx.reshape(input.shape) if input._requires_grad else None]
+    if weight is not None:
+        grads.append((gg * xhat).sum((0, 3)).reshape(C) if weight._requires_grad else None)
+    if bias is not None:
+        grads.append(gg.sum((0, 3)).reshape(C) if bias._requires_grad else None)
+    return tuple(grads) if len(grads) > 1 else grads[0]
+
+
+def _group_norm_fused(input: Tensor, G: int, weight, bias, eps: float) -> Tensor:
+    """GroupNorm in one C++ pass per (sample, group) (csrc/kernels/group_norm.cpp), with PyTorch's
+    NativeGroupNormBackward0; under create_graph the backward is the composite's, so it is differentiable."""
+    x = input._data
+    N, C = x.shape[0], x.shape[1]
+    w = weight._data if weight is not None else None
+    b = bias._data if bias is not None else None
+    out = np.empty_like(x)
+    mean, rstd = np.empty(N * G, x.dtype), np.empty(N * G, x.dtype)
+    _C._cpu.group_norm(x, N, C, G, w, b, eps, out, mean, rstd)
+    y = _wrap(out)
+    if needs_grad(input, weight, bias):
+        def group_norm_backward(g):
+            if _grad_enabled():  # create_graph: the same gradients from tensor ops, themselves differentiable
+                return _group_norm_backward_composite(g, input, G, weight, bias, eps)
+            gd = np.ascontiguousarray(g._data, dtype=x.dtype)
+            dx = np.empty_like(x) if input._requires_grad else None
+            ds, db = np.empty((N, C), x.dtype), np.empty((N, C), x.dtype)
+            _C._cpu.group_norm_backward(gd, x, N, C, G, w, mean, rstd, dx, ds, db)
+            grads = [_wrap(dx) if dx is not None else None]
+            if weight is not None:
+                mu_c, rs_c = np.repeat(mean.reshape(N, G), C // G, 1), np.repeat(rstd.reshape(N, G), C // G, 1)
+                grads.append(_wrap(((ds - db * mu_c) * rs_c).sum(0).astype(x.dtype)) if weight._requires_grad
+                             else None)
+            if bias is not None:
+                grads.append(_wrap(db.sum(0).astype(x.dtype)) if bias._requires_grad else None)
+            return tuple(grads) if len(grads) > 1 else grads[0]
+        inputs = (input,) + tuple(t for t in (weight, bias) if t is not None)
+        record("NativeGroupNormBackward0", group_norm_backward, y, inputs)
     return y
 
 
