@@ -451,6 +451,36 @@ def test_masked_fill_with_a_broadcast_mask_cat_split_and_reshape_copies_on_the_p
     assert np.shares_memory(view.numpy(), s) and view._base is not None
 
 
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+def test_amax_amin_and_clamp_on_the_pool(threads, dtype):
+    rng = np.random.default_rng(0)
+    x = rng.standard_normal((40, 30, 70)).astype(dtype)
+    nan = x.copy()
+    nan[3, 7, 11], nan[10, :, 5] = np.nan, np.nan
+    for arr in (x, nan):
+        X = tinytorch.from_numpy(arr)
+        for dim in ((), 0, 2, (0, 1), (1, 2), -1):
+            axes = None if dim == () else dim
+            for keepdim in (False, True):
+                assert np.array_equal(X.amax(dim, keepdim=keepdim).numpy(), arr.max(axis=axes, keepdims=keepdim),
+                                      equal_nan=True)
+                assert np.array_equal(X.amin(dim, keepdim=keepdim).numpy(), arr.min(axis=axes, keepdims=keepdim),
+                                      equal_nan=True)
+        assert np.array_equal(X.max().numpy(), arr.max(), equal_nan=True)
+        with np.errstate(invalid="ignore"):
+            for lo, hi in ((-0.5, 0.5), (None, 0.2), (-0.1, None), (0.5, -0.5), (-math.inf, 1)):
+                want = np.minimum(np.maximum(arr, -np.inf if lo is None else lo), np.inf if hi is None else hi)
+                assert np.array_equal(X.clamp(lo, hi).numpy(), want.astype(dtype), equal_nan=True)
+    splits = int(threads > 1)
+    X = tinytorch.tensor(x, requires_grad=True)
+    assert _regions(lambda: X.amax(-1)) == splits and _regions(lambda: X.clamp(-1, 1)) == splits
+    X.amax(-1).sum().backward()  # the gradient goes to the maxima
+    assert np.array_equal(X.grad.numpy(), (x == x.max(-1, keepdims=True)).astype(dtype))
+    X.grad = None
+    X.clamp(-0.5, 0.5).sum().backward()
+    assert np.array_equal(X.grad.numpy(), ((x >= -0.5) & (x <= 0.5)).astype(dtype))
+
+
 def test_bias_gradient_sums_the_rows(threads):
     x = tinytorch.randn(4096, 32, requires_grad=True)
     b = tinytorch.randn(32, requires_grad=True)

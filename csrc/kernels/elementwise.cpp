@@ -302,6 +302,83 @@ void sum_op(const T* x, int64_t A, int64_t R, int64_t C, double scale, T* out) {
   }
 }
 
+// Maxima (kMax) or minima over the middle axis of a contiguous (A, R, C) array into out (A, C), NaN if the
+// reduced values hold one (as PyTorch's amax/amin): the NaN test is a separate integer accumulator of the bits,
+// so the compare-and-select loop vectorizes.
+template <bool kMax, class T>
+inline T pick(T a, T v) {
+  return kMax ? (v > a ? v : a) : (v < a ? v : a);
+}
+
+template <bool kMax, class T>
+TT_SIMD_CLONES T extremum_run(const T* __restrict x, int64_t n) {
+  T m = x[0];
+  Bits<T> nan = 0;
+  for (int64_t i = 0; i < n; ++i) {
+    m = pick<kMax>(m, x[i]);
+    nan |= Bits<T>(nan_of(x[i]));
+  }
+  return nan ? std::numeric_limits<T>::quiet_NaN() : m;
+}
+
+template <bool kMax, class T>
+TT_SIMD_CLONES void extremum_columns(const T* __restrict x, int64_t C, int64_t r0, int64_t r1, T* __restrict acc,
+                                     Bits<T>* __restrict nan) {
+  for (int64_t r = r0; r < r1; ++r) {
+    const T* row = x + r * C;
+    for (int64_t c = 0; c < C; ++c) {
+      acc[c] = pick<kMax>(acc[c], row[c]);
+      nan[c] |= Bits<T>(nan_of(row[c]));
+    }
+  }
+}
+
+template <bool kMax, class T>
+void extremum_op(const T* x, int64_t A, int64_t R, int64_t C, T* out) {
+  if (C == 1 && A >= num_threads()) {  // many rows: one result per row
+    parallel_for(A, std::max<int64_t>(1, kElementGrain / R), [&](int64_t a0, int64_t a1) {
+      for (int64_t a = a0; a < a1; ++a) out[a] = extremum_run<kMax>(x + a * R, R);
+    });
+    return;
+  }
+  // Few outputs: each chunk reduces its share of R into its own partial row (seeded with the share's first row).
+  const int64_t grain = std::max<int64_t>(1, kElementGrain / C);
+  const int64_t chunks = chunk_count(R, 0, grain);
+  std::vector<T> partial(chunks * A * C);
+  std::vector<Bits<T>> nans(chunks * A * C, 0);
+  parallel_chunks(R, 0, grain, [&](int64_t chunk, int64_t r0, int64_t r1) {
+    for (int64_t a = 0; a < A; ++a) {
+      T* acc = partial.data() + (chunk * A + a) * C;
+      Bits<T>* nan = nans.data() + (chunk * A + a) * C;
+      if (C == 1) {
+        acc[0] = extremum_run<kMax>(x + a * R + r0, r1 - r0);
+        continue;
+      }
+      std::memcpy(acc, x + (a * R + r0) * C, C * sizeof(T));
+      extremum_columns<kMax>(x + a * R * C, C, r0, r1, acc, nan);
+    }
+  });
+  for (int64_t i = 0; i < A * C; ++i) {
+    T m = partial[i];
+    bool nan = nans[i] != 0 || nan_of(m);
+    for (int64_t c = 1; c < chunks; ++c) {
+      m = pick<kMax>(m, partial[c * A * C + i]);
+      nan = nan || nans[c * A * C + i] != 0 || nan_of(partial[c * A * C + i]);
+    }
+    out[i] = nan ? std::numeric_limits<T>::quiet_NaN() : m;
+  }
+}
+
+// clamp(x, lo, hi) with scalar bounds (-inf / inf where absent): a NaN stays NaN, as in PyTorch.
+template <class T>
+TT_SIMD_CLONES void clamp_loop(const T* __restrict x, T lo, T hi, T* __restrict out, int64_t b, int64_t e) {
+  for (int64_t i = b; i < e; ++i) {
+    const T v = x[i];
+    const T m = v < lo ? lo : v;  // min(max(v, lo), hi): hi wins when lo > hi, as in PyTorch
+    out[i] = nan_of(v) ? v : (m > hi ? hi : m);
+  }
+}
+
 // The element count an operand of a binary op has: the output's, 1 (a scalar), or a period dividing it.
 int64_t operand_size(const py::array& a, int64_t n) {
   const int64_t s = a.size();
@@ -441,6 +518,35 @@ void init_elementwise(py::module_& m) {
     else if (from == Kind::f64 && to == Kind::f32) run(0.0, 0.f);
     else throw py::type_error("cast: expected float32 -> float64 or float64 -> float32");
   }, py::arg("x"), py::arg("out"), "out = x converted (float32 <-> float64).");
+  m.def("extremum", [](const py::array& x, int64_t A, int64_t R, int64_t C, py::array out, bool is_max) {
+    const Kind kind = kind_of(x, "extremum");
+    check({{&x, false}, {&out, true}}, kind, "extremum", -1);
+    if (A < 0 || R <= 0 || C < 0 || A * R * C != x.size() || out.size() != A * C) {
+      throw py::value_error("extremum: expected x of A*R*C elements (R > 0) and out of A*C");
+    }
+    auto run = [&](auto zero) {
+      using T = decltype(zero);
+      const T* xp = data_of<T>(x);
+      T* o = data_of<T>(out);
+      py::gil_scoped_release nogil;
+      is_max ? extremum_op<true>(xp, A, R, C, o) : extremum_op<false>(xp, A, R, C, o);
+    };
+    if (A * C > 0) kind == Kind::f32 ? run(0.f) : run(0.0);
+  }, py::arg("x"), py::arg("A"), py::arg("R"), py::arg("C"), py::arg("out"), py::arg("is_max"),
+     "out (A, C) = the maxima (is_max) or minima of x (A, R, C) over R; NaN where a reduced value is NaN.");
+  m.def("clamp", [](const py::array& x, double lo, double hi, py::array out) {
+    const Kind kind = kind_of(x, "clamp");
+    check({{&x, false}, {&out, true}}, kind, "clamp");
+    auto run = [&](auto zero) {
+      using T = decltype(zero);
+      const T* xp = data_of<T>(x);
+      T* o = data_of<T>(out);
+      py::gil_scoped_release nogil;
+      parallel_for(x.size(), kElementGrain, [&](int64_t b, int64_t e) { clamp_loop(xp, T(lo), T(hi), o, b, e); });
+    };
+    kind == Kind::f32 ? run(0.f) : run(0.0);
+  }, py::arg("x"), py::arg("lo"), py::arg("hi"), py::arg("out"),
+     "out = x clamped to [lo, hi] (pass -inf / inf for a missing bound); NaN stays NaN.");
   m.def("cast_half", [](const py::array& x, py::array out, bool bf16) {
     const bool down = py::isinstance<py::array_t<float>>(x);
     const bool ok = down ? py::isinstance<py::array_t<uint16_t>>(out)

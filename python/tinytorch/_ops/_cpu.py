@@ -197,9 +197,9 @@ def fill(x, value) -> bool:
     return True
 
 
-def sum(x, axes, keepdims: bool, norm: bool = False, mean: bool = False):  # noqa: A001 - reduction.sum's
-    """x summed over `axes` (None: all), a block of consecutive dimensions, or with `norm` its 2-norm over them,
-    with `mean` its mean; float32 accumulates in float64."""
+def _blocks(x, axes, keepdims: bool):
+    """(A, R, C, result shape) when `axes` (None: all) are one block of consecutive dimensions of a big array:
+    x seen as (A, R, C), reduced over R."""
     if not _big(x):
         return None
     nd = x.ndim
@@ -214,6 +214,36 @@ def sum(x, axes, keepdims: bool, norm: bool = False, mean: bool = False):  # noq
     C = math.prod(shape[axes[-1] + 1:])
     kept = tuple(1 if i in axes else s for i, s in enumerate(shape)) if keepdims else \
         tuple(s for i, s in enumerate(shape) if i not in axes)
+    return A, R, C, kept
+
+
+def sum(x, axes, keepdims: bool, norm: bool = False, mean: bool = False):  # noqa: A001 - reduction.sum's
+    """x summed over `axes` (None: all), a block of consecutive dimensions, or with `norm` its 2-norm over them,
+    with `mean` its mean; float32 accumulates in float64."""
+    b = _blocks(x, axes, keepdims)
+    if b is None:
+        return None
+    A, R, C, kept = b
     out = np.empty(kept, x.dtype)
     _k.sum(x, A, R, C, out, norm, 1.0 / R if mean and R else 1.0)
+    return out
+
+
+def extremum(x, axes, keepdims: bool, is_max: bool):
+    """amax (is_max) or amin of x over `axes` (None: all), a block of consecutive dimensions; NaN propagates."""
+    b = _blocks(x, axes, keepdims)
+    if b is None or b[1] == 0:
+        return None
+    A, R, C, kept = b
+    out = np.empty(kept, x.dtype)
+    _k.extremum(x, A, R, C, out, is_max)
+    return out
+
+
+def clamp(x, lo, hi):
+    """x clamped to [lo, hi] for Python-number bounds (None: absent); NaN stays NaN."""
+    if not _big(x) or any(v is not None and (type(v) not in (float, int) or v != v) for v in (lo, hi)):
+        return None
+    out = np.empty(x.shape, x.dtype)
+    _k.clamp(x, -math.inf if lo is None else float(lo), math.inf if hi is None else float(hi), out)
     return out

@@ -606,12 +606,14 @@ def clamp(a: Tensor, min=None, max=None) -> Tensor:
         lo = lo.astype(dt)
     if hi is not None and type(hi) is not float and type(hi) is not int and hi.dtype != dt:
         hi = hi.astype(dt)
-    y = x
+    y = _cpu.clamp(x, lo, hi) if type(x) is _ND and x.size >= _cpu.MIN_SIZE else None
     try:
-        if lo is not None:
-            y = np.maximum(y, lo)
-        if hi is not None:
-            y = np.minimum(y, hi)
+        if y is None:
+            y = x
+            if lo is not None:
+                y = np.maximum(y, lo)
+            if hi is not None:
+                y = np.minimum(y, hi)
     except ValueError:
         raise broadcast_error(a, min if lo is not None and np.ndim(lo) else max) from None
     out = _result(y)

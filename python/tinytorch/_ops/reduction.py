@@ -189,8 +189,12 @@ def _reduce_extremum(a: Tensor, axes, keepdim: bool, kernel, name: str) -> Tenso
         for ax in axes:
             if x.shape[ax] == 0:
                 raise IndexError(f"{name.lower()}(): Expected reduction dim {ax} to have non-zero size.")
-    out = _result(np.asarray(kernel(x, axis=axes, keepdims=keepdim)) if type(x) is np.ndarray
-                else kernel(x, axis=axes, keepdims=keepdim))
+    r = _cpu.extremum(x, axes, keepdim, kernel is np.max) if type(x) is np.ndarray and \
+        x.size >= _cpu.MIN_SIZE and (kernel is np.max or kernel is np.min) else None
+    if r is None:
+        r = np.asarray(kernel(x, axis=axes, keepdims=keepdim)) if type(x) is np.ndarray else \
+            kernel(x, axis=axes, keepdims=keepdim)
+    out = _result(r)
     if needs_grad(a):
         shape = x.shape
         out_alias = alias(out)
