@@ -65,7 +65,7 @@ def run(threads: int, reps: int, numel: int) -> dict:
     tinytorch's regions."""
     libs = libraries(threads)
     ops = {name: cases(lib, numel) for name, lib in libs.items()}
-    counter = libs["tinytorch"]._C._cpu.parallel_regions
+    counter = getattr(libs["tinytorch"]._C._cpu, "parallel_regions", lambda: -1)  # -1: a build without it
     rows = {}
     for op in ops["tinytorch"]:
         for fns in ops.values():
@@ -76,7 +76,9 @@ def run(threads: int, reps: int, numel: int) -> dict:
         times = {name: [] for name in ops}
         for _ in range(2):
             for name, fns in ops.items():
-                fns[op]()  # a call first, so that this library's threads are the ones awake
+                until = time.perf_counter() + 0.01  # 10 ms of calls first: the other library's threads sleep by then
+                while time.perf_counter() < until:
+                    fns[op]()
                 for _ in range(reps):
                     t0 = time.perf_counter()
                     fns[op]()
