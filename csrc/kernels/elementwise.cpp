@@ -10,6 +10,11 @@
 #include <cstring>
 #include <limits>
 
+#if defined(__x86_64__) && defined(__GNUC__)
+#include <immintrin.h>
+#define TT_F16C 1
+#endif
+
 #include "kernels/cpu_kernels.h"
 
 namespace tinytorch::cpu {
@@ -260,6 +265,34 @@ TT_SIMD_CLONES void to_half_loop(const float* __restrict x, uint16_t* __restrict
     }
   }
 }
+
+#ifdef TT_F16C
+// float16 through F16C's 8-lane conversions (every x86-64-v3 CPU): GCC converts _Float16 one element at a time.
+__attribute__((target("avx,f16c"))) void to_f16_f16c(const float* x, uint16_t* y, int64_t b, int64_t e) {
+  int64_t i = b;
+  for (; i + 8 <= e; i += 8) {
+    const __m128i h = _mm256_cvtps_ph(_mm256_loadu_ps(x + i), _MM_FROUND_TO_NEAREST_INT);
+    _mm_storeu_si128(reinterpret_cast<__m128i*>(y + i), h);
+  }
+  for (; i < e; ++i) y[i] = _cvtss_sh(x[i], _MM_FROUND_TO_NEAREST_INT);
+}
+
+__attribute__((target("avx,f16c"))) void from_f16_f16c(const uint16_t* x, float* y, int64_t b, int64_t e) {
+  int64_t i = b;
+  for (; i + 8 <= e; i += 8) {
+    _mm256_storeu_ps(y + i, _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(x + i))));
+  }
+  for (; i < e; ++i) y[i] = _cvtsh_ss(x[i]);
+}
+
+bool has_f16c() {
+  static const bool yes = [] {
+    __builtin_cpu_init();  // this may run before libgcc's own initialiser in a library loaded late
+    return __builtin_cpu_supports("f16c") && __builtin_cpu_supports("avx");
+  }();
+  return yes;
+}
+#endif
 
 template <bool kBf16>
 TT_SIMD_CLONES void from_half_loop(const uint16_t* __restrict x, float* __restrict y, int64_t b, int64_t e) {
@@ -581,6 +614,12 @@ void init_elementwise(py::module_& m) {
       const uint16_t* h = static_cast<const uint16_t*>(xp);
       uint16_t* to16 = static_cast<uint16_t*>(o);
       float* to32 = static_cast<float*>(o);
+#ifdef TT_F16C
+      if (!bf16 && has_f16c()) {
+        down ? to_f16_f16c(f, to16, b, e) : from_f16_f16c(h, to32, b, e);
+        return;
+      }
+#endif
       if (down) {
         bf16 ? to_half_loop<true>(f, to16, b, e) : to_half_loop<false>(f, to16, b, e);
       } else {
