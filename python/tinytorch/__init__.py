@@ -30,6 +30,7 @@ from .autograd.grad_mode import (enable_grad, inference_mode, is_grad_enabled, i
                                  set_grad_enabled)
 from . import autograd, cuda, utils  # noqa: E402
 from . import nn, optim  # noqa: E402
+from . import linalg  # noqa: E402  (torch.linalg's norms)
 from . import accelerator  # noqa: E402  (device-generic: torch.accelerator)
 from .serialization import load, save  # noqa: E402
 from .storage import TypedStorage, UntypedStorage  # noqa: E402

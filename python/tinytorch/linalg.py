@@ -1,0 +1,106 @@
+"""torch.linalg's norms: vector_norm, matrix_norm and norm, with PyTorch's arguments, defaults and errors.
+
+Each is made of differentiable ops (the 2-norm is one kernel, `Tensor.norm`), so gradients follow. The matrix
+norms that need singular values (ord 2, -2 and 'nuc') raise: tinytorch has no SVD.
+"""
+from __future__ import annotations
+
+import math
+from typing import Optional, Sequence, Union
+
+from ._ops._common import _short
+from ._tensor import Tensor, _wrap_dim
+
+__all__ = ["vector_norm", "matrix_norm", "norm"]
+
+Dim = Union[int, Sequence[int], None]
+
+
+def _float_input(x: Tensor, dtype, what: str) -> Tensor:
+    if dtype is not None:
+        x = x.to(dtype)
+    if not (x.dtype.is_floating_point or x.dtype.is_complex):
+        raise RuntimeError(f"linalg.{what}: Expected a floating point or complex tensor as input. Got "
+                           f"{_short(x.dtype.np)}")
+    return x
+
+
+def vector_norm(x: Tensor, ord: float = 2, dim: Dim = None, keepdim: bool = False, *, dtype=None,
+                out=None) -> Tensor:
+    """The vector ord-norm of x over dim (all of x when None): ord inf, -inf, 0, or any other real number."""
+    if isinstance(ord, str):
+        raise RuntimeError(f"linalg.vector_norm: ord must be a number, got {ord!r}")
+    x = _float_input(x, dtype, "vector_norm")
+    if isinstance(dim, (list, tuple)) and len(dim) == 0:
+        dim = None
+    ord = float(ord)
+    if x.numel() == 0 and (ord < 0 or ord == math.inf):
+        raise RuntimeError(f"linalg.vector_norm cannot compute the {ord:g} norm on an empty tensor because the "
+                           "operation does not have an identity")
+    if ord >= 0 or ord == -math.inf:
+        r = x.norm(ord, dim, keepdim)
+    else:  # negative: (sum |x|^ord)^(1/ord), 0 where an element is 0
+        r = x.abs().pow(ord).sum(dim if dim is not None else (), keepdim).pow(1.0 / ord)
+    if out is not None:
+        return out.copy_(r)
+    return r
+
+
+def _matrix_dims(x: Tensor, dim) -> tuple:
+    if not isinstance(dim, (list, tuple)) or len(dim) != 2:
+        raise RuntimeError(f"linalg.matrix_norm: dim must be a 2-tuple. Got {dim}")
+    if x.ndim < 2:
+        raise RuntimeError("linalg.matrix_norm: The input tensor A must have at least 2 dimensions.")
+    d0, d1 = (_wrap_dim(d, x.ndim) for d in dim)
+    if d0 == d1:
+        raise RuntimeError(f"linalg.matrix_norm: dims must be different. Got ({dim[0]}, {dim[1]})")
+    return d0, d1
+
+
+def matrix_norm(A: Tensor, ord: Union[str, float] = "fro", dim: Sequence[int] = (-2, -1), keepdim: bool = False,
+                *, dtype=None, out=None) -> Tensor:
+    """The matrix norm of A over the two dims: 'fro', or ord inf / -inf (max / min row sum of |A|) and 1 / -1
+    (max / min column sum). ord 2, -2 and 'nuc' need singular values, which tinytorch does not compute."""
+    A = _float_input(A, dtype, "matrix_norm")
+    d0, d1 = _matrix_dims(A, dim)
+    if ord == "fro":
+        r = A.norm(2, (d0, d1), keepdim)
+    elif ord in ("nuc", 2, -2, 2.0, -2.0):
+        raise RuntimeError(f"linalg.matrix_norm: ord={ord!r} needs the singular values of A, and tinytorch has "
+                           "no SVD; 'fro', inf, -inf, 1 and -1 are supported")
+    elif ord in (math.inf, -math.inf, 1, -1):
+        # inf: the largest sum of |a| along a row (over d1), then over rows (d0); 1: along columns.
+        inner, outer = (d1, d0) if math.isinf(ord) else (d0, d1)
+        sums = A.abs().sum(inner, keepdim=True)
+        r = sums.amax(outer, keepdim=True) if ord > 0 else sums.amin(outer, keepdim=True)
+        if not keepdim:
+            r = r.squeeze(max(d0, d1)).squeeze(min(d0, d1))
+    else:
+        raise RuntimeError(f"linalg.matrix_norm: Order {ord} not supported.")
+    if out is not None:
+        return out.copy_(r)
+    return r
+
+
+def norm(A: Tensor, ord: Optional[Union[str, float]] = None, dim: Dim = None, keepdim: bool = False, *,
+         dtype=None, out=None) -> Tensor:
+    """torch.linalg.norm: a vector norm over one dim (or of 1-D input), a matrix norm over two (or of 2-D
+    input); with ord and dim both None, the 2-norm of A flattened."""
+    if isinstance(dim, int):
+        dim = (dim,)
+    if ord is None:
+        if dim is None or len(dim) == 1:
+            return vector_norm(A, 2, dim, keepdim, dtype=dtype, out=out)
+        return matrix_norm(A, "fro", dim, keepdim, dtype=dtype, out=out)
+    if dim is None:
+        if A.ndim not in (1, 2):
+            raise RuntimeError(f"linalg.norm: If dim is not specified but ord is, the input must be 1D or 2D. "
+                               f"Got {A.ndim}D.")
+        dim = tuple(range(A.ndim))
+    if len(dim) == 1:
+        if isinstance(ord, str):
+            raise RuntimeError(f"linalg.norm: If dim is specified, it must be of length 2. Got {list(dim)}")
+        return vector_norm(A, ord, dim, keepdim, dtype=dtype, out=out)
+    if len(dim) == 2:
+        return matrix_norm(A, ord, dim, keepdim, dtype=dtype, out=out)
+    raise RuntimeError(f"linalg.norm: If dim is specified, it must be of length 1 or 2. Got {list(dim)}")
