@@ -14,6 +14,9 @@
 #include <immintrin.h>
 #define TT_F16C 1
 #endif
+#if defined(__FLT16_MAX__)  // the compiler has _Float16 (GCC 12+ on x86-64, GCC 11 does not)
+#define TT_FLOAT16 1
+#endif
 
 #include "kernels/cpu_kernels.h"
 
@@ -260,8 +263,10 @@ TT_SIMD_CLONES void to_half_loop(const float* __restrict x, uint16_t* __restrict
     if constexpr (kBf16) {
       y[i] = bf16_of(x[i]);
     } else {
+#ifdef TT_FLOAT16
       const _Float16 h = _Float16(x[i]);
       std::memcpy(y + i, &h, sizeof h);
+#endif
     }
   }
 }
@@ -292,7 +297,18 @@ bool has_f16c() {
   }();
   return yes;
 }
+#else
+bool has_f16c() { return false; }
 #endif
+
+// Whether cast_half converts float16 here (F16C, or the compiler's _Float16); bfloat16 it always does.
+bool float16_casts() {
+#ifdef TT_FLOAT16
+  return true;
+#else
+  return has_f16c();
+#endif
+}
 
 template <bool kBf16>
 TT_SIMD_CLONES void from_half_loop(const uint16_t* __restrict x, float* __restrict y, int64_t b, int64_t e) {
@@ -301,9 +317,11 @@ TT_SIMD_CLONES void from_half_loop(const uint16_t* __restrict x, float* __restri
       const uint32_t bits = uint32_t(x[i]) << 16;
       std::memcpy(y + i, &bits, sizeof bits);
     } else {
+#ifdef TT_FLOAT16
       _Float16 h;
       std::memcpy(&h, x + i, sizeof h);
       y[i] = float(h);
+#endif
     }
   }
 }
@@ -602,6 +620,7 @@ void init_elementwise(py::module_& m) {
                          : py::isinstance<py::array_t<uint16_t>>(x) && py::isinstance<py::array_t<float>>(out);
     if (!ok) throw py::type_error("cast_half: expected float32 -> uint16 bits or uint16 bits -> float32");
     if (x.size() != out.size()) throw py::value_error("cast_half: x and out must have the same size");
+    if (!bf16 && !float16_casts()) throw py::type_error("cast_half: float16 needs F16C or a compiler with _Float16");
     for (const py::array* a : std::initializer_list<const py::array*>{&x, &out}) {
       if (!(a->flags() & py::array::c_style)) throw py::value_error("cast_half: arrays must be C-contiguous");
     }
@@ -628,6 +647,7 @@ void init_elementwise(py::module_& m) {
     });
   }, py::arg("x"), py::arg("out"), py::arg("bf16"),
      "out = x converted float32 -> float16/bfloat16 (out: their bits as uint16) or back (x: the bits).");
+  m.attr("float16_casts") = float16_casts();
   m.def("copy", [](const py::array& x, py::array out) {
     if (!x.dtype().equal(out.dtype()) || x.ndim() != out.ndim() || !out.writeable()) {
       throw py::value_error("copy: expected a writeable output of x's dtype and shape");

@@ -152,8 +152,8 @@ def concatenate(arrays, axis: int):
 
 
 def _half_kind(dtype):
-    """True for bfloat16, False for float16, None for any other dtype."""
-    return True if dtype.name == "bfloat16" else False if dtype == np.float16 else None
+    """True for bfloat16, False for float16 (where the kernel converts it), None otherwise."""
+    return True if dtype.name == "bfloat16" else False if dtype == np.float16 and _k.float16_casts else None
 
 
 def cast(x, dtype):

@@ -292,7 +292,7 @@ def group_norm(input: Tensor, num_groups: int, weight: Tensor | None = None, bia
     xd = input._data
     if xd.ndim < 2:
         raise RuntimeError(f"Expected at least 2 dimensions for input tensor but received {xd.ndim}")
-    N, C = xd.shape[0], xd.shape[1]
+    C = xd.shape[1]
     if C % num_groups:
         raise RuntimeError(f"Expected number of channels in input to be divisible by num_groups, but got input of "
                            f"shape {list(xd.shape)} and num_groups={num_groups}")

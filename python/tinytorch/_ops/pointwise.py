@@ -512,6 +512,8 @@ acos = _unary("acos", np.arccos, lambda g, x, y: -g * (1 - x * x).rsqrt())
 atan = _unary("atan", np.arctan, lambda g, x, y: g / (x * x + 1))
 sinh = _unary("sinh", np.sinh, lambda g, x, y: g * x.cosh())
 cosh = _unary("cosh", np.cosh, lambda g, x, y: g * x.sinh())
+
+
 def _fused_grad(op: int, g: Tensor, v: Tensor, composite):
     """A unary op's input gradient in one pass (_cpu.unary_backward) when it need not be differentiable itself
     (no create_graph) and the arrays suit the kernel; else the composite, made of tensor ops."""
