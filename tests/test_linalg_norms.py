@@ -89,3 +89,10 @@ def test_norms_match_pytorch():
     for f in (lambda L, X: L.linalg.vector_norm(X, 2.5, (0, 2), True), lambda L, X: L.linalg.matrix_norm(X, -1),
               lambda L, X: L.linalg.norm(X[1], math.inf), lambda L, X: L.linalg.norm(X, dim=(2, 0))):
         np.testing.assert_allclose(f(tinytorch, T).numpy(), f(torch, P).numpy(), rtol=1e-12)
+
+
+def test_inf_norm_over_a_nonempty_dim_of_an_empty_tensor_is_empty():
+    x = tinytorch.empty(0, 3)
+    assert tinytorch.linalg.vector_norm(x, math.inf, dim=1).shape == (0,)  # no rows, nothing reduced over nothing
+    with pytest.raises(RuntimeError, match="does not have an identity"):
+        tinytorch.linalg.vector_norm(x, math.inf, dim=0)

@@ -446,6 +446,16 @@ TT_SIMD_CLONES void clamp_loop(const T* __restrict x, T lo, T hi, T* __restrict 
   }
 }
 
+// The checks of a reduction of x seen as (A, R, C) over R into out (A, C).
+Kind check_blocks(const py::array& x, int64_t A, int64_t R, int64_t C, const py::array& out, const char* what) {
+  const Kind kind = kind_of(x, what);
+  check({{&x, false}, {&out, true}}, kind, what, -1);
+  if (A < 0 || R < 0 || C < 0 || A * R * C != x.size() || out.size() != A * C) {
+    throw py::value_error(std::string(what) + ": expected x of A*R*C elements and out of A*C");
+  }
+  return kind;
+}
+
 // The element count an operand of a binary op has: the output's, 1 (a scalar), or a period dividing it.
 int64_t operand_size(const py::array& a, int64_t n) {
   const int64_t s = a.size();
@@ -586,11 +596,8 @@ void init_elementwise(py::module_& m) {
     else throw py::type_error("cast: expected float32 -> float64 or float64 -> float32");
   }, py::arg("x"), py::arg("out"), "out = x converted (float32 <-> float64).");
   m.def("extremum", [](const py::array& x, int64_t A, int64_t R, int64_t C, py::array out, bool is_max) {
-    const Kind kind = kind_of(x, "extremum");
-    check({{&x, false}, {&out, true}}, kind, "extremum", -1);
-    if (A < 0 || R <= 0 || C < 0 || A * R * C != x.size() || out.size() != A * C) {
-      throw py::value_error("extremum: expected x of A*R*C elements (R > 0) and out of A*C");
-    }
+    const Kind kind = check_blocks(x, A, R, C, out, "extremum");
+    if (R == 0) throw py::value_error("extremum: expected R > 0 (a maximum of nothing)");
     auto run = [&](auto zero) {
       using T = decltype(zero);
       const T* xp = data_of<T>(x);
@@ -699,11 +706,7 @@ void init_elementwise(py::module_& m) {
     kind == Kind::f32 ? run(0.f) : run(0.0);
   }, py::arg("out"), py::arg("value"), "out[...] = value.");
   m.def("sum", [](const py::array& x, int64_t A, int64_t R, int64_t C, py::array out, bool norm, double scale) {
-    const Kind kind = kind_of(x, "sum");
-    check({{&x, false}, {&out, true}}, kind, "sum", -1);
-    if (A < 0 || R < 0 || C < 0 || A * R * C != x.size() || out.size() != A * C) {
-      throw py::value_error("sum: expected x of A*R*C elements and out of A*C");
-    }
+    const Kind kind = check_blocks(x, A, R, C, out, "sum");
     auto run = [&](auto zero) {
       using T = decltype(zero);
       const T* xp = data_of<T>(x);

@@ -34,7 +34,8 @@ def vector_norm(x: Tensor, ord: float = 2, dim: Dim = None, keepdim: bool = Fals
     if isinstance(dim, (list, tuple)) and len(dim) == 0:
         dim = None
     ord = float(ord)
-    if x.numel() == 0 and (ord < 0 or ord == math.inf):
+    dims = range(x.ndim) if dim is None else [dim] if isinstance(dim, int) else dim
+    if (ord < 0 or ord == math.inf) and any(x.shape[d] == 0 for d in dims):  # reducing over nothing
         raise RuntimeError(f"linalg.vector_norm cannot compute the {ord:g} norm on an empty tensor because the "
                            "operation does not have an identity")
     if ord >= 0 or ord == -math.inf:
