@@ -1,4 +1,4 @@
-"""Everyday elementwise ops, reductions, norms and casts on a million float32 elements, tinytorch beside PyTorch,
+"""Everyday elementwise ops, reductions, norms, casts, scans and gathers on a million float32 elements, tinytorch beside PyTorch,
 at each --threads count: the ops real programs call between their matrix products (activations and their
 backward, normalisation layers, masked fills, clamps, means, casts for mixed precision, optimizer updates). The
 two libraries take turns in blocks of --reps calls, twice each, so both see the same machine (not call by call:
@@ -34,6 +34,7 @@ def cases(torch, numel: int) -> Dict[str, Callable[[], object]]:
     gn, ln = torch.nn.GroupNorm(8, 64), torch.nn.LayerNorm(shape[2])
     parts = [torch.from_numpy(a[..., i::3].copy()) for i in range(3)]
     heads = torch.from_numpy(a.reshape(32, 128, -1, 16).copy()).transpose(1, 2)
+    picks = torch.from_numpy(rng.integers(0, shape[2], shape))
     return {
         "add": lambda: x + g,
         "mul by scalar": lambda: g * 0.5,
@@ -57,6 +58,8 @@ def cases(torch, numel: int) -> Dict[str, Callable[[], object]]:
         "reshape of heads (copy)": lambda: heads.reshape(32, -1, 128),
         "to(bfloat16)": lambda: x.to(torch.bfloat16),
         "to(float16)": lambda: x.to(torch.float16),
+        "cumsum(-1) fwd+bwd": lambda: xg.cumsum(-1).backward(g),
+        "gather(-1) fwd+bwd": lambda: xg.gather(-1, picks).backward(g),
     }
 
 

@@ -805,3 +805,155 @@ def test_fused_attention_matches_pytorch(threads):
         out[lib.__name__] = [y.detach().numpy()] + [t.grad.numpy() for t in (q, k, v)]
     for a, b in zip(out["tinytorch"], out["torch"]):
         np.testing.assert_allclose(a, b, rtol=1e-4, atol=1e-5)
+
+
+# ------------------------------------------------------------------ scans and gathers
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+@pytest.mark.parametrize("shape, dim", [((64, 2048), -1), ((64, 2048), 0), ((8, 300, 40), 1), ((70_000,), 0)])
+def test_cumsum_and_its_backward_scan_in_float64(threads, dtype, shape, dim):
+    rng = np.random.default_rng(1)
+    x = rng.standard_normal(shape).astype(dtype) + 0.25  # a drift: float32 running sums lose digits as they grow
+    X = tinytorch.from_numpy(x).requires_grad_()
+    want = np.cumsum(x.astype(np.float64), axis=dim)
+    got = X.cumsum(dim)
+    assert got.dtype == X.dtype
+    np.testing.assert_allclose(got.detach().numpy(), want.astype(dtype), rtol=TOL[dtype], atol=TOL[dtype])
+    g = rng.standard_normal(shape).astype(dtype)
+    got.backward(tinytorch.from_numpy(g))
+    rev = np.flip(np.cumsum(np.flip(g.astype(np.float64), dim), axis=dim), dim)
+    np.testing.assert_allclose(X.grad.numpy(), rev.astype(dtype), rtol=TOL[dtype], atol=TOL[dtype])
+    # rows of scans (or blocks of columns scanned together) split over the pool; one long scan cannot be
+    assert _regions(lambda: X.detach().cumsum(dim)) == (threads > 1 and len(shape) > 1)
+
+
+def test_a_long_float32_cumsum_is_rounded_once_from_float64_sums():
+    x = np.full(1 << 20, 0.1, np.float32)
+    exact = np.cumsum(x.astype(np.float64))
+    got = tinytorch.from_numpy(x).cumsum(0).numpy()
+    np.testing.assert_array_equal(got, exact.astype(np.float32))  # PyTorch's CPU cumsum sums float32 in double
+    assert abs(float(np.cumsum(x)[-1]) - exact[-1]) > 100 * abs(float(got[-1]) - exact[-1])  # float32 sums drift
+
+
+def test_cumsum_kernel_gradcheck_and_double_backward(monkeypatch):
+    monkeypatch.setattr(_cpu, "MIN_SIZE", 1)
+    x = tinytorch.tensor(np.random.default_rng(0).standard_normal((3, 5, 4)), requires_grad=True)
+    for dim in (0, 1, 2):
+        assert tinytorch.autograd.gradcheck(lambda t: t.cumsum(dim), (x,))
+        assert tinytorch.autograd.gradgradcheck(lambda t: t.cumsum(dim), (x,))
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64, np.int64, np.int32])
+@pytest.mark.parametrize("dim", [0, 1, 2])
+def test_gather_and_its_scatter_add_backward_on_the_pool(threads, dtype, dim):
+    rng = np.random.default_rng(2)
+    base = rng.standard_normal((24, 40, 160)) * 100
+    x = base.astype(dtype)
+    shape = [24, 40, 160]
+    shape[dim] = 96  # more picks than the dimension has: repeats, which the backward must add up
+    idx = rng.integers(0, x.shape[dim], shape)
+    X, I = tinytorch.from_numpy(x), tinytorch.from_numpy(idx)
+    got = X.gather(dim, I)
+    np.testing.assert_array_equal(got.numpy(), np.take_along_axis(x, idx, dim))
+    if dtype in (np.float32, np.float64):
+        Xg = tinytorch.from_numpy(x.copy()).requires_grad_()
+        g = rng.standard_normal(shape).astype(dtype)
+        Xg.gather(dim, I).backward(tinytorch.from_numpy(g))
+        want = np.zeros(x.shape, np.float64)
+        np.add.at(want, tuple(idx if d == dim else np.arange(shape[d]).reshape([-1 if k == d else 1 for k in range(3)])
+                              for d in range(3)), g.astype(np.float64))
+        np.testing.assert_allclose(Xg.grad.numpy(), want.astype(dtype), rtol=TOL[dtype] * 10, atol=TOL[dtype] * 10)
+    assert _regions(lambda: X.gather(dim, I)) == (threads > 1)
+
+
+def test_gather_of_a_strided_view_with_a_smaller_index():
+    rng = np.random.default_rng(3)
+    x = rng.standard_normal((64, 300, 20)).astype(np.float32)
+    view = tinytorch.from_numpy(x).transpose(0, 2)[:, ::2]  # (20, 150, 64), no unit stride inside
+    idx = rng.integers(0, 150, (10, 120, 60))
+    want = np.take_along_axis(view.numpy()[:10, :, :60], idx, 1)
+    np.testing.assert_array_equal(view.gather(1, tinytorch.from_numpy(idx)).numpy(), want)
+
+
+def test_gather_and_scatter_add_name_the_index_out_of_range():
+    x = tinytorch.zeros(64, 2048)
+    idx = np.zeros((64, 2048), np.int64)
+    idx[5, 7] = 2048
+    with pytest.raises(RuntimeError, match="index 2048 is out of bounds for dimension 1 with size 2048"):
+        x.gather(1, tinytorch.from_numpy(idx))
+    idx[5, 7] = -1
+    with pytest.raises(RuntimeError, match="index -1 is out of bounds for dimension 1 with size 2048"):
+        x.gather(1, tinytorch.from_numpy(idx))
+    with pytest.raises(RuntimeError, match="index -1 is out of bounds"):
+        x.scatter_add(1, tinytorch.from_numpy(idx), tinytorch.ones(64, 2048))
+
+
+@pytest.mark.parametrize("dim", [0, 1])
+def test_scatter_add_forward_on_the_kernel(threads, dim):
+    rng = np.random.default_rng(4)
+    x = rng.standard_normal((96, 1024))
+    src = rng.standard_normal((96, 1200))  # larger than the index: only its leading part is read
+    idx = rng.integers(0, x.shape[dim], (96, 1024) if dim else (80, 1024))
+    got = tinytorch.from_numpy(x).scatter_add(dim, tinytorch.from_numpy(idx), tinytorch.from_numpy(src)).numpy()
+    want = x.copy()
+    part = src[:idx.shape[0], :idx.shape[1]]
+    np.add.at(want, (idx, np.arange(idx.shape[1])[None, :]) if dim == 0 else (np.arange(idx.shape[0])[:, None], idx),
+              part)
+    np.testing.assert_allclose(got, want, rtol=1e-12, atol=1e-12)
+
+
+def test_gather_kernel_gradcheck(monkeypatch):
+    monkeypatch.setattr(_cpu, "MIN_SIZE", 1)
+    rng = np.random.default_rng(5)
+    x = tinytorch.tensor(rng.standard_normal((4, 6, 5)), requires_grad=True)
+    for dim in (0, 1, 2):
+        shape = [4, 6, 5]
+        shape[dim] = 7
+        idx = tinytorch.from_numpy(rng.integers(0, x.shape[dim], shape))
+        assert tinytorch.autograd.gradcheck(lambda t: t.gather(dim, idx), (x,))
+        assert tinytorch.autograd.gradgradcheck(lambda t: t.gather(dim, idx), (x,))
+
+
+# ------------------------------------------------------------------ mse_loss
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+@pytest.mark.parametrize("reduction", ["mean", "sum"])
+def test_mse_loss_in_two_passes_and_a_scaled_backward(threads, dtype, reduction):
+    rng = np.random.default_rng(6)
+    a, b = (rng.standard_normal((256, 600)).astype(dtype) for _ in range(2))
+    X, Y = tinytorch.from_numpy(a.copy()).requires_grad_(), tinytorch.from_numpy(b.copy()).requires_grad_()
+    loss = tinytorch.nn.functional.mse_loss(X, Y, reduction=reduction)
+    assert loss.grad_fn.name() == "MseLossBackward0" and loss.dtype == X.dtype
+    d = a.astype(np.float64) - b
+    want = (d * d).mean() if reduction == "mean" else (d * d).sum()
+    np.testing.assert_allclose(loss.item(), want, rtol=TOL[dtype])
+    (loss * 3).backward()
+    scale = 3 * 2 / (a.size if reduction == "mean" else 1)
+    np.testing.assert_allclose(X.grad.numpy(), (d * scale).astype(dtype), rtol=TOL[dtype], atol=TOL[dtype])
+    np.testing.assert_allclose(Y.grad.numpy(), (-d * scale).astype(dtype), rtol=TOL[dtype], atol=TOL[dtype])
+    # only the target asking for a gradient; a broadcast target keeps the composite (and PyTorch's warning)
+    Y.grad = None
+    tinytorch.nn.functional.mse_loss(tinytorch.from_numpy(a), Y, reduction=reduction).backward()
+    np.testing.assert_allclose(Y.grad.numpy(), (-d * scale / 3).astype(dtype), rtol=TOL[dtype], atol=TOL[dtype])
+    with pytest.warns(UserWarning, match="target size"):
+        assert tinytorch.nn.functional.mse_loss(X, Y[:1]).grad_fn.name() != "MseLossBackward0"
+
+
+def test_fused_mse_loss_gradcheck_double_backward_and_saved_input_check(monkeypatch):
+    monkeypatch.setattr(_cpu, "MIN_SIZE", 1)
+    rng = np.random.default_rng(7)
+    x = tinytorch.tensor(rng.standard_normal((4, 5)), requires_grad=True)
+    y = tinytorch.tensor(rng.standard_normal((4, 5)), requires_grad=True)
+    for reduction in ("mean", "sum"):
+        f = lambda a, b: tinytorch.nn.functional.mse_loss(a, b, reduction=reduction)  # noqa: E731
+        assert f(x, y).grad_fn.name() == "MseLossBackward0"
+        assert tinytorch.autograd.gradcheck(f, (x, y))
+        assert tinytorch.autograd.gradgradcheck(f, (x, y))
+    z = x.detach().clone().requires_grad_()
+    w = z * 1.0
+    loss = tinytorch.nn.functional.mse_loss(w, y)
+    w.add_(1.0)  # the difference the backward would scale is stale now: PyTorch's error, not a wrong gradient
+    with pytest.raises(RuntimeError, match="modified by an inplace operation"):
+        loss.backward()

@@ -34,6 +34,8 @@ void init_cpu_kernels(pybind11::module_& m) {
   cpu::init_bmm(k);
   cpu::init_gemm(k);
   cpu::init_crc32c(k);
+  cpu::init_cumsum(k);
+  cpu::init_gather(k);
 }
 
 }  // namespace tinytorch

@@ -215,5 +215,7 @@ void init_elementwise(py::module_& m);
 void init_bmm(py::module_& m);
 void init_gemm(py::module_& m);
 void init_crc32c(py::module_& m);
+void init_cumsum(py::module_& m);
+void init_gather(py::module_& m);
 
 }  // namespace tinytorch::cpu

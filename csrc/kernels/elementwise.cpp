@@ -339,9 +339,10 @@ TT_SIMD_CLONES void sum_columns(const T* __restrict x, int64_t C, int64_t r0, in
   }
 }
 
+// kNorm sums squares; their square root is taken when root is set (a 2-norm), else they are scaled (mse_loss).
 template <bool kNorm, class T>
-void sum_op(const T* x, int64_t A, int64_t R, int64_t C, double scale, T* out) {
-  auto finish = [scale](double s) { return T(kNorm ? std::sqrt(s) : s * scale); };
+void sum_op(const T* x, int64_t A, int64_t R, int64_t C, double scale, bool root, T* out) {
+  auto finish = [scale, root](double s) { return T(kNorm && root ? std::sqrt(s) : s * scale); };
   if (C == 1 && A >= num_threads()) {  // many rows: one sum per row
     parallel_for(A, std::max<int64_t>(1, kElementGrain / R),
                  [&](int64_t a0, int64_t a1) {
@@ -705,20 +706,21 @@ void init_elementwise(py::module_& m) {
     };
     kind == Kind::f32 ? run(0.f) : run(0.0);
   }, py::arg("out"), py::arg("value"), "out[...] = value.");
-  m.def("sum", [](const py::array& x, int64_t A, int64_t R, int64_t C, py::array out, bool norm, double scale) {
+  m.def("sum", [](const py::array& x, int64_t A, int64_t R, int64_t C, py::array out, bool norm, double scale,
+                  bool squares) {
     const Kind kind = check_blocks(x, A, R, C, out, "sum");
     auto run = [&](auto zero) {
       using T = decltype(zero);
       const T* xp = data_of<T>(x);
       T* o = data_of<T>(out);
       py::gil_scoped_release nogil;
-      norm ? sum_op<true>(xp, A, R, C, scale, o) : sum_op<false>(xp, A, R, C, scale, o);
+      norm || squares ? sum_op<true>(xp, A, R, C, scale, norm, o) : sum_op<false>(xp, A, R, C, scale, false, o);
     };
     kind == Kind::f32 ? run(0.f) : run(0.0);
   }, py::arg("x"), py::arg("A"), py::arg("R"), py::arg("C"), py::arg("out"), py::arg("norm") = false,
-     py::arg("scale") = 1.0,
-     "out (A, C) = x (A, R, C) summed over R times scale (1 / R: the mean), or with norm=True its 2-norms over R "
-     "(float32 accumulates in float64).");
+     py::arg("scale") = 1.0, py::arg("squares") = false,
+     "out (A, C) = x (A, R, C) summed over R times scale (1 / R: the mean), with squares=True its squares summed "
+     "(times scale), with norm=True its 2-norms over R (float32 accumulates in float64).");
 }
 
 }  // namespace tinytorch::cpu

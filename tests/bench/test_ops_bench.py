@@ -17,7 +17,7 @@ def test_ops_table_runs_every_op_on_the_pool(tmp_path):
                          capture_output=True, text=True, timeout=300, env=env)
     assert res.returncode == 0, res.stderr[-3000:]
     rows = json.loads(out.read_text())["threads"]["2"]
-    assert len(rows) == 22 and "group_norm fwd+bwd" in rows and "to(bfloat16)" in rows
+    assert len(rows) == 24 and "group_norm fwd+bwd" in rows and "gather(-1) fwd+bwd" in rows and "to(bfloat16)" in rows
     assert {op for op, r in rows.items() if r["regions"] < 1} == set()
     assert all(r["tinytorch_ms"] > 0 for r in rows.values())
     if importlib.util.find_spec("torch") is not None:

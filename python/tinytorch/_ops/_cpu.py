@@ -217,15 +217,16 @@ def _blocks(x, axes, keepdims: bool):
     return A, R, C, kept
 
 
-def sum(x, axes, keepdims: bool, norm: bool = False, mean: bool = False):  # noqa: A001 - reduction.sum's
+def sum(x, axes, keepdims: bool, norm: bool = False, mean: bool = False,  # noqa: A001 - reduction.sum's
+        squares: bool = False):
     """x summed over `axes` (None: all), a block of consecutive dimensions, or with `norm` its 2-norm over them,
-    with `mean` its mean; float32 accumulates in float64."""
+    with `squares` its squares summed, with `mean` its mean (of squares); float32 accumulates in float64."""
     b = _blocks(x, axes, keepdims)
     if b is None:
         return None
     A, R, C, kept = b
     out = np.empty(kept, x.dtype)
-    _k.sum(x, A, R, C, out, norm, 1.0 / R if mean and R else 1.0)
+    _k.sum(x, A, R, C, out, norm, 1.0 / R if mean and R else 1.0, squares)
     return out
 
 
@@ -238,6 +239,46 @@ def extremum(x, axes, keepdims: bool, is_max: bool):
     out = np.empty(kept, x.dtype)
     _k.extremum(x, A, R, C, out, is_max)
     return out
+
+
+def cumsum(x, axis: int, reverse: bool = False):
+    """Running sums of x along axis (from its end when reverse), summed in float64 as ATen's CPU cumsum does."""
+    if not _big(x):
+        return None
+    out = np.empty(x.shape, x.dtype)
+    _k.cumsum(x, out, math.prod(x.shape[:axis]), x.shape[axis], math.prod(x.shape[axis + 1:]), reverse)
+    return out
+
+
+def _index_ok(index, like) -> bool:
+    return type(index) is _ND and index.dtype == np.int64 and index.ndim == like.ndim and index.ndim > 0
+
+
+def gather(x, axis: int, index):
+    """x.gather(axis, index) for 4- and 8-byte elements; RuntimeError for an index out of range."""
+    if type(x) is not _ND or index.size < MIN_SIZE or x.dtype.itemsize not in (4, 8) or x.dtype.hasobject or \
+            not _index_ok(index, x):
+        return None
+    out = np.empty(index.shape, x.dtype)
+    try:
+        _k.gather(x, np.ascontiguousarray(index), out, axis)
+    except IndexError as e:  # PyTorch's gather raises RuntimeError, with the same words
+        raise RuntimeError(str(e)) from None
+    return out
+
+
+def scatter_add_(out, axis: int, index, src) -> bool:
+    """out.scatter_add_(axis, index, src) in place for a C-contiguous float out and src of index's shape;
+    False when the kernel does not take them, RuntimeError for an index out of range (out unchanged)."""
+    if type(out) is not _ND or type(src) is not _ND or index.size < MIN_SIZE or out.dtype not in (_F32, _F64) or \
+            src.dtype != out.dtype or src.shape != index.shape or not out.flags.c_contiguous or \
+            not _index_ok(index, out):
+        return False
+    try:
+        _k.scatter_add(out, np.ascontiguousarray(index), np.ascontiguousarray(src), axis)
+    except IndexError as e:  # PyTorch raises RuntimeError, with the same words
+        raise RuntimeError(str(e)) from None
+    return True
 
 
 def clamp(x, lo, hi):

@@ -14,7 +14,8 @@ from .. import _autocast
 from .. import _C
 from .._dtype import int64
 from .._tensor import Tensor, _view_of, _wrap, _wrap_dim
-from ._common import attach, check_inplace, commit_inplace, needs_grad, record, sum_to
+from . import _cpu
+from ._common import _grad_enabled, attach, check_inplace, commit_inplace, needs_grad, record, sum_to
 
 # ------------------------------------------------------------------ array-module helpers
 
@@ -391,12 +392,19 @@ def gather(x: Tensor, dim: int, index: Tensor, *, sparse_grad: bool = False) -> 
     if data.ndim == 0:
         idx = idx.reshape(1)
         data = data.reshape(1)
-    _check_range(idx, data.shape[d], d)
-    out = _wrap(data[_along_key(idx, d)].reshape(index._data.shape))
+    r = _cpu.gather(data, d, idx) if type(data) is np.ndarray else None  # checks the range itself
+    if r is None:
+        _check_range(idx, data.shape[d], d)
+        r = data[_along_key(idx, d)].reshape(index._data.shape)
+    out = _wrap(r)
     if needs_grad(x):
         shape, dt = x._data.shape, x._data.dtype
 
         def gather_backward(g):
+            if not _grad_enabled() and type(g._data) is np.ndarray and idx.ndim == len(shape):
+                gx = np.zeros(shape, dt)
+                if _cpu.scatter_add_(gx, d, idx, g._data):
+                    return _wrap(gx)
             return scatter_add(_wrap(_zeros(shape, dt, g._data)), d, index, g)
         record("GatherBackward0", gather_backward, out, (x,))
     return out
@@ -482,13 +490,14 @@ def scatter_add(x: Tensor, dim: int, index: Tensor, src: Tensor) -> Tensor:
     d = _wrap_dim(dim, data.ndim)
     idx = _on_device_of(index._data, data)
     _check_gather_shapes("scatter_add", data, idx, d, src._data)
-    _check_range(idx, data.shape[d] if data.ndim else 1, d)
     out_data = data.copy()
     if data.ndim == 0:
         out_data = out_data.reshape(1)
         idx = idx.reshape(1)
     v = _scatter_src(src, idx.shape, x)
-    _add_at(out_data, _along_key(idx, d), v.reshape(idx.shape) if hasattr(v, "reshape") else v)
+    if not _cpu.scatter_add_(out_data, d, idx, v):  # the kernel checks the range itself
+        _check_range(idx, data.shape[d] if data.ndim else 1, d)
+        _add_at(out_data, _along_key(idx, d), v.reshape(idx.shape) if hasattr(v, "reshape") else v)
     out = _wrap(out_data.reshape(data.shape))
     if needs_grad(x, src):
         rx, rs = x._requires_grad, src._requires_grad

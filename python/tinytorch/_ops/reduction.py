@@ -404,9 +404,21 @@ def cumsum(a: Tensor, dim: int, *, dtype=None) -> Tensor:
     if x.dtype.kind in "bui":
         x = x.astype(np.int64)
     axis = _wrap_dim(dim, x.ndim)
-    out = _result(np.cumsum(_wide(x), axis=axis).astype(x.dtype, copy=False) if x.ndim else x.copy())
+    r = _cpu.cumsum(x, axis) if x.ndim and type(x) is np.ndarray else None
+    if r is None:
+        r = np.cumsum(_wide(x), axis=axis).astype(x.dtype, copy=False) if x.ndim else x.copy()
+    out = _result(r)
+
+    def cumsum_backward(g):
+        if not g.ndim:
+            return g
+        if not _grad_enabled() and type(g._data) is np.ndarray:
+            rg = _cpu.cumsum(g._data, axis, reverse=True)  # one reversed scan, not two flips around one
+            if rg is not None:
+                return _result(rg)
+        return g.flip(axis).cumsum(axis).flip(axis)
     if needs_grad(a):
-        record("CumsumBackward0", lambda g: g.flip(axis).cumsum(axis).flip(axis) if g.ndim else g, out, (a,))
+        record("CumsumBackward0", cumsum_backward, out, (a,))
     return out
 
 
