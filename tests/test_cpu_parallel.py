@@ -436,8 +436,12 @@ def test_masked_fill_with_a_broadcast_mask_cat_split_and_reshape_copies_on_the_p
     loss.backward()
     assert np.array_equal(qkv.grad.numpy(), np.concatenate([g[0], np.zeros_like(g[1]), g[2]], axis=2))
     parts = [tinytorch.from_numpy(x) for x in g]
-    assert _regions(lambda: out.__setitem__(0, tinytorch.cat(parts, dim=2))) == 3 * splits  # one copy each
+    assert _regions(lambda: out.__setitem__(0, tinytorch.cat(parts, dim=2))) == splits  # out's rows, one region
     assert np.array_equal(out[0].numpy(), np.concatenate(g, axis=2))
+    assert _regions(lambda: out.__setitem__(0, tinytorch.cat(parts, dim=0))) == 3 * splits  # one block each
+    assert np.array_equal(out[0].numpy(), np.concatenate(g, axis=0))
+    mixed = [parts[0], parts[1].transpose(0, 1).contiguous().transpose(0, 1), parts[2]]  # a strided part
+    assert np.array_equal(tinytorch.cat(mixed, dim=2).numpy(), np.concatenate(g, axis=2))
     assert np.array_equal(tinytorch.cat(parts, dim=0).numpy(), np.concatenate(g, axis=0))
 
     heads = tinytorch.tensor(rng.standard_normal((8, 4, 64, 32)).astype(np.float32), requires_grad=True)
@@ -957,3 +961,15 @@ def test_fused_mse_loss_gradcheck_double_backward_and_saved_input_check(monkeypa
     w.add_(1.0)  # the difference the backward would scale is stale now: PyTorch's error, not a wrong gradient
     with pytest.raises(RuntimeError, match="modified by an inplace operation"):
         loss.backward()
+
+
+def test_cat_rows_kernel_checks_its_parts():
+    out = np.empty((4, 6), np.float32)
+    with pytest.raises(ValueError, match="part 1 must be C-contiguous, of out's dtype"):
+        _C._cpu.cat_rows([np.ones((4, 3), np.float32), np.ones((4, 3), np.float64)], out, 4)
+    with pytest.raises(ValueError, match="is not 4 rows"):
+        _C._cpu.cat_rows([np.ones((4, 3), np.float32), np.ones(5, np.float32)], out, 4)
+    with pytest.raises(ValueError, match="out holds 24 elements, the parts 20"):
+        _C._cpu.cat_rows([np.ones((4, 3), np.float32), np.ones((4, 2), np.float32)], out, 4)
+    _C._cpu.cat_rows([np.zeros((4, 1), np.float32), np.ones((4, 0), np.float32), np.ones((4, 5), np.float32)], out, 4)
+    np.testing.assert_array_equal(out, np.concatenate([np.zeros((4, 1)), np.ones((4, 5))], axis=1))

@@ -36,6 +36,7 @@ void init_cpu_kernels(pybind11::module_& m) {
   cpu::init_crc32c(k);
   cpu::init_cumsum(k);
   cpu::init_gather(k);
+  cpu::init_cat(k);
 }
 
 }  // namespace tinytorch
