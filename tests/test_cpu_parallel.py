@@ -973,3 +973,17 @@ def test_cat_rows_kernel_checks_its_parts():
         _C._cpu.cat_rows([np.ones((4, 3), np.float32), np.ones((4, 2), np.float32)], out, 4)
     _C._cpu.cat_rows([np.zeros((4, 1), np.float32), np.ones((4, 0), np.float32), np.ones((4, 5), np.float32)], out, 4)
     np.testing.assert_array_equal(out, np.concatenate([np.zeros((4, 1)), np.ones((4, 5))], axis=1))
+
+
+def test_embedding_backward_of_a_broadcast_gradient_adds_rows_in_the_kernel(monkeypatch):
+    calls = []
+    kernel = _C._cpu.index_add_rows
+    monkeypatch.setattr(_C._cpu, "index_add_rows", lambda *a: calls.append(1) or kernel(*a))
+    rng = np.random.default_rng(8)
+    emb = tinytorch.nn.Embedding(65, 128)
+    idx = rng.integers(0, 65, (12, 64))
+    (emb(tinytorch.from_numpy(idx)) * 2).sum().backward()  # the gradient reaching it is a stride-0 expand
+    want = np.zeros((65, 128), np.float32)
+    np.add.at(want, idx.reshape(-1), np.full((idx.size, 128), 2, np.float32))
+    np.testing.assert_array_equal(emb.weight.grad.numpy(), want)
+    assert calls == [1]  # the row loop, not np.add.at (2 ms against 0.3 for PyTorch at this size)

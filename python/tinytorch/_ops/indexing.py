@@ -56,7 +56,7 @@ def _add_at(dst, key, values) -> None:
 def _rows_kernel_ok(out, idx, values) -> bool:
     """Whether out[idx] += values along dim 0 can run in the C++ row loop (_C._cpu.index_add_rows)."""
     return (type(out) is np.ndarray and type(values) is np.ndarray and out.dtype in (np.float32, np.float64)
-            and values.dtype == out.dtype and values.flags.c_contiguous and type(idx) is np.ndarray
+            and values.dtype == out.dtype and type(idx) is np.ndarray
             and idx.ndim == 1 and values.shape == idx.shape + out.shape[1:])
 
 
@@ -590,7 +590,8 @@ def index_add(x: Tensor, dim: int, index: Tensor, source: Tensor, *, alpha=1) ->
         rows = idx.astype(np.int64, copy=False)
         if rows.size and rows.min() < 0:
             rows = rows % out_data.shape[0]
-        _C._cpu.index_add_rows(out_data, rows, v)
+        # a broadcast gradient (sum().backward()) copied once: np.add.at on it took 2 ms for 768 rows of 128
+        _C._cpu.index_add_rows(out_data, rows, np.ascontiguousarray(v))
     else:
         _add_at(out_data, _dim_key(d, idx), v.astype(data.dtype, copy=False))
     out = _wrap(out_data)
