@@ -37,6 +37,7 @@ void init_cpu_kernels(pybind11::module_& m) {
   cpu::init_cumsum(k);
   cpu::init_gather(k);
   cpu::init_cat(k);
+  cpu::init_activation(k);
 }
 
 }  // namespace tinytorch

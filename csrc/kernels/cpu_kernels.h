@@ -218,5 +218,6 @@ void init_crc32c(py::module_& m);
 void init_cumsum(py::module_& m);
 void init_gather(py::module_& m);
 void init_cat(py::module_& m);
+void init_activation(py::module_& m);
 
 }  // namespace tinytorch::cpu

@@ -23,6 +23,8 @@ ADD, SUB, MUL, DIV = 0, 1, 2, 3
 LERP, ADDCMUL, ADDCDIV = 0, 1, 2
 NEG, EXP, LOG, TANH, SIGMOID, RELU, SQRT, RSQRT, ABS, RECIPROCAL, SQUARE, SILU = range(12)
 SIGMOID_BACKWARD, TANH_BACKWARD, SILU_BACKWARD = range(3)
+LEAKY_RELU, ELU, SOFTPLUS, LOG_SIGMOID, HARDSWISH, HARDSIGMOID, MISH = range(7)
+BCE_WITH_LOGITS, SMOOTH_L1, HUBER = range(3)
 
 
 def _big(x) -> bool:
@@ -242,6 +244,42 @@ def extremum(x, axes, keepdims: bool, is_max: bool):
     A, R, C, kept = b
     out = np.empty(kept, x.dtype)
     _k.extremum(x, A, R, C, out, is_max)
+    return out
+
+
+def activation(op: int, x, a: float = 0.0, b: float = 0.0, c: float = 0.0):
+    """f(x) for LEAKY_RELU (a slope), ELU (a alpha, b scale, c input scale), SOFTPLUS (a beta, b threshold),
+    LOG_SIGMOID, HARDSWISH, HARDSIGMOID, MISH."""
+    if not _big(x):
+        return None
+    out = np.empty(x.shape, x.dtype)
+    _k.activation(op, x, out, a, b, c)
+    return out
+
+
+def activation_backward(op: int, g, x, a: float = 0.0, b: float = 0.0, c: float = 0.0):
+    """The input gradient of activation(op, x, a, b, c) for the incoming gradient g."""
+    if not _big(x) or type(g) is not _ND or g.dtype != x.dtype or g.shape != x.shape or not g.flags.c_contiguous:
+        return None
+    out = np.empty(x.shape, x.dtype)
+    _k.activation_backward(op, g, x, out, a, b, c)
+    return out
+
+
+def pointwise_loss(op: int, x, t, a: float = 0.0):
+    """The elementwise loss of x against a target of its shape and dtype: BCE_WITH_LOGITS, SMOOTH_L1 (a beta),
+    HUBER (a delta)."""
+    if not _big(x) or type(t) is not _ND or t.dtype != x.dtype or t.shape != x.shape or not t.flags.c_contiguous:
+        return None
+    out = np.empty(x.shape, x.dtype)
+    _k.pointwise_loss(op, x, t, out, a)
+    return out
+
+
+def pointwise_loss_backward(op: int, x, t, a: float, scale: float):
+    """scale times the gradient of pointwise_loss(op, x, t, a) with respect to x (the caller checked x and t)."""
+    out = np.empty(x.shape, x.dtype)
+    _k.pointwise_loss_backward(op, x, t, out, a, scale)
     return out
 
 

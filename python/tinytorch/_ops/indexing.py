@@ -587,6 +587,13 @@ def _check_source(op: str, x, d: int, idx, source) -> None:
         raise IndexError("index out of range in self")
 
 
+def _source_shape(x, d: int, idx) -> list:
+    """The shape a source must have to add into x at idx along d."""
+    shape = list(x.shape)
+    shape[d] = idx.size
+    return shape
+
+
 def index_add(x: Tensor, dim: int, index: Tensor, source: Tensor, *, alpha=1) -> Tensor:
     """A copy of x with source (times alpha) added at `index` along dim; repeats accumulate."""
     data = x._data
@@ -605,6 +612,13 @@ def index_add(x: Tensor, dim: int, index: Tensor, source: Tensor, *, alpha=1) ->
             rows = rows % out_data.shape[0]
         # a broadcast gradient (sum().backward()) copied once: np.add.at on it took 2 ms for 768 rows of 128
         _C._cpu.index_add_rows(out_data, rows, np.ascontiguousarray(v))
+    elif type(out_data) is np.ndarray and getattr(v, "shape", None) == tuple(_source_shape(data, d, idx)) and \
+            idx.size * 4096 <= v.size:
+        # few positions along d (a reflection pad's backward): one vectorised slice add each, where np.add.at
+        # went element by element (9 ms for a (16, 32, 34, 34) pad)
+        dst, src = np.moveaxis(out_data, d, 0), np.moveaxis(v.astype(data.dtype, copy=False), d, 0)
+        for j, i in enumerate(idx.tolist()):
+            dst[i] += src[j]
     else:
         _add_at(out_data, _dim_key(d, idx), v.astype(data.dtype, copy=False))
     out = _wrap(out_data)

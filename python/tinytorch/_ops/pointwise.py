@@ -308,6 +308,12 @@ def pow(a, b) -> Tensor:
         out = _result(x * x)
     elif e == 0.5:
         out = _result(np.sqrt(x))
+    elif x.dtype.kind in "fc" and e in (3, -1, -2, -0.5):
+        # ATen's special exponents, as products and reciprocals: NumPy's power calls pow() per element, 100x
+        # slower for 3 on negative float32 bases (glibc's slow path)
+        with np.errstate(divide="ignore", invalid="ignore"):  # inf and nan, silently, as pow gives them
+            sq = x * x
+            out = _result(sq * x if e == 3 else 1 / x if e == -1 else 1 / sq if e == -2 else 1 / np.sqrt(x))
     else:
         out = _result(np.power(x, e))
     if needs_grad(a):
