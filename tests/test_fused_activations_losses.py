@@ -187,3 +187,28 @@ def test_fused_paths_match_pytorch():
         np.testing.assert_allclose(ga, gb, rtol=2e-6, atol=2e-6)
         if tb is not None:
             np.testing.assert_allclose(ta, tb, rtol=2e-6, atol=2e-6)
+
+
+@pytest.mark.parametrize("log", [False, True])
+@pytest.mark.parametrize("shape, dim", [((4, 300, 70), 1), ((6, 5, 7), 0), ((2, 3, 4, 5), 2)])
+def test_softmax_along_a_middle_dimension_by_blocks_of_columns(log, shape, dim):
+    rng = np.random.default_rng(7)
+    a = rng.standard_normal(shape) * 4
+    col = [0] * len(shape)
+    a[tuple(col)] = np.nan  # one column holds a NaN, another is all -inf: both come out NaN, as in PyTorch
+    col[-1] = 1
+    sl = list(col)
+    sl[dim] = slice(None)
+    a[tuple(sl)] = -np.inf
+    x = tinytorch.tensor(a, requires_grad=True)
+    y = (F.log_softmax if log else F.softmax)(x, dim)
+    m = np.max(a, axis=dim, keepdims=True)
+    with np.errstate(invalid="ignore"):
+        z = a - m
+        want = z - np.log(np.exp(z).sum(axis=dim, keepdims=True)) if log else np.exp(z) / np.exp(z).sum(dim, keepdims=True)
+    np.testing.assert_allclose(y.detach().numpy(), want, rtol=1e-12, atol=1e-12, equal_nan=True)
+    clean = tinytorch.tensor(rng.standard_normal(shape) if np.prod(shape) < 200 else rng.standard_normal((2, 3, 4)),
+                             requires_grad=True)
+    d = dim if np.prod(shape) < 200 else 1
+    f = lambda t: (F.log_softmax if log else F.softmax)(t, d)  # noqa: E731
+    assert tinytorch.autograd.gradcheck(f, (clean,)) and tinytorch.autograd.gradgradcheck(f, (clean,))

@@ -175,6 +175,11 @@ def _softmax_dim(name: str, ndim: int) -> int:
     return 0 if ndim in (0, 1, 3) else 1
 
 
+def _around(shape: tuple, axis: int) -> tuple:
+    """(A, R, C): the elements before, along and after axis."""
+    return math.prod(shape[:axis]), shape[axis], math.prod(shape[axis + 1:])
+
+
 def _softmax_array(x, axis: int, log: bool, safe: bool = False):
     """softmax (or log_softmax) along axis in three passes: max, sum of exp, normalise."""
     if x.ndim == 0:
@@ -185,6 +190,10 @@ def _softmax_array(x, axis: int, log: bool, safe: bool = False):
     if not safe and axis == x.ndim - 1 and x.size and _cpu_fusable(x):  # one pass per row in C++
         out = np.empty_like(x)
         _C._cpu.softmax(x, out, log, _threads.count)
+        return out
+    if not safe and x.size and _cpu_fusable(x):  # a middle dimension: blocks of columns at a time in C++
+        out = np.empty_like(x)
+        _C._cpu.softmax_inner(x, out, *_around(x.shape, axis), log)
         return out
     xp = _xp(x)
     c = _compute(x)
@@ -214,6 +223,10 @@ def _softmax_backward_array(y, g, axis: int, log: bool):
     if axis == y.ndim - 1 and y.size and _cpu_fusable(y, g):
         out = np.empty_like(y)
         _C._cpu.softmax_backward(y, g, out, log, _threads.count)
+        return out
+    if y.size and _cpu_fusable(y, g):
+        out = np.empty_like(y)
+        _C._cpu.softmax_inner_backward(y, g, out, *_around(y.shape, axis), log)
         return out
     yc, gc = _compute(y), _compute(g)
     if log:
