@@ -301,3 +301,13 @@ def test_complex_leaf_grads_match_torch():
         grads.append([g.numpy() for g in (z.grad, w.grad, r.grad)])
     for a, b in zip(*grads):
         np.testing.assert_allclose(a, b, rtol=1e-10)
+
+
+def test_matmul_gradient_of_complex_operands_uses_the_conjugate_transposes():
+    rng = np.random.default_rng(0)
+    a = rng.standard_normal((3, 4)) + 1j * rng.standard_normal((3, 4))
+    b = rng.standard_normal((4, 2)) + 1j * rng.standard_normal((4, 2))
+    A, B = tinytorch.tensor(a, requires_grad=True), tinytorch.tensor(b, requires_grad=True)
+    (A @ B).real.sum().backward()  # the gradient reaching A @ B is real ones: G B^H and A^H G
+    np.testing.assert_allclose(A.grad.numpy(), np.ones((3, 2)) @ b.conj().T, rtol=1e-14)
+    np.testing.assert_allclose(B.grad.numpy(), a.conj().T @ np.ones((3, 2)), rtol=1e-14)

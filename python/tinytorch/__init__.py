@@ -19,8 +19,13 @@ from ._ops.reduction import (all, amax, amin, any, argmax, argmin, argsort, coun
 from ._ops.shape import (broadcast_tensors, broadcast_to, cat, chunk, clone, concat, concatenate, diagonal,
                          flatten, flip, hstack, movedim, narrow, permute, repeat_interleave, reshape, split, squeeze,
                          stack, t, tensor_split, tile, transpose, tril, triu, unbind, unflatten, unsqueeze, vstack,
-                         diag, ravel, roll, select, trace)
-from ._ops.linalg import addmm, baddbmm, bmm, dot, einsum, matmul, mm, mv, outer
+                         diag, ravel, roll, select, trace, adjoint, atleast_1d, atleast_2d, atleast_3d, block_diag,
+                         broadcast_shapes, cartesian_prod, column_stack, combinations, diag_embed, diagflat, diff,
+                         dsplit, dstack, empty_strided, fliplr, flipud, hsplit, meshgrid, moveaxis, narrow_copy,
+                         renorm, rot90, row_stack, scatter_reduce, swapaxes, swapdims, take, tril_indices,
+                         triu_indices, vander, vsplit)
+from ._ops.linalg import (addbmm, addmm, addmv, addr, baddbmm, bmm, chain_matmul, cross, dot, einsum, inner, kron,
+                          matmul, matrix_power, mm, mv, outer, tensordot, vdot)
 from ._ops.indexing import (argwhere, gather, index_add, index_copy, index_fill, index_put, index_select,
                             masked_scatter, masked_select, nonzero, scatter, scatter_add, take_along_dim)
 from ._ops.nn import log_softmax, softmax
@@ -30,7 +35,7 @@ from .autograd.grad_mode import (enable_grad, inference_mode, is_grad_enabled, i
                                  set_grad_enabled)
 from . import autograd, cuda, utils  # noqa: E402
 from . import nn, optim  # noqa: E402
-from . import linalg  # noqa: E402  (torch.linalg's norms)
+from . import linalg  # noqa: E402  (torch.linalg)
 from . import accelerator  # noqa: E402  (device-generic: torch.accelerator)
 from .serialization import load, save  # noqa: E402
 from .storage import TypedStorage, UntypedStorage  # noqa: E402
@@ -63,6 +68,17 @@ from ._deterministic import (are_deterministic_algorithms_enabled, get_determini
                              is_deterministic_algorithms_warn_only_enabled, set_deterministic_debug_mode,
                              use_deterministic_algorithms)
 from ._ops.loss import bilinear, cosine_similarity, pairwise_distance  # noqa: E402  (torch.* aliases of F.*)
+from ._ops.special import *  # noqa: E402,F401,F403
+from ._ops.searching import *  # noqa: E402,F401,F403
+from ._ops.statistics import *  # noqa: E402,F401,F403
+from ._ops.distance import *  # noqa: E402,F401,F403
+from ._ops.decompositions import *  # noqa: E402,F401,F403
+from ._finfo import *  # noqa: E402,F401,F403
+from . import distributions, special, testing  # noqa: E402
+from ._ops.activation import (celu, celu_, channel_shuffle, hardshrink, native_channel_shuffle, prelu,  # noqa: E402
+                              rrelu, rrelu_, selu, selu_, threshold, threshold_)
+from ._ops.conv import conv3d, conv_transpose3d  # noqa: E402
+from ._ops.pooling import max_pool3d  # noqa: E402
 
 from . import _dispatch  # noqa: E402
 

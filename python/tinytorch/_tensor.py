@@ -34,6 +34,12 @@ class Size(tuple):
         r = tuple.__getitem__(self, item)
         return Size(r) if isinstance(item, slice) else r
 
+    def __add__(self, other):
+        return Size(tuple.__add__(self, tuple(other))) if isinstance(other, tuple) else NotImplemented
+
+    def __radd__(self, other):
+        return Size(tuple(other) + tuple(self)) if isinstance(other, tuple) else NotImplemented
+
 
 class Tensor:
     """A multi-dimensional array that records the ops applied to it when it requires grad.

@@ -1,7 +1,9 @@
-"""torch.linalg's norms: vector_norm, matrix_norm and norm, with PyTorch's arguments, defaults and errors.
+"""torch.linalg: the norms (vector_norm, matrix_norm, norm) here, with PyTorch's arguments, defaults and errors,
+and the decompositions and solves (inv, det, cholesky, qr, eigh, svd, solve, lstsq, lu, ...) from
+_ops/decompositions.py.
 
-Each is made of differentiable ops (the 2-norm is one kernel, `Tensor.norm`), so gradients follow. The matrix
-norms that need singular values (ord 2, -2 and 'nuc') raise: tinytorch has no SVD.
+The norms are made of differentiable ops (the 2-norm is one kernel, `Tensor.norm`; ord 2, -2 and 'nuc' take
+the singular values from svdvals), so gradients follow.
 """
 from __future__ import annotations
 
@@ -9,9 +11,23 @@ import math
 from typing import Optional, Sequence, Union
 
 from ._ops._common import _short
+from ._ops.decompositions import (LinAlgError, linalg_cholesky as cholesky, linalg_cholesky_ex as cholesky_ex,
+                                  linalg_cross as cross, linalg_det as det, linalg_diagonal as diagonal,
+                                  linalg_eigh as eigh, linalg_eigvalsh as eigvalsh, linalg_inv as inv,
+                                  linalg_inv_ex as inv_ex, linalg_lstsq as lstsq, linalg_lu as lu,
+                                  linalg_lu_factor as lu_factor, linalg_lu_factor_ex as lu_factor_ex,
+                                  linalg_lu_solve as lu_solve, linalg_matrix_exp as matrix_exp,
+                                  linalg_matrix_power as matrix_power, linalg_matrix_rank as matrix_rank,
+                                  linalg_multi_dot as multi_dot, linalg_pinv as pinv, linalg_qr as qr,
+                                  linalg_slogdet as slogdet, linalg_solve as solve, linalg_solve_ex as solve_ex,
+                                  linalg_solve_triangular as solve_triangular, linalg_svd as svd,
+                                  linalg_svdvals as svdvals, linalg_vecdot as vecdot)
 from ._tensor import Tensor, _wrap_dim
 
-__all__ = ["vector_norm", "matrix_norm", "norm"]
+__all__ = ["vector_norm", "matrix_norm", "norm", "LinAlgError", "cholesky", "cholesky_ex", "cross", "det",
+           "diagonal", "eigh", "eigvalsh", "inv", "inv_ex", "lstsq", "lu", "lu_factor", "lu_factor_ex", "lu_solve",
+           "matrix_exp", "matrix_power", "matrix_rank", "multi_dot", "pinv", "qr", "slogdet", "solve", "solve_ex",
+           "solve_triangular", "svd", "svdvals", "vecdot"]
 
 Dim = Union[int, Sequence[int], None]
 
@@ -60,15 +76,20 @@ def _matrix_dims(x: Tensor, dim) -> tuple:
 
 def matrix_norm(A: Tensor, ord: Union[str, float] = "fro", dim: Sequence[int] = (-2, -1), keepdim: bool = False,
                 *, dtype=None, out=None) -> Tensor:
-    """The matrix norm of A over the two dims: 'fro', or ord inf / -inf (max / min row sum of |A|) and 1 / -1
-    (max / min column sum). ord 2, -2 and 'nuc' need singular values, which tinytorch does not compute."""
+    """The matrix norm of A over the two dims: 'fro', 'nuc' (the sum of the singular values), ord 2 / -2 (the
+    largest / smallest singular value), inf / -inf (max / min row sum of |A|) and 1 / -1 (max / min column sum)."""
     A = _float_input(A, dtype, "matrix_norm")
     d0, d1 = _matrix_dims(A, dim)
     if ord == "fro":
         r = A.norm(2, (d0, d1), keepdim)
-    elif ord in ("nuc", 2, -2, 2.0, -2.0):
-        raise RuntimeError(f"linalg.matrix_norm: ord={ord!r} needs the singular values of A, and tinytorch has "
-                           "no SVD; 'fro', inf, -inf, 1 and -1 are supported")
+    elif ord in ("nuc", 2, -2):
+        s = svdvals(A.movedim((d0, d1), (-2, -1)))
+        if s.shape[-1] == 0 and ord == -2:
+            raise IndexError("amin(): Expected reduction dim -1 to have non-zero size.")
+        # an empty matrix: 0, as PyTorch's (its singular values are none, and norms are non-negative)
+        r = s.sum(-1) if ord == "nuc" or s.shape[-1] == 0 else s.amax(-1) if ord == 2 else s.amin(-1)
+        if keepdim:
+            r = r.unsqueeze(min(d0, d1)).unsqueeze(max(d0, d1))
     elif ord in (math.inf, -math.inf, 1, -1):
         # inf: the largest sum of |a| along a row (over d1), then over rows (d0); 1: along columns.
         inner, outer = (d1, d0) if math.isinf(ord) else (d0, d1)

@@ -15,6 +15,7 @@ stride-1 convs (forward, input and weight gradients) run as Winograd F(2x2, 3x3)
 """
 from __future__ import annotations
 
+import itertools
 import math
 import threading
 
@@ -516,6 +517,29 @@ def _same_pads(k, d) -> list:
     return pads
 
 
+def _conv_pads(padding, s, d, k, nd: int) -> list:
+    """Per spatial dim (before, after) zero padding from conv's `padding` ("valid", "same", int or tuple),
+    with PyTorch's checks of stride, dilation and padding."""
+    if isinstance(padding, str):
+        if padding == "valid":
+            pads = [(0, 0)] * nd
+        elif padding == "same":
+            if any(v != 1 for v in s):
+                raise RuntimeError("padding='same' is not supported for strided convolutions")
+            pads = _same_pads(k, d)
+        else:
+            raise RuntimeError(f"Invalid padding string: '{padding}'")
+    else:
+        pads = [(p, p) for p in _pair(padding, nd, "padding")]
+    if any(v <= 0 for v in s):
+        raise RuntimeError("non-positive stride is not supported")
+    if any(v <= 0 for v in d):
+        raise RuntimeError("dilation should be greater than zero")
+    if any(p < 0 for pp in pads for p in pp):
+        raise RuntimeError("negative padding is not supported")
+    return pads
+
+
 # ------------------------------------------------------------------ conv
 
 
@@ -530,23 +554,7 @@ def _convnd(name: str, nd: int, input: Tensor, weight: Tensor, bias, stride, pad
     s = _pair(stride, nd, "stride")
     d = _pair(dilation, nd, "dilation")
     k = tuple(w._data.shape[2:])
-    if isinstance(padding, str):
-        if padding == "valid":
-            pads = [(0, 0)] * nd
-        elif padding == "same":
-            if any(v != 1 for v in s):
-                raise RuntimeError("padding='same' is not supported for strided convolutions")
-            pads = _same_pads(k, d)
-        else:
-            raise RuntimeError(f"Invalid padding string '{padding}'")
-    else:
-        pads = [(p, p) for p in _pair(padding, nd, "padding")]
-    if any(v <= 0 for v in s):
-        raise RuntimeError("non-positive stride is not supported")
-    if any(v <= 0 for v in d):
-        raise RuntimeError("dilation should be greater than zero")
-    if any(p < 0 for pp in pads for p in pp):
-        raise RuntimeError("negative padding is not supported")
+    pads = _conv_pads(padding, s, d, k, nd)
     xd = x._data
     batched = xd.ndim == nd + 2
     x4 = _compute(_as4d(xd, nd, batched))
@@ -618,15 +626,17 @@ def _pad_t(t: Tensor, p4) -> Tensor:
     return pad(t, (p4[2], p4[3], p4[0], p4[1])) if any(p4) else t
 
 
-def _weight_grad_graph(xpad: Tensor, g: Tensor, kh: int, kw: int, s, d, G: int) -> Tensor:
+def _weight_grad_graph(xpad: Tensor, g: Tensor, k: tuple, s, d, G: int) -> Tensor:
     """conv's weight gradient as a conv (differentiable): correlate the input, batch as channels, with the
-    output gradient, stride and dilation swapped; one conv per group."""
+    output gradient, stride and dilation swapped; one conv per group. 2d or 3d, by len(k)."""
     from .shape import cat
+    conv = conv2d if len(k) == 2 else conv3d
     C, O = xpad.shape[1], g.shape[1]
     Cg, Og = C // G, O // G
     xt, gt = xpad.transpose(0, 1), g.transpose(0, 1)
-    parts = [_convnd("conv2d", 2, xt[gi * Cg:(gi + 1) * Cg], gt[gi * Og:(gi + 1) * Og], None, d, 0, s, 1)
-             [:, :, :kh, :kw].transpose(0, 1) for gi in range(G)]
+    crop = (slice(None), slice(None)) + tuple(slice(0, kk) for kk in k)
+    parts = [conv(xt[gi * Cg:(gi + 1) * Cg], gt[gi * Og:(gi + 1) * Og], None, d, 0, s, 1)[crop].transpose(0, 1)
+             for gi in range(G)]
     return parts[0] if G == 1 else cat(parts, 0)
 
 
@@ -640,7 +650,7 @@ def _conv_backward_graph(g, x, w, has_bias, nd, batched, p4, Hp, Wp, s, d, k, gr
         full = _conv_transposend("conv_transpose2d", 2, g4, w4, None, s, 0, op, groups, d)
         gx = _f4(full[:, :, p4[0]:Hp - p4[1], p4[2]:Wp - p4[3]], nd, batched)
     if rw:
-        gw = _weight_grad_graph(_pad_t(_t4(x, nd, batched), p4), g4, k[0], k[1], s, d, groups)
+        gw = _weight_grad_graph(_pad_t(_t4(x, nd, batched), p4), g4, k, s, d, groups)
         gw = gw.squeeze(2) if nd == 1 else gw
     if rb:
         gb = g4.sum((0, 2, 3))
@@ -655,7 +665,7 @@ def _conv_transpose_backward_graph(g, x, w, has_bias, nd, batched, p4, H, W, Hp,
     if rx:
         gx = _f4(_convnd("conv2d", 2, gpad, w4, None, s, 0, d, groups)[:, :, :H, :W], nd, batched)
     if rw:
-        gw = _weight_grad_graph(gpad[:, :, :Hp - op[0], :Wp - op[1]], _t4(x, nd, batched), k[0], k[1], s, d, groups)
+        gw = _weight_grad_graph(gpad[:, :, :Hp - op[0], :Wp - op[1]], _t4(x, nd, batched), k, s, d, groups)
         gw = gw.squeeze(2) if nd == 1 else gw
     if rb:
         gb = g4.sum((0, 2, 3))
@@ -768,4 +778,238 @@ def conv_transpose2d(input: Tensor, weight: Tensor, bias: Tensor | None = None, 
                              dilation)
 
 
-__all__ = ["conv1d", "conv2d", "conv_transpose1d", "conv_transpose2d"]
+# ------------------------------------------------------------------ 3d: one im2col GEMM per group (NCDHW)
+
+
+def _pad_nd(x, pads):
+    """Zero-pad the spatial dims of (N, C, *S) by pads = [(before, after), ...] (one pair per spatial dim)."""
+    if not any(a or b for a, b in pads):
+        return x
+    xp = _xp(x)
+    out = xp.zeros(x.shape[:2] + tuple(n + a + b for n, (a, b) in zip(x.shape[2:], pads)), x.dtype)
+    out[(slice(None), slice(None)) + tuple(slice(a, a + n) for n, (a, _) in zip(x.shape[2:], pads))] = x
+    return out
+
+
+def _columns3d(xpad, k, s, d, G: int, o):
+    """The column matrix (G, Cg*kd*kh*kw, N*od*oh*ow) of the padded input: rows ordered (channel, kernel
+    position) as the weight's, the batch side by side along the columns. One strided view, one copy."""
+    xp = _xp(xpad)
+    N, C = xpad.shape[:2]
+    st = xpad.strides
+    win = xp.lib.stride_tricks.as_strided(
+        xpad, (N, C) + tuple(k) + tuple(o),
+        st[:2] + tuple(v * t for v, t in zip(d, st[2:])) + tuple(v * t for v, t in zip(s, st[2:])))
+    win = win.reshape((N, G, C // G) + tuple(k) + tuple(o)).transpose(1, 2, 3, 4, 5, 0, 6, 7, 8)
+    return _contiguous(win).reshape(G, C // G * math.prod(k), N * math.prod(o))
+
+
+def _grad_rows3d(g, G: int):
+    """The output gradient (N, O, *o) as (G, Og, N*L), the GEMMs' layout."""
+    N, O = g.shape[:2]
+    return _contiguous(g.reshape(N, G, O // G, -1).transpose(1, 2, 0, 3)).reshape(G, O // G, -1)
+
+
+def conv3d_forward_array(xpad, w, s, d, groups: int):
+    """Correlate padded input (N, C, Dp, Hp, Wp) with w (O, C/groups, kd, kh, kw): one GEMM per group."""
+    N = xpad.shape[0]
+    O, k = w.shape[0], w.shape[2:]
+    o = tuple(_out_size(n, kk, ss, dd) for n, kk, ss, dd in zip(xpad.shape[2:], k, s, d))
+    cols = _columns3d(xpad, k, s, d, groups, o)
+    y = _matmul_any(_xp(w).ascontiguousarray(w.reshape(groups, O // groups, -1)), cols)
+    return _contiguous(y.reshape((groups, O // groups, N) + o).transpose(2, 0, 1, 3, 4, 5)).reshape((N, O) + o)
+
+
+def conv3d_input_grad_array(g, w, padded: tuple, s, d, groups: int):
+    """The adjoint of conv3d_forward_array in its input (col2im): the gradient of the padded input
+    (N, C, *padded), the GEMM's columns added back one kernel position at a time."""
+    xp = _xp(g)
+    N, O = g.shape[:2]
+    o = g.shape[2:]
+    Cg, k = w.shape[1], w.shape[2:]
+    G = groups
+    gc = _matmul_any(w.reshape(G, O // G, -1).swapaxes(-1, -2), _grad_rows3d(g, G))
+    gc = gc.reshape((G, Cg) + tuple(k) + (N,) + tuple(o))
+    gx = xp.zeros((N, G, Cg) + tuple(padded), g.dtype)
+    for pos in itertools.product(*(range(kk) for kk in k)):
+        win = tuple(slice(i * dd, i * dd + ss * (oo - 1) + 1, ss) for i, dd, ss, oo in zip(pos, d, s, o))
+        gx[(slice(None),) * 3 + win] += gc[(slice(None), slice(None)) + pos].transpose(2, 0, 1, 3, 4, 5)
+    return gx.reshape((N, G * Cg) + tuple(padded))
+
+
+def conv3d_weight_grad_array(xpad, g, k, s, d, groups: int):
+    """The gradient of w (O, C/groups, *k): the output gradient times the (recomputed) column matrix."""
+    O, o = g.shape[1], g.shape[2:]
+    cols = _columns3d(xpad, k, s, d, groups, o)
+    gw = _matmul_any(_grad_rows3d(g, groups), cols.swapaxes(-1, -2))
+    return gw.reshape((O, xpad.shape[1] // groups) + tuple(k))
+
+
+def _conv3d(input: Tensor, weight: Tensor, bias, stride, padding, dilation, groups: int) -> Tensor:
+    if _autocast.active:
+        return _autocast.dispatch("conv3d", _conv3d, input, weight, bias, stride, padding, dilation, groups)
+    x, w = input, weight
+    _check_conv_input("conv3d", x, w, 3, False, groups)
+    if bias is not None and (bias._data.ndim != 1 or bias._data.shape[0] != w._data.shape[0]):
+        raise RuntimeError(f"Given weight of size {list(w._data.shape)}, expected bias to be 1-dimensional with "
+                           f"{w._data.shape[0]} elements, but got bias of size {list(bias._data.shape)} instead")
+    s = _pair(stride, 3, "stride")
+    d = _pair(dilation, 3, "dilation")
+    k = tuple(w._data.shape[2:])
+    pads = _conv_pads(padding, s, d, k, 3)
+    xd = x._data
+    batched = xd.ndim == 5
+    x5 = _compute(xd if batched else xd[None])
+    w5 = _compute(w._data)
+    padded = tuple(n + a + b for n, (a, b) in zip(x5.shape[2:], pads))
+    if any(n < dd * (kk - 1) + 1 for n, kk, dd in zip(padded, k, d)):
+        raise RuntimeError(f"Calculated padded input size per channel: ({' x '.join(map(str, padded))}). "
+                           f"Kernel size: ({' x '.join(map(str, k))}). Kernel size can't be greater than actual "
+                           f"input size")
+    xpad = _pad_nd(x5, pads)
+    y = conv3d_forward_array(xpad, w5, s, d, groups)
+    if bias is not None:
+        y += _compute(bias._data).reshape(1, -1, 1, 1, 1)
+    y = y.astype(xd.dtype, copy=False)
+    out = _wrap(y if batched else y[0])
+    if needs_grad(x, w, bias):
+        rx, rw = x._requires_grad, w._requires_grad
+        rb = bias is not None and bias._requires_grad
+
+        def conv3d_backward(g):
+            if _grad_enabled():  # create_graph: the same formulas in differentiable ops, for double backward
+                return _conv3d_backward_graph(g, x, w, bias is not None, batched, pads, padded, s, d, k, groups,
+                                              rx, rw, rb)
+            g5 = _compute(g._data if batched else g._data[None])
+            gx = gw = gb = None
+            if rx:
+                full = conv3d_input_grad_array(g5, w5, padded, s, d, groups)
+                crop = full[(slice(None), slice(None)) + tuple(slice(a, a + n) for n, (a, _) in
+                                                               zip(x5.shape[2:], pads))]
+                gx5 = _xp(full).ascontiguousarray(crop).astype(xd.dtype, copy=False)
+                gx = _wrap(gx5 if batched else gx5[0])
+            if rw:
+                gw = _wrap(conv3d_weight_grad_array(xpad, g5, k, s, d, groups).astype(w._data.dtype, copy=False))
+            if rb:
+                gb = _wrap(g5.sum(axis=(0, 2, 3, 4)).astype(bias._data.dtype, copy=False))
+            return (gx, gw) if bias is None else (gx, gw, gb)
+        inputs = (x, w) if bias is None else (x, w, bias)
+        record("ConvolutionBackward0", conv3d_backward, out, inputs, (x, w))
+    return out
+
+
+def _conv3d_backward_graph(g, x, w, has_bias, batched, pads, padded, s, d, k, groups, rx, rw, rb):
+    from .nn import pad
+    g5 = g if batched else g.unsqueeze(0)
+    gx = gw = gb = None
+    if rx:
+        o = g5.shape[2:]
+        op = tuple(n - ((oo - 1) * ss + dd * (kk - 1) + 1) for n, oo, ss, dd, kk in zip(padded, o, s, d, k))
+        full = _conv_transpose3d(g5, w, None, s, 0, op, groups, d)
+        gx = full[(slice(None), slice(None)) + tuple(slice(a, n - b) for n, (a, b) in zip(padded, pads))]
+        gx = gx if batched else gx.squeeze(0)
+    if rw:
+        x5 = x if batched else x.unsqueeze(0)
+        xpad = pad(x5, [v for a, b in reversed(pads) for v in (a, b)]) if any(a or b for a, b in pads) else x5
+        gw = _weight_grad_graph(xpad, g5, k, s, d, groups)
+    if rb:
+        gb = g5.sum((0, 2, 3, 4))
+    return (gx, gw, gb) if has_bias else (gx, gw)
+
+
+def _conv_transpose3d(input: Tensor, weight: Tensor, bias, stride, padding, output_padding, groups: int,
+                      dilation) -> Tensor:
+    if _autocast.active:
+        return _autocast.dispatch("conv_transpose3d", _conv_transpose3d, input, weight, bias, stride, padding,
+                                  output_padding, groups, dilation)
+    x, w = input, weight
+    _check_conv_input("conv_transpose3d", x, w, 3, True, groups)
+    s = _pair(stride, 3, "stride")
+    d = _pair(dilation, 3, "dilation")
+    p = _pair(padding, 3, "padding")
+    op = _pair(output_padding, 3, "output_padding")
+    if any(v <= 0 for v in s):
+        raise RuntimeError("non-positive stride is not supported")
+    if any(v <= 0 for v in d):
+        raise RuntimeError("dilation should be greater than zero")
+    if any(v < 0 for v in p):
+        raise RuntimeError("negative padding is not supported")
+    if any(a >= b and a >= c for a, b, c in zip(op, s, d)):
+        raise RuntimeError(f"output padding must be smaller than either stride or dilation, but got "
+                           f"output_padding_depth: {op[0]} output_padding_height: {op[1]} output_padding_width: "
+                           f"{op[2]} stride_depth: {s[0]} stride_height: {s[1]} stride_width: {s[2]} "
+                           f"dilation_depth: {d[0]} dilation_height: {d[1]} dilation_width: {d[2]}")
+    xd = x._data
+    batched = xd.ndim == 5
+    x5 = _compute(xd if batched else xd[None])
+    w5 = _compute(w._data)  # (Cin, Cout/groups, kd, kh, kw): conv's (O, Cg, ...)
+    k = tuple(w5.shape[2:])
+    size = tuple(x5.shape[2:])
+    padded = tuple((n - 1) * ss + dd * (kk - 1) + 1 + oo for n, ss, dd, kk, oo in zip(size, s, d, k, op))
+    osz = tuple(n - 2 * pp for n, pp in zip(padded, p))
+    if any(v <= 0 for v in osz):
+        raise RuntimeError(f"Given input size per channel: ({' x '.join(map(str, size))}). Calculated output size "
+                           f"per channel: ({' x '.join(map(str, osz))}). Output size is too small")
+    pads = [(pp, pp) for pp in p]
+    full = conv3d_input_grad_array(x5, w5, padded, s, d, groups)
+    y = _xp(full).ascontiguousarray(full[(slice(None), slice(None)) + tuple(slice(pp, pp + n)
+                                                                            for pp, n in zip(p, osz))])
+    if bias is not None:
+        y += _compute(bias._data).reshape(1, -1, 1, 1, 1)
+    y = y.astype(xd.dtype, copy=False)
+    out = _wrap(y if batched else y[0])
+    if needs_grad(x, w, bias):
+        rx, rw = x._requires_grad, w._requires_grad
+        rb = bias is not None and bias._requires_grad
+
+        def conv_transpose3d_backward(g):
+            if _grad_enabled():
+                return _conv_transpose3d_backward_graph(g, x, w, bias is not None, batched, pads, size, s, d, k,
+                                                        groups, rx, rw, rb)
+            g5 = _compute(g._data if batched else g._data[None])
+            gpad = _pad_nd(g5, pads)
+            gx = gw = gb = None
+            if rx:
+                gxa = conv3d_forward_array(gpad, w5, s, d, groups)
+                gxa = gxa[(slice(None), slice(None)) + tuple(slice(0, n) for n in size)]
+                gxa = _xp(gxa).ascontiguousarray(gxa).astype(xd.dtype, copy=False)
+                gx = _wrap(gxa if batched else gxa[0])
+            if rw:
+                # conv's weight gradient with the roles swapped: g is the (padded) input, x the output gradient.
+                gw = _wrap(conv3d_weight_grad_array(gpad, x5, k, s, d, groups).astype(w._data.dtype, copy=False))
+            if rb:
+                gb = _wrap(g5.sum(axis=(0, 2, 3, 4)).astype(bias._data.dtype, copy=False))
+            return (gx, gw) if bias is None else (gx, gw, gb)
+        inputs = (x, w) if bias is None else (x, w, bias)
+        record("ConvolutionBackward0", conv_transpose3d_backward, out, inputs, (x, w))
+    return out
+
+
+def _conv_transpose3d_backward_graph(g, x, w, has_bias, batched, pads, size, s, d, k, groups, rx, rw, rb):
+    from .nn import pad
+    g5 = g if batched else g.unsqueeze(0)
+    gpad = pad(g5, [v for a, b in reversed(pads) for v in (a, b)]) if any(a for a, _ in pads) else g5
+    gx = gw = gb = None
+    if rx:
+        gx = _conv3d(gpad, w, None, s, 0, d, groups)[(slice(None), slice(None)) + tuple(slice(0, n) for n in size)]
+        gx = gx if batched else gx.squeeze(0)
+    if rw:
+        gw = _weight_grad_graph(gpad, x if batched else x.unsqueeze(0), k, s, d, groups)
+    if rb:
+        gb = g5.sum((0, 2, 3, 4))
+    return (gx, gw, gb) if has_bias else (gx, gw)
+
+
+def conv3d(input: Tensor, weight: Tensor, bias: Tensor | None = None, stride=1, padding=0, dilation=1,
+           groups: int = 1) -> Tensor:
+    """3d cross-correlation of (N, C, D, H, W) input with (O, C/groups, kd, kh, kw) weight."""
+    return _conv3d(input, weight, bias, stride, padding, dilation, groups)
+
+
+def conv_transpose3d(input: Tensor, weight: Tensor, bias: Tensor | None = None, stride=1, padding=0,
+                     output_padding=0, groups: int = 1, dilation=1) -> Tensor:
+    """The adjoint of conv3d (a "deconvolution"): (N, Cin, D, H, W) with (Cin, Cout/groups, kd, kh, kw) weight."""
+    return _conv_transpose3d(input, weight, bias, stride, padding, output_padding, groups, dilation)
+
+
+__all__ = ["conv1d", "conv2d", "conv3d", "conv_transpose1d", "conv_transpose2d", "conv_transpose3d"]

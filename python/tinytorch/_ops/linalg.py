@@ -1,13 +1,18 @@
-"""Matrix products: matmul (1-D to batched N-D, with broadcasting), mm, bmm, outer, dot, einsum."""
+"""Matrix products: matmul (1-D to batched N-D, with broadcasting), mm, bmm, outer, dot, einsum, and the products
+built on them (tensordot, kron, cross, inner, vdot, addmv, addr, addbmm, chain_matmul, matrix_power)."""
 from __future__ import annotations
 
 import math
+import warnings
 
 import numpy as np
 
 from .. import _C, _autocast, _threads
-from .._tensor import Tensor
-from ._common import attach, needs_grad, operands, record, sum_to
+from .._dtype import promote_types
+from .._meta import MetaArray
+from .._tensor import Tensor, _wrap_dim
+from ._common import _short, attach, needs_grad, operands, record, sum_to
+from .indexing import _inplace
 from .pointwise import _result, broadcast_error_shapes
 
 
@@ -54,13 +59,15 @@ def matmul(a: Tensor, b: Tensor) -> Tensor:
             if a.ndim == 1:
                 G = G.unsqueeze(-2)
             ga = gb = None
-            if ra:
-                ga = G.matmul(B.transpose(-1, -2))
+            if ra:  # G B^H and A^H G: the conjugates matter for complex operands
+                Bh = B.transpose(-1, -2)
+                ga = G.matmul(Bh.conj() if Bh.is_complex() else Bh)
                 ga = sum_to(ga, sa) if a.ndim > 1 else sum_to(ga, (1, sa[0])).reshape(sa)
                 if ga.dtype is not da:
                     ga = ga.to(da)
             if rb:
-                gb = A.transpose(-1, -2).matmul(G)
+                Ah = A.transpose(-1, -2)
+                gb = (Ah.conj() if Ah.is_complex() else Ah).matmul(G)
                 gb = sum_to(gb, sb) if b.ndim > 1 else sum_to(gb, (sb[0], 1)).reshape(sb)
                 if gb.dtype is not db:
                     gb = gb.to(db)
@@ -211,14 +218,21 @@ def einsum(equation: str, *operands_) -> Tensor:
                            f"{len(operands_)} were given")
     if "." in eq:
         subs, rhs = _expand_ellipsis(subs, rhs if "->" in eq else None, operands_)
-        lhs = ",".join(subs)
+    else:
+        for k, (s, t) in enumerate(zip(subs, operands_)):
+            if len(s) != t._data.ndim:
+                raise RuntimeError(f"einsum(): the number of subscripts in the equation ({len(s)}) does not match "
+                                   f"the number of dimensions ({t._data.ndim}) for operand {k} and no ellipsis "
+                                   f"was given")
+    for k, c in enumerate(rhs):
+        if c in rhs[:k]:
+            raise RuntimeError(f"einsum(): output subscript {c} appears more than once in the output")
+        if all(c not in s for s in subs):
+            raise RuntimeError(f"einsum(): output subscript {c} does not appear in the equation for any input "
+                               f"operand")
     operands_ = _broadcast_labels(subs, operands_)
     arrays = [t._data for t in operands_]
-    if arrays and arrays[0].dtype.itemsize == 2 and arrays[0].dtype.kind in "fV":
-        # float16/bfloat16: float32 accumulation, rounded once (NumPy's einsum has no bfloat16 loop)
-        out = _result(np.einsum(f"{lhs}->{rhs}", *[a.astype(np.float32) for a in arrays]).astype(arrays[0].dtype))
-    else:
-        out = _result(np.einsum(f"{lhs}->{rhs}", *arrays))
+    out = _result(_einsum_arrays(subs, rhs, arrays))
     if needs_grad(*operands_):
         sizes = {}
         for s, arr in zip(subs, arrays):
@@ -248,6 +262,57 @@ def einsum(equation: str, *operands_) -> Tensor:
             return tuple(grads) if len(grads) > 1 else grads[0]
         record("EinsumBackward0", einsum_backward, out, tuple(operands_), tuple(operands_))
     return out
+
+
+def _einsum_arrays(subs: list, rhs: str, arrays: list):
+    """np.einsum's result: one matrix product on the intra-op pool for two operands with a letter to contract
+    (a batched matmul, a bilinear form), NumPy's pairwise (BLAS) order for three or more, np.einsum itself for the
+    rest (one operand, outer and elementwise products, repeated letters)."""
+    if arrays and arrays[0].dtype.itemsize == 2 and arrays[0].dtype.kind in "fV":
+        # float16/bfloat16: float32 accumulation, rounded once (NumPy's einsum has no bfloat16 loop)
+        return _einsum_arrays(subs, rhs, [a.astype(np.float32) for a in arrays]).astype(arrays[0].dtype)
+    if len(arrays) == 2:
+        r = _contract_pair(subs[0], arrays[0], subs[1], arrays[1], rhs)
+        if r is not None:
+            return r
+    return np.einsum(f"{','.join(subs)}->{rhs}", *arrays, optimize=len(arrays) > 2)
+
+
+def _contract_pair(sa: str, x, sb: str, y, rhs: str):
+    """einsum(f"{sa},{sb}->{rhs}", x, y) (a valid equation) as one product (batch, left, contracted) @ (batch,
+    contracted, right) of the transposed, flattened operands, or None where that does not apply: a letter repeated
+    within an operand, nothing to contract, operands of two dtypes or devices."""
+    if len(set(sa)) != len(sa) or len(set(sb)) != len(sb) or x.dtype != y.dtype or type(x) is not type(y) or \
+            type(x) is MetaArray:
+        return None
+    contracted = [c for c in sa if c in sb and c not in rhs]
+    if not contracted:
+        return None
+    x, sa = _sum_out(x, sa, sb + rhs)
+    y, sb = _sum_out(y, sb, sa + rhs)
+    size = dict(zip(sa, x.shape))
+    size.update(zip(sb, y.shape))
+    batch = [c for c in rhs if c in sa and c in sb]
+    left = [c for c in rhs if c in sa and c not in sb]
+    right = [c for c in rhs if c in sb and c not in sa]
+    B, L, K, R = (math.prod(size[c] for c in group) for group in (batch, left, contracted, right))
+    xm = x.transpose([sa.index(c) for c in batch + left + contracted]).reshape(B, L, K)
+    ym = y.transpose([sb.index(c) for c in batch + contracted + right]).reshape(B, K, R)
+    r = _matmul(xm[0], ym[0]) if B == 1 else _matmul(xm, ym)  # one matrix: gemm without the batch bookkeeping
+    order = batch + left + right
+    r = r.reshape([size[c] for c in order])
+    if order == list(rhs):
+        return r
+    return r.transpose([order.index(c) for c in rhs]).copy()  # contiguous, as np.einsum and PyTorch return it
+
+
+def _sum_out(x, subs: str, keep: str) -> tuple:
+    """x summed over the letters of subs that are not in keep (an index that appears nowhere else), and the
+    subscripts left."""
+    axes = tuple(i for i, c in enumerate(subs) if c not in keep)
+    if not axes:
+        return x, subs
+    return x.sum(axis=axes), "".join(c for c in subs if c in keep)
 
 
 def _expand_ellipsis(subs: list, rhs, operands_) -> tuple:
@@ -293,3 +358,198 @@ def _broadcast_labels(subs: list, operands_) -> tuple:
 
 attach(matmul=matmul, mm=mm, bmm=bmm, mv=mv, dot=dot, outer=outer, addmm=addmm, baddbmm=baddbmm, __matmul__=matmul,
        __rmatmul__=lambda a, b: matmul(b if isinstance(b, Tensor) else _result(np.asarray(b)), a))
+
+
+# ------------------------------------------------------------------ contractions and products built on matmul
+
+def tensordot(a: Tensor, b: Tensor, dims=2) -> Tensor:
+    """Contract a's dims with b's: the last `dims` of a with the first `dims` of b, or the listed pairs
+    ([dims of a], [dims of b]); one matrix product of the permuted, flattened operands."""
+    if isinstance(dims, Tensor):
+        dims = dims.item() if dims.ndim == 0 else dims.tolist()
+    if isinstance(dims, int):
+        if dims < 0:
+            raise RuntimeError(f"tensordot expects dims >= 0, but got dims={dims}")
+        if dims > a.ndim or dims > b.ndim:
+            raise RuntimeError(f"tensordot expects dims < ndim_a or ndim_b, but got dims={dims}")
+        dims_a, dims_b = list(range(-dims, 0)), list(range(dims))
+    else:
+        dims_a, dims_b = dims
+        for name, pos, ds in (("dims_self", 3, dims_a), ("dims_other", 4, dims_b)):
+            if not isinstance(ds, (list, tuple)):
+                raise TypeError(f"tensordot(): argument '{name}' (position {pos}) must be tuple of ints, not "
+                                f"{type(ds).__name__}")
+        dims_a, dims_b = list(dims_a), list(dims_b)
+    if len(dims_a) != len(dims_b):
+        raise RuntimeError("both dimension lists should have same length")
+    if a.dtype is not b.dtype:
+        raise RuntimeError("both inputs should have same dtype")
+    ca = [_wrap_dim(d, a.ndim) for d in dims_a]
+    cb = [_wrap_dim(d, b.ndim) for d in dims_b]
+    for i, j, di, dj in zip(ca, cb, dims_a, dims_b):
+        if a.shape[i] != b.shape[j]:
+            raise RuntimeError(f"contracted dimensions need to match, but first has size {a.shape[i]} in dim {di} "
+                               f"and second has size {b.shape[j]} in dim {dj}")
+    free_a = [k for k in range(a.ndim) if k not in ca]
+    free_b = [k for k in range(b.ndim) if k not in cb]
+    size = math.prod(a.shape[k] for k in ca)
+    left = a.permute(free_a + ca).reshape(math.prod(a.shape[k] for k in free_a), size)
+    right = b.permute(cb + free_b).reshape(size, math.prod(b.shape[k] for k in free_b))
+    return matmul(left, right).reshape([a.shape[k] for k in free_a] + [b.shape[k] for k in free_b])
+
+
+def kron(a: Tensor, b: Tensor) -> Tensor:
+    """The Kronecker product: block (i, j, ...) is a[i, j, ...] * b (the shorter shape is padded with 1s)."""
+    nd = max(a.ndim, b.ndim)
+    sa = (1,) * (nd - a.ndim) + tuple(a.shape)
+    sb = (1,) * (nd - b.ndim) + tuple(b.shape)
+    x = a.reshape([n for s in sa for n in (s, 1)])
+    y = b.reshape([n for s in sb for n in (1, s)])
+    return (x * y).reshape([p * q for p, q in zip(sa, sb)])
+
+
+def cross(input: Tensor, other: Tensor, dim: int | None = None) -> Tensor:
+    """The cross product of 3-vectors along dim (other dims broadcast); dim=None takes input's first dim of
+    size 3, with PyTorch's deprecation warning."""
+    if input.ndim != other.ndim:
+        raise RuntimeError("linalg.cross: inputs must have the same number of dimensions.")
+    if dim is None:
+        warnings.warn("Using torch.cross without specifying the dim arg is deprecated.\nPlease either pass the dim "
+                      "explicitly or simply use torch.linalg.cross.\nThe default value of dim will change to agree "
+                      "with that of linalg.cross in a future release.", UserWarning, stacklevel=2)
+        dim = next((k for k, s in enumerate(input.shape) if s == 3), None)
+        if dim is None:
+            raise RuntimeError("no dimension of size 3 in input")
+    d = _wrap_dim(dim, input.ndim)
+    if input.shape[d] != 3 or other.shape[d] != 3:
+        raise RuntimeError(f"linalg.cross: inputs dimension {dim} must have length 3. Got {input.shape[d]} and "
+                           f"{other.shape[d]}")
+    if input.dtype is not other.dtype:
+        raise RuntimeError(f"expected scalar type {_short(input.dtype)} but found {_short(other.dtype)}")
+    # component i is a[i+1] b[i+2] - a[i+2] b[i+1] (indices mod 3): rolled copies line those up
+    return input.roll(-1, d) * other.roll(-2, d) - input.roll(-2, d) * other.roll(-1, d)
+
+
+def inner(a: Tensor, b: Tensor) -> Tensor:
+    """Sum of products over the last dims (a scalar operand multiplies); shape a.shape[:-1] + b.shape[:-1]."""
+    if a.ndim == 0 or b.ndim == 0:
+        return a * b
+    if a.shape[-1] != b.shape[-1]:
+        raise RuntimeError(f"inner() the last dimension must match on both input tensors but got shapes "
+                           f"{list(a.shape)} and {list(b.shape)}")
+    return tensordot(a, b, ([-1], [-1]))
+
+
+def vdot(a: Tensor, b: Tensor) -> Tensor:
+    """dot(conj(a), b) of two 1-D tensors of one dtype."""
+    if a.ndim != 1 or b.ndim != 1:
+        raise RuntimeError(f"1D tensors expected, but got {a.ndim}D and {b.ndim}D tensors")
+    if a.dtype is not b.dtype:
+        raise RuntimeError(f"dot : expected both vectors to have same dtype, but found {_short(a.dtype)} and "
+                           f"{_short(b.dtype)}")
+    return dot(a.conj(), b)
+
+
+def _scaled_sum(input: Tensor, product: Tensor, beta, alpha) -> Tensor:
+    """beta * input + alpha * product, with input broadcast to product's shape; beta = 0 ignores input, nan and
+    inf included, as PyTorch documents."""
+    input = input.expand(product.shape)
+    if alpha != 1:
+        product = product * alpha
+    if beta == 0:
+        dt = promote_types(input.dtype, product.dtype)
+        return product if product.dtype is dt else product.to(dt)
+    return product + (input if beta == 1 else input * beta)
+
+
+def addmv(input: Tensor, mat: Tensor, vec: Tensor, *, beta=1, alpha=1) -> Tensor:
+    """beta * input + alpha * (mat @ vec)."""
+    if mat.ndim != 2 or vec.ndim != 1 or input.ndim > 1:
+        raise RuntimeError(f"vector + matrix @ vector expected, got {input.ndim}, {mat.ndim}, {vec.ndim}")
+    n = input.shape[0] if input.ndim else 1
+    if mat.shape[1] != vec.shape[0] or n not in (1, mat.shape[0]):
+        raise RuntimeError(f"size mismatch, got input ({n}), mat ({mat.shape[0]}x{mat.shape[1]}), vec "
+                           f"({vec.shape[0]})")
+    if not input.dtype is mat.dtype is vec.dtype:
+        raise RuntimeError(f"addmv input tensors must have the same dtype, but got {_short(input.dtype)}, "
+                           f"{_short(mat.dtype)}, and {_short(vec.dtype)}")
+    return _scaled_sum(input, matmul(mat, vec), beta, alpha)
+
+
+def addr(input: Tensor, vec1: Tensor, vec2: Tensor, *, beta=1, alpha=1) -> Tensor:
+    """beta * input + alpha * outer(vec1, vec2)."""
+    for name, v in (("vec1", vec1), ("vec2", vec2)):
+        if v.ndim != 1:
+            raise RuntimeError(f"addr: Expected 1-D argument {name}, but got {v.ndim}-D")
+    return _scaled_sum(input, outer(vec1, vec2), beta, alpha)
+
+
+def addbmm(input: Tensor, batch1: Tensor, batch2: Tensor, *, beta=1, alpha=1) -> Tensor:
+    """beta * input + alpha * sum_i batch1[i] @ batch2[i], as one (n, b*m) @ (b*m, p) product."""
+    for name, t in (("batch1", batch1), ("batch2", batch2)):
+        if t.ndim != 3:
+            raise RuntimeError(f"{name} must be a 3D tensor")
+    (b, n, m), (b2, m2, p) = batch1.shape, batch2.shape
+    if b != b2:
+        raise RuntimeError(f"batch1 and batch2 must have same number of batches, got {b} and {b2}")
+    if m != m2:
+        raise RuntimeError(f"Incompatible matrix sizes for bmm ({n}x{m} and {m2}x{p})")
+    product = matmul(batch1.permute(1, 0, 2).reshape(n, b * m), batch2.reshape(b * m, p))
+    return _scaled_sum(input, product, beta, alpha)
+
+
+def chain_matmul(*matrices) -> Tensor:
+    """The product of 2-D tensors, left to right (deprecated in PyTorch for torch.linalg.multi_dot)."""
+    warnings.warn("torch.chain_matmul is deprecated and will be removed in a future PyTorch release. Use "
+                  "torch.linalg.multi_dot instead, which accepts a list of two or more tensors rather than multiple "
+                  "parameters.", UserWarning, stacklevel=2)
+    if not matrices:
+        raise RuntimeError("chain_matmul(): Expected one or more matrices")
+    for m in matrices:
+        if m.ndim != 2:
+            raise RuntimeError(f"Tensor dimension is {m.ndim}, expected 2 instead.")
+    if len(matrices) == 1:
+        return matrices[0].clone()
+    first = matrices[0]
+    for i, m in enumerate(matrices[1:], 1):
+        if m.dtype is not first.dtype:
+            raise RuntimeError(f"multi_dot(): all tensors must have be the same dtype but tensor 0 is "
+                               f"{_short(first.dtype).lower()} and tensor {i} {_short(m.dtype).lower()}")
+        if matrices[i - 1].shape[1] != m.shape[0]:
+            raise RuntimeError(f"multi_dot(): tensors {i - 1} and {i} with shapes {list(matrices[i - 1].shape)} and "
+                               f"{list(m.shape)} cannot be multiplied")
+    out = first
+    for m in matrices[1:]:
+        out = matmul(out, m)
+    return out
+
+
+def matrix_power(input: Tensor, n: int) -> Tensor:
+    """The n-th power of (batches of) square matrices by repeated squaring; n = 0 gives identities, n < 0
+    powers the inverse (torch.linalg.inv)."""
+    if input.ndim < 2:
+        raise RuntimeError("linalg.matrix_power: The input tensor A must have at least 2 dimensions.")
+    if input.shape[-1] != input.shape[-2]:
+        raise RuntimeError(f"linalg.matrix_power: A must be batches of square matrices, but they are "
+                           f"{input.shape[-2]} by {input.shape[-1]} matrices")
+    if n < 0:
+        from ..linalg import inv
+        input, n = inv(input), -n
+    if n == 0:  # identities that still depend on the input, with a zero gradient (PyTorch's CopyBackwards)
+        from .._creation import eye
+        out = eye(input.shape[-1], dtype=input.dtype, device=input.device).expand(input.shape).clone()
+        if needs_grad(input):
+            record("CopyBackwards", lambda g: g * 0, out, (input,))
+        return out
+    result, square = None, input
+    while True:
+        if n & 1:
+            result = square if result is None else matmul(result, square)
+        n >>= 1
+        if not n:
+            return result if result is not input else input.clone()
+        square = matmul(square, square)
+
+
+attach(kron=kron, cross=cross, inner=inner, vdot=vdot, addmv=addmv, addmv_=_inplace(addmv), addr=addr,
+       addr_=_inplace(addr), addbmm=addbmm, addbmm_=_inplace(addbmm), matrix_power=matrix_power)

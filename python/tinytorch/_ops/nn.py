@@ -912,6 +912,8 @@ def sigmoid(input: Tensor) -> Tensor:
 
 def hardtanh(input: Tensor, min_val: float = -1.0, max_val: float = 1.0, inplace: bool = False) -> Tensor:
     """x clamped to [min_val, max_val]."""
+    if min_val > max_val and not inplace:
+        raise ValueError("min_val cannot be greater than max_val")
     return input.clamp_(min_val, max_val) if inplace else input.clamp(min_val, max_val)
 
 
@@ -1170,6 +1172,13 @@ def pad(input: Tensor, pad, mode: str = "constant", value: float | None = None) 
         raise NotImplementedError(f"Unrecognised padding mode {mode}")
     if value not in (None, 0, 0.0):
         raise RuntimeError(f"Padding mode \"{mode}\" doesn't take in value argument.")
+    if not (len(pad) in (2, 4, 6) and nd in (len(pad) // 2 + 1, len(pad) // 2 + 2)):
+        raise NotImplementedError(
+            f"Padding size {len(pad)} is not supported for {nd}D input tensor.\n"
+            "Supported combinations for non-constant padding:\n"
+            "  - 2D or 3D input: padding size = 2 (pads last dimension)\n"
+            "  - 3D or 4D input: padding size = 4 (pads last 2 dimensions)\n"
+            "  - 4D or 5D input: padding size = 6 (pads last 3 dimensions)")
     sources = []  # (dim, positions along it that each output position copies)
     shape = list(input._data.shape)
     for i in range(len(pad) // 2):
@@ -1179,10 +1188,11 @@ def pad(input: Tensor, pad, mode: str = "constant", value: float | None = None) 
         pos = np.arange(-lo, n + hi)
         if mode == "replicate":
             idx = np.clip(pos, 0, n - 1)
-        elif mode == "circular":
-            if lo > n or hi > n:
+        elif mode == "circular":  # negative amounts crop first; the rest wraps around what is left
+            start, kept = max(-lo, 0), n - max(-lo, 0) - max(-hi, 0)
+            if max(lo, 0) > kept or max(hi, 0) > kept:
                 raise RuntimeError("Padding value causes wrapping around more than once.")
-            idx = np.mod(pos, n)
+            idx = start + np.mod(np.arange(-max(lo, 0), kept + max(hi, 0)), max(kept, 1))
         else:
             if lo >= n or hi >= n:
                 raise RuntimeError(f"Argument #4: Padding size should be less than the corresponding input dimension, "

@@ -1,12 +1,15 @@
-"""Pooling: max_pool1d/2d, avg_pool1d/2d, adaptive_avg_pool1d/2d, adaptive_max_pool1d/2d, each forward beside
-its derivative. Windows are strided views of the padded input, reduced one kernel position at a time
-(kh*kw vectorised passes, no loop over the batch or the output). 1d pools run as 2d pools of height 1.
+"""Pooling: max_pool1d/2d/3d, avg_pool1d/2d/3d, adaptive_avg_pool1d/2d/3d, adaptive_max_pool1d/2d/3d,
+max_unpool1d/2d/3d, lp_pool1d/2d/3d and fractional_max_pool2d, each forward beside its derivative. Windows are
+strided views of the padded input, reduced one kernel position at a time (kh*kw vectorised passes, no loop over
+the batch or the output). 1d pools run as 2d pools of height 1.
 """
 from __future__ import annotations
 
+import math
+
 import numpy as np
 
-from .. import _C, _threads
+from .. import _C, _autocast, _threads
 from .._tensor import Tensor, _wrap
 from ._common import _grad_enabled, needs_grad, record
 from .conv import _pair, _xp
@@ -338,8 +341,8 @@ def _adaptive_size(name: str, output_size, x4, nd: int) -> tuple:
     else:
         os_ = [output_size] * nd
     if len(os_) != nd:
-        raise ValueError(f"{name}: output_size must be {nd}")
-    in_sizes = x4.shape[4 - nd:]
+        raise RuntimeError(f"{name}: output_size must be {nd}")
+    in_sizes = x4.shape[-nd:]
     os_ = [in_sizes[i] if v is None else int(v) for i, v in enumerate(os_)]
     if any(v < 0 for v in os_):
         raise RuntimeError(f"{name}: elements of output_size must be greater than or equal to 0 but received "
@@ -462,7 +465,538 @@ def adaptive_max_pool2d_with_indices(input: Tensor, output_size, return_indices:
     return adaptive_max_pool2d(input, output_size, True)
 
 
-__all__ = ["max_pool1d", "max_pool2d", "avg_pool1d", "avg_pool2d", "adaptive_avg_pool1d", "adaptive_avg_pool2d",
-           "adaptive_max_pool1d", "adaptive_max_pool2d", "max_pool1d_with_indices", "max_pool2d_with_indices",
-           "adaptive_max_pool1d_with_indices", "adaptive_max_pool2d_with_indices"]
+# ------------------------------------------------------------------ 3d pooling (NCDHW)
 
+
+def _as5d(a):
+    """(N, C, D, H, W) from batched or unbatched 3d pooling input, and whether it was batched."""
+    batched = a.ndim == 5
+    return (a if batched else a[None]), batched
+
+
+def _check_3d_input(x: Tensor, who: str) -> None:
+    """max_pool3d/avg_pool3d's input checks: 4D or 5D, every non-batch dim non-empty (who names the kernel)."""
+    shape = x._data.shape
+    if len(shape) not in (4, 5):
+        raise RuntimeError("non-empty 4D or 5D (batch mode) tensor expected for input")
+    first = len(shape) - 4
+    for i in range(first, len(shape)):
+        if shape[i] == 0:
+            raise RuntimeError(f"{who}: Expected input's non-batch dimensions to have positive length, but input "
+                               f"has a shape of {list(shape)} and non-batch dimension {i - first} has length zero!")
+
+
+def _triple(name: str, v, what: str, default=None) -> tuple:
+    if v is None or (isinstance(v, (tuple, list)) and len(v) == 0 and default is not None):
+        return default
+    if isinstance(v, (tuple, list)):
+        if len(v) == 1:
+            return (int(v[0]),) * 3
+        if len(v) != 3:
+            raise RuntimeError(f"{name}: {what}")
+        return tuple(int(e) for e in v)
+    return (int(v),) * 3
+
+
+def _pool3d_args(name: str, kernel_size, stride, padding, dilation):
+    """kernel, stride, padding and dilation triples with PyTorch's checks (max_pool3d/avg_pool3d wording)."""
+    either = "either " if name == "max_pool3d" else ""
+    k = _triple(name, kernel_size, f"kernel_size must {either}be a single int, or a tuple of three ints")
+    s = _triple(name, stride, f"stride must {either}be omitted, a single int, or a tuple of three ints", k)
+    p = _triple(name, padding, f"padding must {either}be a single int, or a tuple of three ints")
+    d = _triple(name, dilation, "dilation must be either a single int, or a tuple of three ints")
+    for kk, pp, dd in zip(k, p, d):
+        if pp < 0:
+            raise RuntimeError(f"pad must be non-negative, but got pad: {pp}")
+        if pp > ((kk - 1) * dd + 1) // 2:
+            raise RuntimeError(f"pad should be at most half of effective kernel size, but got pad={pp}, "
+                               f"kernel_size={kk} and dilation={dd}")
+    if any(v == 0 for v in s):
+        raise RuntimeError("stride should not be zero")
+    if any(v <= 0 for v in k):
+        raise RuntimeError(f"kernel size should be greater than zero, but got kT: {k[0]} kH: {k[1]} kW: {k[2]}")
+    if any(v < 0 for v in s):
+        raise RuntimeError(f"stride should be greater than zero, but got dT: {s[0]} dH: {s[1]} dW: {s[2]}")
+    if any(v <= 0 for v in d):
+        raise RuntimeError(f"dilation should be greater than zero, but got dilationT: {d[0]} dilationH: {d[1]} "
+                           f"dilationW: {d[2]}")
+    return k, s, p, d
+
+
+def _pool3d_out(x5, k, s, p, d, ceil_mode: bool) -> tuple:
+    C, S = x5.shape[1], x5.shape[2:]
+    o = tuple(_pool_out(n, kk, ss, pp, dd, ceil_mode) for n, kk, ss, pp, dd in zip(S, k, s, p, d))
+    if any(v <= 0 for v in o):
+        raise RuntimeError(f"Given input size: ({'x'.join(map(str, (C,) + S))}). Calculated output size: "
+                           f"({'x'.join(map(str, (C,) + o))}). Output size is too small")
+    return o
+
+
+def _padded3d(x5, p, o, k, s, d, fill):
+    """x5 padded by p before each spatial dim and after it by enough for every (ceil-mode) window."""
+    S = x5.shape[2:]
+    P = tuple(max(n + 2 * pp, (oo - 1) * ss + dd * (kk - 1) + 1) for n, pp, oo, ss, dd, kk in zip(S, p, o, s, d, k))
+    if P == S:
+        return x5
+    out = _xp(x5).full(x5.shape[:2] + P, fill, x5.dtype)
+    out[(slice(None), slice(None)) + tuple(slice(pp, pp + n) for pp, n in zip(p, S))] = x5
+    return out
+
+
+def _windows3d(k, s, d, o):
+    """Per kernel position (in C order): the index of the input positions it covers for every output."""
+    for pos in np.ndindex(*k):
+        yield pos, (slice(None), slice(None)) + tuple(slice(i * dd, i * dd + ss * (oo - 1) + 1, ss)
+                                                      for i, dd, ss, oo in zip(pos, d, s, o))
+
+
+def _scatter_nd(g: Tensor, idx, x5_shape, input: Tensor, batched: bool):
+    """The gradient of a max-type pool: g summed into zeros of the input's shape at the flat spatial
+    positions idx (N, C, *o); differentiable when building a graph."""
+    N, C = x5_shape[:2]
+    shape4 = (N, C, math.prod(x5_shape[2:]), 1)
+    idx4 = idx.reshape(N, C, -1, 1)
+    if _grad_enabled():
+        return _scatter_graph(g, idx4, shape4, input)
+    gx = _scatter_flat(g._data.reshape(N, C, -1, 1), idx4, shape4).reshape(x5_shape)
+    return _wrap(gx if batched else gx[0])
+
+
+def _max_pool3d(input: Tensor, kernel_size, stride, padding, dilation, ceil_mode: bool, return_indices: bool):
+    if _autocast.active:
+        return _autocast.dispatch("max_pool3d", _max_pool3d, input, kernel_size, stride, padding, dilation,
+                                  ceil_mode, return_indices)
+    _check_3d_input(input, "max_pool3d_with_indices_out_cpu_template()")
+    k, s, p, d = _pool3d_args("max_pool3d", kernel_size, stride, padding, dilation)
+    x5, batched = _as5d(input._data)
+    xp = _xp(x5)
+    o = _pool3d_out(x5, k, s, p, d, ceil_mode)
+    fill = -np.inf if x5.dtype.kind in "fV" else np.iinfo(x5.dtype).min
+    xpad = _padded3d(x5, p, o, k, s, d, fill)
+    has_nan = x5.dtype.kind == "f" and bool(xp.isnan(x5).any())
+    arg = xp.zeros(x5.shape[:2] + o, np.int8 if math.prod(k) < 128 else np.int32)
+    best = None
+    for t, (_, win) in enumerate(_windows3d(k, s, d, o)):
+        v = xpad[win]
+        if best is None:
+            best = v.copy()
+            continue
+        take = v > best  # ties keep the first position; a NaN wins (and propagates) as in PyTorch
+        if has_nan:
+            take |= xp.isnan(v)
+        xp.maximum(best, v, out=best)
+        xp.copyto(arg, t, where=take)
+    # Kernel offsets -> flat indices into the unpadded D*H*W volume (PyTorch's `indices`).
+    a = arg.astype(np.int64)
+    idx = xp.zeros(a.shape, np.int64)
+    for axis, (n, kk, ss, pp, dd, oo) in enumerate(zip(x5.shape[2:], k, s, p, d, o)):
+        inner = math.prod(k[axis + 1:])
+        start = (xp.arange(oo) * ss - pp).reshape((oo,) + (1,) * (2 - axis))
+        idx = idx * n + start + (a // inner % kk) * dd
+    out = _wrap(best if batched else best[0])
+    if needs_grad(input):
+        shape5 = x5.shape
+
+        def max_pool3d_backward(g):
+            return _scatter_nd(g, idx, shape5, input, batched)
+        record("MaxPool3DWithIndicesBackward0", max_pool3d_backward, out, (input,))
+    if return_indices:
+        return out, _wrap(idx if batched else idx[0])
+    return out
+
+
+def max_pool3d(input: Tensor, kernel_size, stride=None, padding=0, dilation=1, ceil_mode: bool = False,
+               return_indices: bool = False):
+    """Max over sliding windows of the last three dims of (N, C, D, H, W) input."""
+    return _max_pool3d(input, kernel_size, stride, padding, dilation, ceil_mode, return_indices)
+
+
+def max_pool3d_with_indices(input: Tensor, kernel_size, stride=None, padding=0, dilation=1, ceil_mode: bool = False,
+                            return_indices: bool = False):
+    """max_pool3d returning (output, indices)."""
+    return _max_pool3d(input, kernel_size, stride, padding, dilation, ceil_mode, True)
+
+
+def avg_pool3d(input: Tensor, kernel_size, stride=None, padding=0, ceil_mode: bool = False,
+               count_include_pad: bool = True, divisor_override: int | None = None) -> Tensor:
+    """Mean over sliding windows of the last three dims of (N, C, D, H, W) input (integers: truncated)."""
+    if _autocast.active:
+        return _autocast.dispatch("avg_pool3d", avg_pool3d, input, kernel_size, stride, padding, ceil_mode,
+                                  count_include_pad, divisor_override)
+    _check_3d_input(input, "avg_pool3d()")
+    k, s, p, d = _pool3d_args("avg_pool3d", kernel_size, stride, padding, 1)
+    if divisor_override is not None and divisor_override == 0:
+        raise RuntimeError("divisor must be not zero")
+    x5, batched = _as5d(input._data)
+    xp = _xp(x5)
+    S = x5.shape[2:]
+    if any(n < kk for n, kk in zip(S, k)):
+        raise RuntimeError(f"input image (T: {S[0]} H: {S[1]} W: {S[2]}) smaller than kernel size "
+                           f"(kT: {k[0]} kH: {k[1]} kW: {k[2]})")
+    o = _pool3d_out(x5, k, s, p, d, ceil_mode)
+    if divisor_override is not None:
+        div = np.full(o, float(divisor_override))
+    else:
+        dims = [_avg_divisor(n, oo, kk, ss, pp, count_include_pad) for n, oo, kk, ss, pp in zip(S, o, k, s, p)]
+        div = np.einsum("i,j,k->ijk", *dims).astype(np.float64)
+    integer = x5.dtype.kind not in "fV"
+    cd = np.int64 if integer else (x5.dtype if x5.dtype.itemsize >= 4 else np.float32)
+    xpad = _padded3d(x5, p, o, k, s, d, 0)
+    wins = [win for _, win in _windows3d(k, s, d, o)]
+    acc = xpad[wins[0]].astype(cd, copy=True)
+    for win in wins[1:]:
+        acc += xpad[win]
+    if integer:  # C++'s integer division, truncating toward zero
+        q = xp.asarray(div.astype(np.int64))
+        out = _wrap(xp.where(acc < 0, -(-acc // q), acc // q).astype(x5.dtype, copy=False))
+        return out if batched else out[0]
+    inv = xp.asarray((1.0 / div).astype(cd))
+    acc *= inv
+    y = acc.astype(x5.dtype, copy=False)
+    out = _wrap(y if batched else y[0])
+    if needs_grad(input):
+        N, C = x5.shape[:2]
+        P = xpad.shape[2:]
+
+        def avg_pool3d_backward(g):
+            if _grad_enabled():
+                # The adjoint of window sums: the scaled gradient spread over each window, as a transposed conv
+                # with a kernel of ones, cropped (or zero-extended) to the input.
+                from .._creation import ones
+                from .conv import conv_transpose3d
+                from .nn import pad
+                gs = (g.reshape((N, C) + o) * _wrap(inv)).reshape((N * C, 1) + o)
+                full = conv_transpose3d(gs, ones((1, 1) + k, dtype=gs.dtype, device=gs.device), None, s)
+                amounts = []
+                for pp, n, f in reversed(list(zip(p, S, full.shape[2:]))):
+                    amounts += [-pp, pp + n - f]
+                return pad(full, amounts).reshape(input.shape)
+            g5 = g._data.reshape((N, C) + o) * inv
+            gx = xp.zeros((N, C) + P, g5.dtype)
+            for win in wins:
+                gx[win] += g5
+            gx = gx[(slice(None), slice(None)) + tuple(slice(pp, pp + n) for pp, n in zip(p, S))]
+            gx = xp.ascontiguousarray(gx).astype(x5.dtype, copy=False)
+            return _wrap(gx if batched else gx[0])
+        record("AvgPool3DBackward0", avg_pool3d_backward, out, (input,))
+    return out
+
+
+def _check_adaptive3d(name: str, input: Tensor, colon: str) -> None:
+    shape = input._data.shape
+    if len(shape) not in (4, 5):
+        raise RuntimeError(f"{name}(): Expected 4D or 5D tensor, but got{colon} {list(shape)}")
+    for i in range(len(shape) - 4, len(shape)):
+        if shape[i] == 0:
+            raise RuntimeError(f"{name}(): Expected input to have non-zero size for non-batch dimensions, but input "
+                               f"has sizes {list(shape)} with dimension {i} being empty")
+    if input._data.dtype.kind not in "fV":
+        from ._common import _short
+        raise NotImplementedError(f'"{name}_cpu" not implemented for \'{_short(input.dtype)}\'')
+
+
+def _separable(x, mats):
+    """Apply one (o, n) matrix to each of the last three dims of x (arrays or Tensors alike)."""
+    md, mh, mw = mats
+    y = x @ mw.T  # (..., D, H, ow)
+    y = mh @ y  # (..., D, oh, ow)
+    lead = tuple(y.shape[:-3])
+    oh, ow = y.shape[-2], y.shape[-1]
+    return (md @ y.reshape(lead + (y.shape[-3], oh * ow))).reshape(lead + (md.shape[0], oh, ow))
+
+
+def adaptive_avg_pool3d(input: Tensor, output_size) -> Tensor:
+    """Average pooling of (N, C, D, H, W) input to output_size (int, triple; None keeps that dim)."""
+    if _autocast.active:
+        return _autocast.dispatch("adaptive_avg_pool3d", adaptive_avg_pool3d, input, output_size)
+    _check_adaptive3d("adaptive_avg_pool3d", input, "")
+    x5, batched = _as5d(input._data)
+    xp = _xp(x5)
+    o = _adaptive_size("adaptive_avg_pool3d", output_size, x5, 3)
+    cd = x5.dtype if x5.dtype.itemsize >= 4 else np.float32
+    # Separable: out = x contracted with an averaging matrix along each spatial dim.
+    mats = [xp.asarray(_avg_matrix(n, oo, cd)) for n, oo in zip(x5.shape[2:], o)]
+    y = _separable(x5.astype(cd, copy=False), mats).astype(x5.dtype, copy=False)
+    out = _wrap(y if batched else y[0])
+    if needs_grad(input):
+        def adaptive_avg_pool3d_backward(g):
+            if _grad_enabled():
+                gc = g.to(_dtype_of(cd)) if g._data.dtype != cd else g
+                return _separable(gc, [_wrap(xp.ascontiguousarray(m.T)) for m in mats]).to(input.dtype)
+            gx = _separable(g._data.astype(cd, copy=False), [m.T for m in mats]).astype(x5.dtype, copy=False)
+            return _wrap(gx)
+        record("AdaptiveAvgPool3DBackward0", adaptive_avg_pool3d_backward, out, (input,))
+    return out
+
+
+def _adaptive_max3d(input: Tensor, output_size, return_indices: bool):
+    if _autocast.active:
+        return _autocast.dispatch("adaptive_max_pool3d", _adaptive_max3d, input, output_size, return_indices)
+    _check_adaptive3d("adaptive_max_pool3d", input, ":")
+    x5, batched = _as5d(input._data)
+    xp = _xp(x5)
+    o = _adaptive_size("adaptive_max_pool3d", output_size, x5, 3)
+    N, C = x5.shape[:2]
+    S = x5.shape[2:]
+    # Each window padded to the largest by repeating its last position (harmless for a max): flat D*H*W
+    # positions (od, oh, ow, K), the kernel position fastest.
+    pos = []
+    for n, oo in zip(S, o):
+        lo, hi = _adaptive_bounds(n, oo)
+        kk = int((hi - lo).max()) if oo else 1
+        pos.append(np.minimum(lo[:, None] + np.arange(kk)[None], hi[:, None] - 1))  # (oo, kk)
+    pd, ph, pw = pos
+    flat = ((pd[:, None, None, :, None, None] * S[1] + ph[None, :, None, None, :, None]) * S[2]
+            + pw[None, None, :, None, None, :]).reshape(tuple(o) + (-1,))
+    fi = xp.asarray(flat)
+    win = x5.reshape(N, C, -1)[:, :, fi]  # (N, C, od, oh, ow, K)
+    if x5.dtype.kind == "f":
+        nanpos = xp.isnan(win)
+        a = xp.where(nanpos.any(-1), nanpos.argmax(-1), win.argmax(-1))
+    else:
+        a = win.argmax(-1)
+    best = xp.take_along_axis(win, a[..., None], -1)[..., 0]
+    idx = xp.take_along_axis(xp.broadcast_to(fi, win.shape), a[..., None], -1)[..., 0]
+    out = _wrap(best if batched else best[0])
+    if needs_grad(input):
+        shape5 = x5.shape
+
+        def adaptive_max_pool3d_backward(g):
+            return _scatter_nd(g, idx, shape5, input, batched)
+        record("AdaptiveMaxPool3DBackward0", adaptive_max_pool3d_backward, out, (input,))
+    return (out, _wrap(idx if batched else idx[0])) if return_indices else out
+
+
+def adaptive_max_pool3d(input: Tensor, output_size, return_indices: bool = False):
+    """Max pooling of (N, C, D, H, W) input to output_size (int, triple; None keeps that dim)."""
+    return _adaptive_max3d(input, output_size, return_indices)
+
+
+def adaptive_max_pool3d_with_indices(input: Tensor, output_size, return_indices: bool = False):
+    """adaptive_max_pool3d returning (output, indices)."""
+    return _adaptive_max3d(input, output_size, True)
+
+
+# ------------------------------------------------------------------ max unpooling
+
+
+def _unpool_output_size(input: Tensor, kernel_size, stride, padding, output_size) -> list:
+    """PyTorch's output size of max_unpool: the pooled input's size, or output_size checked against it."""
+    n = len(kernel_size)
+    in_size = input.shape
+    default = [(in_size[-n + i] - 1) * stride[i] + kernel_size[i] - 2 * padding[i] for i in range(n)]
+    if output_size is None:
+        ret = default
+    else:
+        output_size = list(output_size)
+        if len(output_size) == n + 2:
+            output_size = output_size[2:]
+        if len(output_size) != n:
+            raise ValueError(f"output_size should be a sequence containing {n} or {n + 2} elements, but it has a "
+                             f"length of '{len(output_size)}'")
+        for i in range(n):
+            lo, hi = default[i] - stride[i], default[i] + stride[i]
+            if not lo < output_size[i] < hi:
+                raise ValueError(f'invalid output_size "{tuple(output_size)}" (dim {i} must be between {lo} and '
+                                 f'{hi})')
+        ret = [int(v) for v in output_size]
+    for i in range(n):
+        if ret[i] < 0:
+            raise ValueError(f"max_unpooling: output_size must contain non-negative spatial dimensions, but got "
+                             f"output_size[{i}]={ret[i]}")
+    return ret
+
+
+def _max_unpool(nd: int, input: Tensor, indices: Tensor, size: list) -> Tensor:
+    """Scatter input into zeros of spatial size `size` at the flat positions `indices` (max_unpool2d/3d)."""
+    if _autocast.active:
+        return _autocast.dispatch(f"max_unpool{nd}d", _max_unpool, nd, input, indices, size)
+    xd, idd = input._data, indices._data
+    if idd.dtype != np.int64:
+        from ._common import _short
+        raise RuntimeError("elements in indices should be type int64" +
+                           (f" but got: {_short(indices.dtype)}" if nd == 2 else ""))
+    if xd.shape != idd.shape:
+        raise RuntimeError(f"Expected shape of indices to be same as that of the input tensor ({list(xd.shape)}) but "
+                           f"got indices tensor with shape: {list(idd.shape)}")
+    if xd.ndim not in (nd + 1, nd + 2):
+        raise RuntimeError(f"Input to max_unpooling{nd}d should be a {nd + 1}d or {nd + 2}d Tensor, but got a tensor "
+                           f"with {xd.ndim} dimensions.")
+    if xd.dtype.kind not in "fV":
+        from ._common import _short
+        raise NotImplementedError(f'"max_unpool{nd}d" not implemented for \'{_short(input.dtype)}\'')
+    xp = _xp(xd)
+    lead = xd.shape[:-nd]
+    P = math.prod(size)
+    flat = idd.reshape(lead + (-1,))
+    bad = (flat < 0) | (flat >= P)
+    if bool(bad.any()):
+        raise RuntimeError(f"Found an invalid max index: {int(flat.reshape(-1)[int(bad.reshape(-1).argmax())])} "
+                           f"(output volumes are of size {'x'.join(map(str, size))})")
+    out = xp.zeros(lead + (P,), xd.dtype)
+    xp.put_along_axis(out, flat, xd.reshape(lead + (-1,)), axis=-1)
+    res = _wrap(out.reshape(lead + tuple(size)))
+    if needs_grad(input):
+        idx_t = _wrap(flat)
+
+        def max_unpool_backward(g):
+            from .indexing import gather
+            return gather(g.reshape(lead + (P,)), -1, idx_t).reshape(input.shape)
+        record(f"MaxUnpool{nd}DBackward0", max_unpool_backward, res, (input,))
+    return res
+
+
+def _unpool_args(nd: int, kernel_size, stride, padding):
+    k = _pair(kernel_size, nd, "kernel_size")
+    return k, (k if stride is None else _pair(stride, nd, "stride")), _pair(padding, nd, "padding")
+
+
+def max_unpool1d(input: Tensor, indices: Tensor, kernel_size, stride=None, padding=0, output_size=None) -> Tensor:
+    """A partial inverse of max_pool1d: the maxima put back at their indices, zeros elsewhere."""
+    k, s, p = _unpool_args(1, kernel_size, stride, padding)
+    size = _unpool_output_size(input, k, s, p, output_size)
+    return _max_unpool(2, input.unsqueeze(-1), indices.unsqueeze(-1), size + [1]).squeeze(-1)
+
+
+def max_unpool2d(input: Tensor, indices: Tensor, kernel_size, stride=None, padding=0, output_size=None) -> Tensor:
+    """A partial inverse of max_pool2d: the maxima put back at their indices, zeros elsewhere."""
+    k, s, p = _unpool_args(2, kernel_size, stride, padding)
+    return _max_unpool(2, input, indices, _unpool_output_size(input, k, s, p, output_size))
+
+
+def max_unpool3d(input: Tensor, indices: Tensor, kernel_size, stride=None, padding=0, output_size=None) -> Tensor:
+    """A partial inverse of max_pool3d: the maxima put back at their indices, zeros elsewhere."""
+    k, s, p = _unpool_args(3, kernel_size, stride, padding)
+    return _max_unpool(3, input, indices, _unpool_output_size(input, k, s, p, output_size))
+
+
+# ------------------------------------------------------------------ fractional max pooling
+
+
+def _fractional_starts(u, n: int, o: int, k: int):
+    """Window starts (..., o) for pseudo-random samples u (...) in [0, 1): PyTorch's interval sequence, computed
+    in u's dtype as its kernel does, the last window ending at the input's end."""
+    out = np.empty(u.shape + (o,), np.int64)
+    if o > 1:
+        alpha = u.dtype.type(n - k) / u.dtype.type(o - 1)
+        i = np.arange(o - 1, dtype=u.dtype)
+        out[..., :-1] = ((i + u[..., None]) * alpha).astype(np.int64) - (u * alpha).astype(np.int64)[..., None]
+    if o > 0:
+        out[..., -1] = n - k
+    return out
+
+
+def _fractional_max_pool2d(input: Tensor, kernel_size, output_size, output_ratio, return_indices: bool,
+                           _random_samples):
+    if _autocast.active:
+        return _autocast.dispatch("fractional_max_pool2d", _fractional_max_pool2d, input, kernel_size, output_size,
+                                  output_ratio, return_indices, _random_samples)
+    if output_size is None and output_ratio is None:
+        raise ValueError("fractional_max_pool2d requires specifying either an output_size or an output_ratio")
+    xd = input._data
+    if xd.ndim not in (3, 4):
+        raise RuntimeError(f"fractional_max_pool2d(): Expected 3D or 4D tensor, but got: {list(xd.shape)}")
+    if xd.dtype.kind not in "fV":
+        from ._common import _short
+        raise NotImplementedError(f'"fractional_max_pool2d" not implemented for \'{_short(input.dtype)}\'')
+    k = _pair(kernel_size, 2, "kernel_size")
+    if output_size is None:
+        if isinstance(output_ratio, (tuple, list)) and len(output_ratio) > 2:
+            raise ValueError("fractional_max_pool2d requires output_ratio to either be a single Int or tuple of Ints.")
+        r = tuple(output_ratio) * (2 // len(output_ratio)) if isinstance(output_ratio, (tuple, list)) else \
+            (output_ratio, output_ratio)
+        output_size = (int(xd.shape[-2] * r[0]), int(xd.shape[-1] * r[1]))
+    o = _pair(output_size, 2, "output_size")
+    x4, batched = _as4d(xd, 2)
+    N, C, H, W = x4.shape
+    for kk, oo, n, what in ((k[0], o[0], H, "height"), (k[1], o[1], W, "width")):
+        if oo + kk - 1 > n:
+            raise RuntimeError(f"fractional_max_pool2d(): pool {what} {kk} too large relative to input {what} {n}")
+    if _random_samples is None:
+        from .._creation import rand
+        _random_samples = rand(N, C, 2, dtype=input.dtype, device=input.device)
+    u = _random_samples._data
+    if u.ndim != 3:
+        raise RuntimeError(f"Expect _random_samples to have 3 dimensions, got {u.ndim}")
+    if u.shape[0] < N:
+        raise RuntimeError("Expect _random_samples.size(0) no less then input batch size.")  # sic: PyTorch's words
+    if u.shape[1] != C:
+        raise RuntimeError("Expect _random_samples.size(1) equals to input channel size.")
+    if u.shape[2] != 2:
+        raise RuntimeError(f"Expect _random_samples.size(2) equals to 2; got {u.shape[2]}.")
+    xp = _xp(x4)
+    u = np.asarray(u.get() if xp is not np else u)[:N].astype(xd.dtype if xd.itemsize >= 4 else np.float32)
+    rows = _fractional_starts(u[..., 1], H, o[0], k[0])  # sample 0 places the columns, sample 1 the rows
+    cols = _fractional_starts(u[..., 0], W, o[1], k[1])
+    xf = x4.reshape(N, C, H * W)
+    best = arg = None
+    for i in range(k[0]):
+        for j in range(k[1]):
+            pos = xp.asarray(((rows + i)[..., :, None] * W + (cols + j)[..., None, :]).reshape(N, C, -1))
+            v = xp.take_along_axis(xf, pos, 2)
+            if best is None:
+                best, arg = v.copy(), pos
+                continue
+            take = (v > best) | xp.isnan(v)  # ties keep the first position; a later NaN wins, as in PyTorch
+            best = xp.where(take, v, best)
+            arg = xp.where(take, pos, arg)
+    best, arg = best.reshape(N, C, o[0], o[1]), arg.reshape(N, C, o[0], o[1])
+    out = _wrap(best if batched else best[0])
+    if needs_grad(input):
+        def fractional_max_pool2d_backward(g):
+            return _scatter_nd(g, arg, x4.shape, input, batched)
+        record("FractionalMaxPool2DBackward0", fractional_max_pool2d_backward, out, (input,))
+    return (out, _wrap(arg if batched else arg[0])) if return_indices else out
+
+
+def fractional_max_pool2d(input: Tensor, kernel_size, output_size=None, output_ratio=None,
+                          return_indices: bool = False, _random_samples: Tensor | None = None):
+    """Max over kh x kw windows placed at pseudo-random, increasing starts that give output_size (or the input's
+    size times output_ratio) outputs per plane (Graham's fractional max pooling)."""
+    return _fractional_max_pool2d(input, kernel_size, output_size, output_ratio, return_indices, _random_samples)
+
+
+def fractional_max_pool2d_with_indices(input: Tensor, kernel_size, output_size=None, output_ratio=None,
+                                       return_indices: bool = False, _random_samples: Tensor | None = None):
+    """fractional_max_pool2d returning (output, indices)."""
+    return _fractional_max_pool2d(input, kernel_size, output_size, output_ratio, True, _random_samples)
+
+
+# ------------------------------------------------------------------ power-average (LP) pooling
+
+
+def _lp_pool(nd: int, input: Tensor, norm_type, kernel_size, stride, ceil_mode: bool) -> Tensor:
+    """PyTorch's composition: (sum over the window of x**p) ** (1/p), as avg_pool times the window size."""
+    from .nn import relu
+    max_pool, avg_pool = {1: (max_pool1d, avg_pool1d), 2: (max_pool2d, avg_pool2d), 3: (max_pool3d, avg_pool3d)}[nd]
+    if isinstance(norm_type, (int, float)):
+        if norm_type == float("inf"):
+            return max_pool(input.abs(), kernel_size, stride, 0, 1, ceil_mode)
+        if norm_type == -float("inf"):
+            return -max_pool(-input.abs(), kernel_size, stride, 0, 1, ceil_mode)
+    out = avg_pool(input.pow(norm_type), kernel_size, stride, 0, ceil_mode)
+    size = math.prod(_pair(kernel_size, nd, "kernel_size"))
+    return (out.sign() * relu(out.abs())).mul(size).pow(1.0 / norm_type)
+
+
+def lp_pool1d(input: Tensor, norm_type: float, kernel_size, stride=None, ceil_mode: bool = False) -> Tensor:
+    """Power-average pooling over (N, C, L): (sum of x**p over each window) ** (1/p)."""
+    return _lp_pool(1, input, norm_type, kernel_size, stride, ceil_mode)
+
+
+def lp_pool2d(input: Tensor, norm_type: float, kernel_size, stride=None, ceil_mode: bool = False) -> Tensor:
+    """Power-average pooling over (N, C, H, W): (sum of x**p over each window) ** (1/p)."""
+    return _lp_pool(2, input, norm_type, kernel_size, stride, ceil_mode)
+
+
+def lp_pool3d(input: Tensor, norm_type: float, kernel_size, stride=None, ceil_mode: bool = False) -> Tensor:
+    """Power-average pooling over (N, C, D, H, W): (sum of x**p over each window) ** (1/p)."""
+    return _lp_pool(3, input, norm_type, kernel_size, stride, ceil_mode)
+
+
+__all__ = ["max_pool1d", "max_pool2d", "max_pool3d", "avg_pool1d", "avg_pool2d", "avg_pool3d", "adaptive_avg_pool1d",
+           "adaptive_avg_pool2d", "adaptive_avg_pool3d", "adaptive_max_pool1d", "adaptive_max_pool2d",
+           "adaptive_max_pool3d", "max_pool1d_with_indices", "max_pool2d_with_indices", "max_pool3d_with_indices",
+           "adaptive_max_pool1d_with_indices", "adaptive_max_pool2d_with_indices", "adaptive_max_pool3d_with_indices",
+           "max_unpool1d", "max_unpool2d", "max_unpool3d", "lp_pool1d", "lp_pool2d", "lp_pool3d",
+           "fractional_max_pool2d", "fractional_max_pool2d_with_indices"]

@@ -2,12 +2,18 @@
 memory with their input, and copies (cat, stack, repeat, flip, tril/triu); each beside its derivative."""
 from __future__ import annotations
 
+import itertools
+import warnings
+
 import numpy as np
 
 from .. import _autocast
+from .._dtype import int64
+from .._meta import MetaArray
 from .._tensor import Size, Tensor, _view_of, _wrap, _wrap_dim
 from . import _cpu
 from ._common import attach, needs_grad, record, _grad_enabled
+from .indexing import _inplace
 
 
 def _shape_arg(shape) -> tuple:
@@ -508,8 +514,11 @@ def tensor_split(a: Tensor, sections, dim: int = 0) -> tuple:
         q, r = divmod(n, sections)
         sizes = [q + 1] * r + [q] * (sections - r)
     else:
-        bounds = [0] + list(sections) + [n]
-        sizes = [max(0, b - a_) for a_, b in zip(bounds[:-1], bounds[1:])]
+        # indices as Python slice bounds: negative ones count from the end, the rest are clipped to [0, n]
+        bounds = [0] + [min(max(i + n if i < 0 else i, 0), n) for i in sections] + [n]
+        if any(hi < lo for lo, hi in zip(bounds[:-1], bounds[1:])):  # decreasing indices: pieces may overlap
+            return tuple(a[(slice(None),) * d + (slice(lo, hi),)] for lo, hi in zip(bounds[:-1], bounds[1:]))
+        sizes = [hi - lo for lo, hi in zip(bounds[:-1], bounds[1:])]
     return split(a, sizes, d)
 
 
@@ -558,8 +567,21 @@ def repeat(a: Tensor, *sizes) -> Tensor:
     if len(sizes) < x.ndim:
         raise RuntimeError("Number of dimensions of repeat dims can not be smaller than number of dimensions of tensor")
     shape = (1,) * (len(sizes) - x.ndim) + x.shape
-    xp = np if type(x) is np.ndarray else x.__array_namespace__()
-    out = _wrap(xp.tile(x.reshape(shape), sizes))
+    out_shape = tuple(r * s for r, s in zip(sizes, shape))
+    negative = [d for d in out_shape if d < 0]
+    if negative:
+        raise RuntimeError(f"Trying to create tensor with negative dimension {negative[0]}: {list(out_shape)}")
+    sizes = tuple(max(r, 0) for r in sizes)  # a negative count of an empty dim: empty, as in PyTorch
+    if type(x) is np.ndarray:
+        # one copy of x broadcast to (r0, s0, r1, s1, ...), the result's layout, where np.tile copies once per dim
+        inter = tuple(v for r, s in zip(sizes, shape) for v in (r, s))
+        src = x.reshape(tuple(v for s in shape for v in (1, s)))
+        res = np.empty(inter, x.dtype)
+        if _cpu.copy(np.broadcast_to(src, inter), res) is None:
+            res[...] = src
+        out = _wrap(res.reshape(out_shape))
+    else:
+        out = _wrap(x.__array_namespace__().tile(x.reshape(shape), sizes))
     if needs_grad(a):
         old = x.shape
 
@@ -694,3 +716,541 @@ attach(view=view, reshape=reshape, view_as=view_as, reshape_as=reshape_as, flatt
        repeat_interleave=repeat_interleave, diagonal=diagonal, index_put_slice=_index_put_slice)
 Tensor.T = property(_T)
 Tensor.mT = property(_mT)
+
+
+# ------------------------------------------------------------------ grids, blocks and combinations
+
+def meshgrid(*tensors, indexing: str | None = None) -> tuple:
+    """Coordinate grids of 0-D/1-D tensors (expanded views): 'ij' indexes matrix-style, 'xy' swaps the first
+    two dims (Cartesian); no indexing means 'ij' with PyTorch's warning."""
+    if len(tensors) == 1 and isinstance(tensors[0], (list, tuple)):
+        tensors = tuple(tensors[0])
+    if indexing is None:
+        warnings.warn("torch.meshgrid: in an upcoming release, it will be required to pass the indexing argument.",
+                      UserWarning, stacklevel=2)
+        indexing = "ij"
+    if indexing not in ("ij", "xy"):
+        raise RuntimeError(f'torch.meshgrid: indexing must be one of "xy" or "ij", but received: {indexing}')
+    if not tensors:
+        raise RuntimeError("meshgrid expects a non-empty TensorList")
+    for t_ in tensors:
+        if t_._data.ndim > 1:
+            raise RuntimeError(f"torch.meshgrid: Expected 0D or 1D tensor in the tensor list but got: {t_}")
+        if t_.dtype is not tensors[0].dtype:
+            raise RuntimeError("meshgrid expects all tensors to have the same dtype")
+        if t_.device != tensors[0].device:
+            raise RuntimeError("meshgrid expects all tensors to have the same device")
+    n = len(tensors)
+    order = list(range(n))
+    if indexing == "xy" and n >= 2:
+        order[0], order[1] = 1, 0
+    shape = [0] * n
+    for i, t_ in enumerate(tensors):
+        shape[order[i]] = t_._data.size
+    return tuple(expand(reshape(t_, [-1 if k == order[i] else 1 for k in range(n)]), shape)
+                 for i, t_ in enumerate(tensors))
+
+
+def block_diag(*tensors) -> Tensor:
+    """A block-diagonal matrix of the inputs (0-D and 1-D ones count as one row), in their promoted dtype."""
+    from .._creation import zeros
+    from .._dtype import result_type
+    if not tensors:
+        return zeros(1, 0)
+    mats = []
+    for i, t_ in enumerate(tensors):
+        if t_._data.ndim > 2:
+            raise RuntimeError(f"torch.block_diag: Input tensors must have 2 or fewer dimensions. Input {i} has "
+                               f"{t_._data.ndim} dimensions")
+        mats.append(t_ if t_._data.ndim == 2 else reshape(t_, 1, t_._data.size))
+    dt = result_type(*mats)
+    width = sum(m._data.shape[1] for m in mats)
+    rows, left = [], 0
+    for m in mats:
+        h, w = m._data.shape
+        rows.append(cat([zeros(h, left, dtype=dt, device=m.device), m,
+                         zeros(h, width - left - w, dtype=dt, device=m.device)], 1))
+        left += w
+    return cat(rows, 0)
+
+
+def cartesian_prod(*tensors) -> Tensor:
+    """Every combination of one element from each 1-D tensor, as the rows of an (N, len(tensors)) tensor
+    (a single tensor comes back as it is)."""
+    for t_ in tensors:
+        if t_._data.ndim != 1:
+            raise RuntimeError(f"Expect a 1D vector, but got shape {list(t_._data.shape)}")
+    if len(tensors) == 1:
+        return tensors[0]
+    return stack([reshape(g, -1) for g in meshgrid(*tensors, indexing="ij")], 1)
+
+
+def combinations(input: Tensor, r: int = 2, with_replacement: bool = False) -> Tensor:
+    """The length-r combinations of a 1-D tensor's elements (Python's itertools order), one per row."""
+    if input._data.ndim != 1:
+        raise RuntimeError(f"Expect a 1D vector, but got shape {list(input._data.shape)}")
+    if r < 0:
+        raise RuntimeError(f"Expect a non-negative number, but got {r}")
+    from .._creation import empty, tensor
+    if r == 0:
+        return empty(0, dtype=input.dtype, device=input.device)
+    pick = itertools.combinations_with_replacement if with_replacement else itertools.combinations
+    idx = np.array(list(pick(range(input._data.shape[0]), r)), dtype=np.int64).reshape(-1)
+    return reshape(input.index_select(0, tensor(idx, device=input.device)), -1, r)
+
+
+def _triangle_indices(name: str, row: int, col: int, offset: int, dtype, device, upper: bool) -> Tensor:
+    from .._creation import tensor
+    from .._dtype import int32, to_dtype
+    if row < 0:
+        raise RuntimeError(f"row must be non-negative, got{row}")
+    if col < 0:
+        raise RuntimeError(f"col must be non-negative, got{col}")
+    dt = to_dtype(dtype)
+    if dt is not int64 and dt is not int32:
+        from ._common import _short
+        raise NotImplementedError(f"\"{name}\" not implemented for '{_short(dt)}'")
+    rows, cols = (np.triu_indices if upper else np.tril_indices)(row, offset, col)
+    return tensor(np.stack([rows, cols]).reshape(2, -1), dtype=dt, device=device)
+
+
+def tril_indices(row: int, col: int, offset: int = 0, *, dtype=int64, device=None, layout=None) -> Tensor:
+    """The (2, N) coordinates of the lower triangle of a row x col matrix, row by row."""
+    return _triangle_indices("tril_indices", row, col, offset, dtype, device, False)
+
+
+def triu_indices(row: int, col: int, offset: int = 0, *, dtype=int64, device=None, layout=None) -> Tensor:
+    """The (2, N) coordinates of the upper triangle of a row x col matrix, row by row."""
+    return _triangle_indices("triu_indices", row, col, offset, dtype, device, True)
+
+
+def diag_embed(input: Tensor, offset: int = 0, dim1: int = -2, dim2: int = -1) -> Tensor:
+    """A tensor whose (dim1, dim2) diagonals at `offset` hold input's last dim (zeros elsewhere)."""
+    nd = input._data.ndim + 1
+    d1, d2 = _wrap_dim(dim1, nd), _wrap_dim(dim2, nd)
+    if d1 == d2:
+        raise RuntimeError(f"diagonal dimensions cannot be identical {dim1}, {dim2}")
+    n = input._data.shape[-1] + abs(offset)
+    shape = list(input._data.shape[:-1])
+    for d in sorted((d1, d2)):
+        shape.insert(d, n)
+    return _diagonal_scatter(input, tuple(shape), offset, d1, d2)
+
+
+def diagflat(input: Tensor, offset: int = 0) -> Tensor:
+    """A square matrix with the flattened input on its offset-th diagonal."""
+    return diag(reshape(input, -1), offset)
+
+
+# ------------------------------------------------------------------ picking, rotating and flipping
+
+def take(input: Tensor, index: Tensor) -> Tensor:
+    """input's elements, as if it were 1-D, at `index` (negative indices count from the end); index's shape."""
+    if not isinstance(index, Tensor):
+        raise TypeError(f"take(): argument 'index' (position 2) must be Tensor, not {type(index).__name__}")
+    if index.dtype is not int64:
+        from ._common import _short
+        raise RuntimeError(f"take(): Expected a long tensor for index, but got {_short(index.dtype)}")
+    n = input._data.size
+    idx = index._data
+    if idx.size:
+        if n == 0:
+            raise IndexError("take(): tried to take from an empty tensor")
+        lo, hi = int(idx.min()), int(idx.max())
+        if hi >= n or lo < -n:
+            raise IndexError(f"out of range: tried to access index {hi if hi >= n else lo} on a tensor of {n} "
+                             "elements.")
+    wrapped = _wrap((idx + (idx < 0) * n).reshape(-1))
+    return reshape(reshape(input, -1).index_select(0, wrapped), idx.shape)
+
+
+def rot90(input: Tensor, k: int = 1, dims=(0, 1)) -> Tensor:
+    """Rotate by 90 degrees k times, from dims[0] towards dims[1]."""
+    dims = list(dims)
+    if len(dims) != 2:
+        raise RuntimeError(f"expected total rotation dims == 2, but got dims = {len(dims)}")
+    nd = input._data.ndim
+    if nd < 2:
+        raise RuntimeError(f"expected total dims >= 2, but got total dims = {nd}")
+    if dims[0] == dims[1] or (dims[0] - dims[1]) % nd == 0:
+        raise RuntimeError(f"expected rotation dims to be different, but got dim0 = {dims[0]} and dim1 = {dims[1]}")
+    d0, d1 = _wrap_dim(dims[0], nd), _wrap_dim(dims[1], nd)
+    k %= 4
+    if k == 1:
+        return transpose(flip(input, d1), d0, d1)
+    if k == 2:
+        return flip(input, (d0, d1))
+    if k == 3:
+        return transpose(flip(input, d0), d0, d1)
+    return clone(input)
+
+
+def fliplr(input: Tensor) -> Tensor:
+    """Reverse the columns (dim 1)."""
+    if input._data.ndim < 2:
+        raise RuntimeError("Input must be >= 2-d.")
+    return flip(input, 1)
+
+
+def flipud(input: Tensor) -> Tensor:
+    """Reverse the rows (dim 0)."""
+    if input._data.ndim < 1:
+        raise RuntimeError("Input must be >= 1-d.")
+    return flip(input, 0)
+
+
+# ------------------------------------------------------------------ at least n dims; stacking and splitting
+
+def _atleast(name: str, tensors: tuple, lift):
+    """PyTorch's return rule: one tensor in, one tensor out; several tensors or a list/tuple in, a tuple out."""
+    def one(t_):
+        if not isinstance(t_, Tensor):
+            raise TypeError(f"{name}() received an invalid combination of arguments - got ({type(t_).__name__})")
+        return lift(t_)
+    if len(tensors) == 1:
+        if isinstance(tensors[0], (list, tuple)):
+            return tuple(one(t_) for t_ in tensors[0])
+        return one(tensors[0])
+    return tuple(one(t_) for t_ in tensors)
+
+
+def atleast_1d(*tensors):
+    """Tensors with at least one dimension (0-D ones become shape (1,); others come back as they are)."""
+    return _atleast("atleast_1d", tensors, lambda t_: reshape(t_, 1) if t_._data.ndim == 0 else t_)
+
+
+def atleast_2d(*tensors):
+    """Tensors with at least two dimensions (0-D: (1, 1); 1-D (n,): (1, n))."""
+    return _atleast("atleast_2d", tensors,
+                    lambda t_: reshape(t_, 1, 1) if t_._data.ndim == 0 else unsqueeze(t_, 0) if t_._data.ndim == 1
+                    else t_)
+
+
+def atleast_3d(*tensors):
+    """Tensors with at least three dimensions (0-D: (1, 1, 1); (n,): (1, n, 1); (m, n): (m, n, 1))."""
+    def lift(t_):
+        nd = t_._data.ndim
+        if nd == 0:
+            return reshape(t_, 1, 1, 1)
+        if nd == 1:
+            return unsqueeze(unsqueeze(t_, 0), -1)
+        return unsqueeze(t_, -1) if nd == 2 else t_
+    return _atleast("atleast_3d", tensors, lift)
+
+
+def broadcast_shapes(*shapes) -> Size:
+    """The shape that tensors of these shapes broadcast to (ints count as 1-D shapes), without making tensors."""
+    sizes = []
+    for s in shapes:
+        if isinstance(s, (int, np.integer)) and not isinstance(s, bool):
+            s = (int(s),)
+        elif isinstance(s, (tuple, list)) and all(isinstance(d, (int, np.integer)) for d in s):
+            s = tuple(int(d) for d in s)
+        else:
+            raise RuntimeError(f"Input shapes should be of type ints, a tuple of ints, or a list of ints, got {s}")
+        if any(d < 0 for d in s):
+            raise ValueError("Attempting to broadcast a dimension with negative length!")
+        sizes.append(s)
+    result = [1] * max((len(s) for s in sizes), default=0)
+    for i, s in enumerate(sizes):
+        for k in range(-1, -len(s) - 1, -1):
+            if s[k] == 1 or s[k] == result[k]:
+                continue
+            if result[k] != 1:
+                raise RuntimeError(f"Attempting to broadcast a dimension of length {s[k]} at {k}! Mismatching "
+                                   f"argument at index {i} had {s}; but expected shape should be broadcastable to "
+                                   f"{result}")
+            result[k] = s[k]
+    return Size(result)
+
+
+def _split_along(name: str, input: Tensor, sections, dim: int, min_dims: int) -> tuple:
+    nd = input._data.ndim
+    if nd < min_dims:
+        raise RuntimeError(f"torch.{name} requires a tensor with at least {min_dims} dimension, but got a tensor with "
+                           f"{nd} dimensions!")
+    if isinstance(sections, int):
+        size = input._data.shape[dim]
+        if sections == 0 or size % sections:
+            raise RuntimeError(f"torch.{name} attempted to split along dimension {dim}, but the size of the dimension "
+                               f"{size} is not divisible by the split_size {sections}!")
+    return tensor_split(input, sections, dim)
+
+
+def hsplit(input: Tensor, indices_or_sections) -> tuple:
+    """tensor_split along dim 1 (dim 0 for a 1-D tensor); a number of sections must divide the size evenly."""
+    return _split_along("hsplit", input, indices_or_sections, 0 if input._data.ndim == 1 else 1, 1)
+
+
+def vsplit(input: Tensor, indices_or_sections) -> tuple:
+    """tensor_split along dim 0 of a tensor of at least 2 dims; sections must divide the size evenly."""
+    return _split_along("vsplit", input, indices_or_sections, 0, 2)
+
+
+def dsplit(input: Tensor, indices_or_sections) -> tuple:
+    """tensor_split along dim 2 of a tensor of at least 3 dims; sections must divide the size evenly."""
+    return _split_along("dsplit", input, indices_or_sections, 2, 3)
+
+
+def dstack(tensors) -> Tensor:
+    """Concatenate depthwise (dim 2), after atleast_3d."""
+    tensors = list(tensors)
+    if not tensors:
+        raise RuntimeError("dstack expects a non-empty TensorList")
+    return cat(atleast_3d(tensors), 2)
+
+
+def column_stack(tensors) -> Tensor:
+    """Concatenate as columns: 0-D and 1-D tensors become (n, 1) columns, the others join along dim 1."""
+    tensors = list(tensors)
+    if not tensors:
+        raise RuntimeError("column_stack expects a non-empty TensorList")
+    return cat([reshape(t_, t_._data.size, 1) if t_._data.ndim <= 1 else t_ for t_ in tensors], 1)
+
+
+row_stack = vstack
+moveaxis = movedim
+swapaxes = transpose
+swapdims = transpose
+
+
+def adjoint(input: Tensor) -> Tensor:
+    """The conjugate transpose of the last two dims (a view for real tensors)."""
+    if input._data.ndim < 2:
+        raise RuntimeError("tensor.adjoint() is only supported on matrices or batches of matrices. Got "
+                           f"{input._data.ndim}-D tensor.")
+    return transpose(input, -2, -1).conj()
+
+
+# ------------------------------------------------------------------ differences, Vandermonde, strided storage
+
+def diff(input: Tensor, n: int = 1, dim: int = -1, prepend: Tensor | None = None,
+         append: Tensor | None = None) -> Tensor:
+    """The n-th forward difference along dim, after joining prepend and append (bool tensors: XOR)."""
+    nd = input._data.ndim
+    if nd == 0:
+        raise RuntimeError("diff expects input to be at least one-dimensional")
+    if n < 0:
+        raise RuntimeError(f"order must be non-negative but got {n}")
+    d = _wrap_dim(dim, nd)
+    parts = []
+    for name, extra in (("prepend", prepend), ("input", input), ("append", append)):
+        if extra is None:
+            continue
+        if not isinstance(extra, Tensor):
+            raise TypeError(f"diff(): argument '{name}' must be Tensor, not {type(extra).__name__}")
+        if extra._data.ndim != nd:
+            raise RuntimeError("diff expects prepend or append to be the same dimension as input")
+        for k in range(nd):
+            if k != d and extra._data.shape[k] != input._data.shape[k]:
+                raise RuntimeError("diff expects the shape of tensor to prepend or append to match that of input "
+                                   f"except along the differencing dimension; input.size({k}) = "
+                                   f"{input._data.shape[k]}, but got tensor.size({k}) = {extra._data.shape[k]}")
+        parts.append(extra)
+    x = cat(parts, d) if len(parts) > 1 else input
+    for _ in range(n):
+        size = x._data.shape[d]
+        if size == 0:
+            break
+        hi, lo = narrow(x, d, 1, size - 1), narrow(x, d, 0, size - 1)
+        x = hi.logical_xor(lo) if x._data.dtype == np.bool_ else hi - lo
+    return x
+
+
+def vander(x: Tensor, N: int | None = None, increasing: bool = False) -> Tensor:
+    """The Vandermonde matrix of a 1-D tensor: columns x^(N-1) .. x^0 (x^0 .. x^(N-1) when increasing);
+    integer and bool inputs give int64, as PyTorch promotes them with long."""
+    from .._creation import ones
+    from .._dtype import promote_types
+    if x._data.ndim != 1:
+        raise RuntimeError("x must be a one-dimensional tensor.")
+    n = x._data.shape[0]
+    if N is None:
+        N = n
+    if N < 0:
+        raise RuntimeError("N must be non-negative.")
+    dt = promote_types(x.dtype, int64)
+    x = x.to(dt)
+    first = ones(n, min(N, 1), dtype=dt, device=x.device)
+    if N <= 1:
+        return first
+    # a running product, as PyTorch computes it: exact gradients at x = 0, where pow's would be 0 * inf
+    out = cat([first, expand(unsqueeze(x, 1), n, N - 1)], 1).cumprod(1)
+    return out if increasing else flip(out, 1)
+
+
+def empty_strided(size, stride, *, dtype=None, layout=None, device=None, requires_grad: bool = False,
+                  pin_memory: bool = False) -> Tensor:
+    """An uninitialised tensor laid out with the given strides (in elements): stride() reports them."""
+    from .._device import cuda_context, to_device, xp_for
+    from .._dtype import get_default_dtype, to_dtype
+    size, stride = tuple(int(s) for s in size), tuple(int(s) for s in stride)
+    if len(size) != len(stride):
+        raise RuntimeError(f"dimensionality of sizes ({len(size)}) must match dimensionality of strides "
+                           f"({len(stride)})")
+    if any(s < 0 for s in size):
+        raise RuntimeError(f"Trying to create tensor with negative dimension {min(size)}: {list(size)}")
+    if any(s < 0 for s in stride):
+        raise RuntimeError(f"Storage size calculation overflowed with sizes={list(size)} and strides={list(stride)}")
+    dt = to_dtype(dtype) if dtype is not None else get_default_dtype()
+    dev = to_device(device)
+    xp = xp_for(dev)
+    count = 0 if 0 in size else 1 + sum((s - 1) * st for s, st in zip(size, stride))
+    item = np.dtype(dt.np).itemsize
+    with cuda_context(dev):
+        data = xp.lib.stride_tricks.as_strided(xp.empty(count, dt.np), size, tuple(st * item for st in stride))
+    out = _wrap(data)
+    if requires_grad:
+        out.requires_grad_(True)
+    return out
+
+
+def narrow_copy(input: Tensor, dim: int, start: int, length: int) -> Tensor:
+    """narrow, as a copy with its own memory."""
+    return clone(narrow(input, dim, start, length))
+
+
+def renorm(input: Tensor, p: float, dim: int, maxnorm: float) -> Tensor:
+    """Scale each slice along dim whose p-norm exceeds maxnorm down to norm maxnorm (PyTorch's 1e-7 guard)."""
+    if p <= 0:
+        raise RuntimeError("renorm: non-positive-norm not supported")
+    if maxnorm < 0:
+        raise RuntimeError(f"renorm: expected maxnorm to be >= 0 but got {maxnorm:g}")
+    nd = input._data.ndim
+    if nd <= 1:
+        raise RuntimeError(f"renorm: input needs at least 2 dimensions, got {nd} dimensions")
+    d = _wrap_dim(dim, nd)
+    from .pointwise import where
+    norms = input.norm(p, tuple(k for k in range(nd) if k != d), True)
+    return input * where(norms > maxnorm, maxnorm / (norms + 1e-7), 1.0)
+
+
+def _renorm_(input: Tensor, p: float, dim: int, maxnorm: float) -> Tensor:
+    from ._common import inplace_unary
+    return inplace_unary(input, renorm, p, dim, maxnorm)
+
+
+# ------------------------------------------------------------------ scatter_reduce
+
+_SCATTER_REDUCTIONS = ("sum", "prod", "mean", "amax", "amin")
+
+
+def _scatter_reduce_array(x, d: int, idx, v, reduce: str, include_self: bool):
+    """x with v reduced into it at idx along d (index and src of one shape)."""
+    from .indexing import _add_at, _along_key, _mul_at_cupy, _xp
+    if type(x) is MetaArray:
+        return x.copy()
+    xp = _xp(x)
+    shape = x.shape
+    if x.ndim == 0:
+        x, idx, v = x.reshape(1), idx.reshape(-1), v.reshape(-1)
+    out = x.copy()
+    key = _along_key(idx, d)
+    if not include_self:
+        out[key] = _reduction_identity(out.dtype, reduce)
+    if reduce in ("sum", "mean"):
+        _add_at(out, key, v)
+    elif type(out) is np.ndarray:
+        {"prod": np.multiply, "amax": np.maximum, "amin": np.minimum}[reduce].at(out, key, v)
+    elif reduce == "prod":
+        _mul_at_cupy(out, key, v)
+    else:
+        import cupyx
+        (cupyx.scatter_max if reduce == "amax" else cupyx.scatter_min)(out, key, v)
+    if reduce == "mean":
+        count = xp.full(out.shape, 1 if include_self else 0, dtype=np.int64)
+        _add_at(count, key, 1)
+        count = xp.maximum(count, 1)
+        out = out // count if out.dtype.kind in "iu" else out / count.astype(out.dtype)
+    return out.reshape(shape)
+
+
+def _reduction_identity(dtype, reduce: str):
+    """The value a scattered-to slot starts from when include_self=False."""
+    if reduce in ("sum", "mean"):
+        return 0
+    if reduce == "prod":
+        return 1
+    if dtype.kind == "b":
+        return reduce == "amin"
+    if dtype.kind in "iu":
+        info = np.iinfo(dtype)
+        return info.min if reduce == "amax" else info.max
+    return -np.inf if reduce == "amax" else np.inf
+
+
+def scatter_reduce(input: Tensor, dim: int, index: Tensor, src: Tensor, reduce: str, *,
+                   include_self: bool = True) -> Tensor:
+    """A copy of input with src's elements reduced ('sum', 'prod', 'mean', 'amax', 'amin') into the slots index
+    names along dim (for dim=0: out[index[i][j]][j] op= src[i][j]); include_self=False leaves input's values out
+    of the slots that receive any."""
+    from .indexing import _check_gather_shapes, _check_range, _on_device_of
+    if reduce not in _SCATTER_REDUCTIONS:
+        raise RuntimeError(f"reduce argument must be either sum, prod, mean, amax or amin, got {reduce}")
+    if not isinstance(index, Tensor) or index._data.dtype.kind not in "iu":
+        raise RuntimeError("scatter_reduce(): Expected dtype int32/int64 for index")
+    if src.dtype is not input.dtype:
+        raise RuntimeError("scatter(): Expected self.dtype to be equal to src.dtype")
+    data = input._data
+    if reduce == "mean" and data.dtype == np.bool_:
+        raise NotImplementedError("\"scatter_gather_tensor_cpu_reduce_mean\" not implemented for 'Bool'")
+    d = _wrap_dim(dim, data.ndim)
+    if index.dtype is not int64:
+        index = index.to(int64)
+    idx = _on_device_of(index._data, data)
+    _check_gather_shapes("scatter_reduce", data, idx, d, src._data)
+    _check_range(idx, data.shape[d] if data.ndim else 1, d)
+    if src._data.shape != idx.shape:  # only src's leading block, index's shape, takes part (a view: its gradient pads)
+        src = src[tuple(slice(0, k) for k in idx.shape)]
+    out = _wrap(_scatter_reduce_array(data, d, idx, src._data, reduce, include_self))
+    if needs_grad(input, src):
+        from ._common import alias, saved_output
+        ri, rs = input._requires_grad, src._requires_grad
+        out_alias = alias(out)
+
+        def scatter_reduce_backward(g):
+            result = saved_output(out_alias, lambda: scatter_reduce(input, d, index, src, reduce,
+                                                                    include_self=include_self))
+            gi, gs = _scatter_reduce_grads(g, input, d, index, src, reduce, include_self, result)
+            if not include_self:
+                gi = gi.scatter(d, index, 0.0)
+            return (gi if ri else None), (gs if rs else None)
+        record("ScatterReduceBackward0", scatter_reduce_backward, out, (input, src), (input, src, out_alias))
+    return out
+
+
+def _scatter_reduce_grads(g: Tensor, input: Tensor, d: int, index: Tensor, src: Tensor, reduce: str,
+                          include_self: bool, result: Tensor) -> tuple:
+    """PyTorch's scatter_reduce_backward in tensor ops (so it differentiates again): the gradients of input and
+    src before the include_self=False masking."""
+    from .._creation import ones_like, zeros_like
+    from .pointwise import where
+    if reduce == "sum":
+        return g, g.gather(d, index)
+    if reduce == "mean":
+        count = (ones_like(g) if include_self else zeros_like(g)).scatter_add(d, index, ones_like(src))
+        count = count.masked_fill(count == 0, 1)
+        return g / count, g.gather(d, index) / count.gather(d, index)
+    if reduce == "prod":
+        # products without the element itself, also where it is 0 (dividing the result by it would give 0/0)
+        masked_self = input.masked_fill(input == 0, 1)
+        gi = g * scatter_reduce(masked_self, d, index, src, reduce, include_self=include_self) / masked_self
+        src_zero = src == 0
+        zeros_in_slot = zeros_like(input).scatter_add(d, index, src_zero.to(input.dtype)).gather(d, index)
+        single_zero = src_zero.logical_and(zeros_in_slot == 1)
+        without_zero = scatter_reduce(input, d, index, src.masked_fill(single_zero, 1), reduce,
+                                      include_self=include_self)
+        gs = where(single_zero, (g * without_zero).gather(d, index),
+                   (g * result).gather(d, index) / src.masked_fill(src_zero, 1))
+        return gi, gs
+    # amax / amin: the gradient is shared evenly among the elements equal to the extremum
+    value = result.gather(d, index)
+    self_is = (input == result).to(g.dtype)
+    src_is = (src == value).to(g.dtype)
+    shared = g / self_is.scatter_add(d, index, src_is)
+    return self_is * shared, src_is * shared.gather(d, index)
+
+
+attach(diag_embed=diag_embed, diagflat=diagflat, take=take, rot90=rot90, fliplr=fliplr, flipud=flipud,
+       hsplit=hsplit, vsplit=vsplit, dsplit=dsplit, adjoint=adjoint, diff=diff, narrow_copy=narrow_copy,
+       renorm=renorm, renorm_=_renorm_, scatter_reduce=scatter_reduce, scatter_reduce_=_inplace(scatter_reduce))

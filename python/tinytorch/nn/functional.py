@@ -83,6 +83,20 @@ __all__ += ["conv1d", "conv2d", "conv_transpose1d", "conv_transpose2d", "alpha_d
             "max_pool2d_with_indices", "interpolate", "pixel_shuffle", "pixel_unshuffle", "upsample",
             "upsample_bilinear", "upsample_nearest"]
 
+from .._ops.distance import pdist  # noqa: E402
+
+__all__ += ["pdist"]
+
+# Every other functional op: each op module's __all__ names its functions.
+from .._ops import activation as _activation, conv as _conv, grid_sample as _grid_sample  # noqa: E402
+from .._ops import pooling as _pooling  # noqa: E402
+
+for _m in (_activation, _conv, _grid_sample, _pooling):
+    for _name in _m.__all__:
+        if _name not in __all__:
+            globals()[_name] = getattr(_m, _name)
+            __all__.append(_name)
+
 from .. import _dispatch  # noqa: E402
 
 _dispatch.route(globals(), "tinytorch.nn.functional", ("tinytorch._ops", "tinytorch.nn.functional"))

@@ -67,3 +67,11 @@ class Buffer(Tensor):
 
     def __init__(self, data: Tensor | None = None, *, persistent: bool = True) -> None:
         pass
+
+
+def __getattr__(name: str):
+    # The lazy modules' placeholders live with them (nn/modules/lazy.py imports this module, so not at the top).
+    if name in ("UninitializedParameter", "UninitializedBuffer", "UninitializedTensorMixin", "is_lazy"):
+        from .modules import lazy
+        return getattr(lazy, name)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

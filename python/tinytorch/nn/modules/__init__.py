@@ -56,3 +56,14 @@ __all__ += ["BatchNorm1d", "BatchNorm2d", "SyncBatchNorm", "Conv1d", "Conv2d", "
             "InstanceNorm2d", "LocalResponseNorm", "RMSNorm", "PixelShuffle", "PixelUnshuffle", "AdaptiveAvgPool1d",
             "AdaptiveAvgPool2d", "AdaptiveMaxPool1d", "AdaptiveMaxPool2d", "AvgPool1d", "AvgPool2d", "MaxPool1d",
             "MaxPool2d", "Upsample", "UpsamplingBilinear2d", "UpsamplingNearest2d"]
+
+# Every other export of the layer modules: each module's __all__ names its layers.
+from . import (activation as _activation, batchnorm as _batchnorm, container as _container, conv as _conv,  # noqa: E402
+               lazy as _lazy, linear as _linear, normalization as _normalization, padding as _padding,
+               pooling as _pooling)
+
+for _m in (_activation, _batchnorm, _container, _conv, _lazy, _linear, _normalization, _padding, _pooling):
+    for _name in _m.__all__:
+        if _name not in __all__:
+            globals()[_name] = getattr(_m, _name)
+            __all__.append(_name)

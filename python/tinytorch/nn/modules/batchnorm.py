@@ -1,4 +1,4 @@
-"""Batch normalisation: BatchNorm1d, BatchNorm2d and SyncBatchNorm (statistics over a process group)."""
+"""Batch normalisation: BatchNorm1d, BatchNorm2d, BatchNorm3d and SyncBatchNorm (statistics over a process group)."""
 from __future__ import annotations
 
 from ..._creation import empty, ones, tensor, zeros
@@ -8,7 +8,7 @@ from .. import init
 from ..parameter import Parameter
 from .module import Module
 
-__all__ = ["BatchNorm1d", "BatchNorm2d", "SyncBatchNorm"]
+__all__ = ["BatchNorm1d", "BatchNorm2d", "BatchNorm3d", "SyncBatchNorm"]
 
 
 class _NormBase(Module):
@@ -101,6 +101,14 @@ class BatchNorm2d(_BatchNorm):
     def _check_input_dim(self, input: Tensor) -> None:
         if input.dim() != 4:
             raise ValueError(f"expected 4D input (got {input.dim()}D input)")
+
+
+class BatchNorm3d(_BatchNorm):
+    """Batch normalisation over (N, C, D, H, W) input, per channel."""
+
+    def _check_input_dim(self, input: Tensor) -> None:
+        if input.dim() != 5:
+            raise ValueError(f"expected 5D input (got {input.dim()}D input)")
 
 
 class SyncBatchNorm(_BatchNorm):

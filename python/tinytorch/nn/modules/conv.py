@@ -1,17 +1,17 @@
-"""Convolution layers: Conv1d, Conv2d, ConvTranspose1d, ConvTranspose2d."""
+"""Convolution layers: Conv1d/2d/3d, ConvTranspose1d/2d/3d."""
 from __future__ import annotations
 
 import math
 
 from ..._creation import empty
-from ..._ops.conv import conv1d, conv2d, conv_transpose1d, conv_transpose2d
+from ..._ops.conv import conv1d, conv2d, conv3d, conv_transpose1d, conv_transpose2d, conv_transpose3d
 from ..._tensor import Tensor
 from .. import functional as F
 from .. import init
 from ..parameter import Parameter
 from .module import Module
 
-__all__ = ["Conv1d", "Conv2d", "ConvTranspose1d", "ConvTranspose2d"]
+__all__ = ["Conv1d", "Conv2d", "Conv3d", "ConvTranspose1d", "ConvTranspose2d", "ConvTranspose3d"]
 
 
 def _ntuple(v, n: int) -> tuple:
@@ -140,6 +140,12 @@ class Conv2d(_Conv):
     _fn = staticmethod(conv2d)
 
 
+class Conv3d(_Conv):
+    """3d convolution over (N, C_in, D, H, W) input: weight (C_out, C_in/groups, kd, kh, kw)."""
+    _nd = 3
+    _fn = staticmethod(conv3d)
+
+
 class _ConvTransposeNd(_ConvNd):
     _nd = 2
     _fn = staticmethod(conv_transpose2d)
@@ -196,3 +202,9 @@ class ConvTranspose2d(_ConvTransposeNd):
     """Transposed 2d convolution (conv2d's adjoint): weight (C_in, C_out/groups, kh, kw)."""
     _nd = 2
     _fn = staticmethod(conv_transpose2d)
+
+
+class ConvTranspose3d(_ConvTransposeNd):
+    """Transposed 3d convolution (conv3d's adjoint): weight (C_in, C_out/groups, kd, kh, kw)."""
+    _nd = 3
+    _fn = staticmethod(conv_transpose3d)

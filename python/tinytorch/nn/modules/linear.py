@@ -1,4 +1,4 @@
-"""Linear, Identity and Flatten."""
+"""Linear, Identity, Flatten and Unflatten."""
 from __future__ import annotations
 
 import math
@@ -11,7 +11,7 @@ from .. import init
 from ..parameter import Parameter
 from .module import Module
 
-__all__ = ["Identity", "Linear", "Flatten"]
+__all__ = ["Identity", "Linear", "Flatten", "Unflatten"]
 
 
 class Identity(Module):
@@ -66,6 +66,30 @@ class Flatten(Module):
 
     def extra_repr(self) -> str:
         return f"start_dim={self.start_dim}, end_dim={self.end_dim}"
+
+
+class Unflatten(Module):
+    """Split dim into unflattened_size (a tuple or list of ints, one of them may be -1): Flatten's inverse."""
+
+    __constants__ = ["dim", "unflattened_size"]
+
+    def __init__(self, dim: int, unflattened_size) -> None:
+        super().__init__()
+        if not isinstance(unflattened_size, (tuple, list)):
+            raise TypeError("unflattened_size must be a tuple of ints, but found type "
+                            f"{type(unflattened_size).__name__}")
+        for idx, elem in enumerate(unflattened_size):
+            if not isinstance(elem, int):
+                raise TypeError("unflattened_size must be tuple of ints, but found element of type "
+                                f"{type(elem).__name__} at pos {idx}")
+        self.dim = dim
+        self.unflattened_size = unflattened_size
+
+    def forward(self, input: Tensor) -> Tensor:
+        return input.unflatten(self.dim, self.unflattened_size)
+
+    def extra_repr(self) -> str:
+        return f"dim={self.dim}, unflattened_size={self.unflattened_size}"
 
 
 class Bilinear(Module):

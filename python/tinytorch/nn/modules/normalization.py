@@ -1,4 +1,4 @@
-"""LayerNorm, GroupNorm, RMSNorm, LocalResponseNorm, InstanceNorm1d/2d."""
+"""LayerNorm, GroupNorm, RMSNorm, LocalResponseNorm, InstanceNorm1d/2d/3d."""
 from __future__ import annotations
 
 import numbers
@@ -13,7 +13,8 @@ from ..parameter import Parameter
 from .batchnorm import _NormBase
 from .module import Module
 
-__all__ = ["LayerNorm", "GroupNorm", "RMSNorm", "LocalResponseNorm", "InstanceNorm1d", "InstanceNorm2d"]
+__all__ = ["LayerNorm", "GroupNorm", "RMSNorm", "LocalResponseNorm", "InstanceNorm1d", "InstanceNorm2d",
+           "InstanceNorm3d"]
 
 
 def _affine_parameters(module: Module, shape: tuple, affine: bool, bias: bool, device, dtype) -> None:
@@ -177,3 +178,12 @@ class InstanceNorm2d(_InstanceNorm):
     def _check_input_dim(self, input: Tensor) -> None:
         if input.dim() not in (3, 4):
             raise ValueError(f"expected 3D or 4D input (got {input.dim()}D input)")
+
+
+class InstanceNorm3d(_InstanceNorm):
+    """Normalise each (sample, channel) of (N, C, D, H, W) input over D, H, W."""
+    _no_batch_dim = 4
+
+    def _check_input_dim(self, input: Tensor) -> None:
+        if input.dim() not in (4, 5):
+            raise ValueError(f"expected 4D or 5D input (got {input.dim()}D input)")

@@ -1,0 +1,47 @@
+"""torch.special: the special functions under PyTorch's special.* names (the same ops as torch.* where both exist)."""
+from __future__ import annotations
+
+from typing import Optional
+
+from ._ops import nn as _nn, pointwise as _pw, reduction as _red
+from ._ops.special import (_public, digamma, entr, erf, erfc, erfcx, erfinv, i0, i0e, i1, i1e, lgamma, log_ndtr,
+                           logit, mvlgamma, ndtr, ndtri, polygamma, sinc, xlog1py, xlogy)
+from ._tensor import Tensor
+
+__all__ = ["erf", "erfc", "erfcx", "erfinv", "expit", "logit", "xlogy", "xlog1py", "gammaln", "digamma", "psi",
+           "polygamma", "multigammaln", "i0", "i0e", "i1", "i1e", "ndtr", "ndtri", "log_ndtr", "sinc", "entr",
+           "expm1", "exp2", "log1p", "round", "softmax", "log_softmax", "logsumexp"]
+
+gammaln = lgamma
+psi = digamma
+expit = _public(_pw.sigmoid, "expit", "The logistic sigmoid 1 / (1 + exp(-x)).")
+expm1 = _public(_pw.expm1, "expm1", "exp(x) - 1, accurate near 0.")
+exp2 = _public(_pw.exp2, "exp2", "2^x.")
+log1p = _public(_pw.log1p, "log1p", "log(1 + x), accurate near 0.")
+
+
+def multigammaln(input: Tensor, p: int, *, out: Optional[Tensor] = None) -> Tensor:
+    """The multivariate log-gamma function of dimension p (torch.mvlgamma)."""
+    return mvlgamma(input, p, out=out)
+
+
+def round(input: Tensor, *, decimals: int = 0, out: Optional[Tensor] = None) -> Tensor:  # noqa: A001
+    """Round half to even, to `decimals` decimal places."""
+    r = _pw.round(input, decimals)
+    return r if out is None else out.copy_(r)
+
+
+def softmax(input: Tensor, dim: int, *, dtype=None) -> Tensor:
+    """softmax along dim (computed in `dtype` when given)."""
+    return _nn.softmax(input, dim, dtype=dtype)
+
+
+def log_softmax(input: Tensor, dim: int, *, dtype=None) -> Tensor:
+    """log_softmax along dim (computed in `dtype` when given)."""
+    return _nn.log_softmax(input, dim, dtype=dtype)
+
+
+def logsumexp(input: Tensor, dim, keepdim: bool = False, *, out: Optional[Tensor] = None) -> Tensor:
+    """log(sum(exp(input))) over dim, without overflow."""
+    r = _red.logsumexp(input, dim, keepdim)
+    return r if out is None else out.copy_(r)
