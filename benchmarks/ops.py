@@ -63,11 +63,11 @@ def cases(torch, numel: int) -> Dict[str, Callable[[], object]]:
     }
 
 
-def run(threads: int, reps: int, numel: int) -> dict:
+def run(threads: int, reps: int, size: int, make=None) -> dict:
     """Median ms per op of each library at `threads` threads (two blocks of reps each, alternating), and
-    tinytorch's regions."""
+    tinytorch's regions; `make(torch, size)` gives the ops (default: cases)."""
     libs = libraries(threads)
-    ops = {name: cases(lib, numel) for name, lib in libs.items()}
+    ops = {name: (make or cases)(lib, size) for name, lib in libs.items()}
     counter = getattr(libs["tinytorch"]._C._cpu, "parallel_regions", lambda: -1)  # -1: a build without it
     rows = {}
     for op in ops["tinytorch"]:
@@ -90,6 +90,21 @@ def run(threads: int, reps: int, numel: int) -> dict:
     return rows
 
 
+def table(threads: list, reps: int, size: int, json_path: str, make=None, width: int = 26) -> dict:
+    """run() at each thread count: prints the table, writes JSON, returns it."""
+    results = {"size": size, "reps": reps, "threads": {}}
+    print(f"{'op':{width}} {'threads':>7} {'tinytorch ms':>13} {'torch ms':>9} {'ratio':>6} {'regions':>8}")
+    for n in threads:
+        rows = run(n, reps, size, make)
+        results["threads"][str(n)] = rows
+        for op, r in rows.items():
+            theirs = r.get("torch_ms")
+            cells = f"{theirs:9.3f} {r['tinytorch_ms'] / theirs:6.2f}" if theirs else f"{'-':>9} {'-':>6}"
+            print(f"{op:{width}} {n:7d} {r['tinytorch_ms']:13.3f} {cells} {r['regions']:8d}")
+    write_json(json_path, results)
+    return results
+
+
 def main(argv=None) -> dict:
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("--threads", type=int, nargs="+", default=[1, 2])
@@ -97,18 +112,7 @@ def main(argv=None) -> dict:
     p.add_argument("--numel", type=int, default=1 << 20, help="elements of each operand (a multiple of 32768)")
     p.add_argument("--json", default=os.path.join(os.path.dirname(os.path.abspath(__file__)), "results", "ops.json"))
     args = p.parse_args(argv)
-    results = {"numel": args.numel, "reps": args.reps, "threads": {}}
-    print(f"{'op':26} {'threads':>7} {'tinytorch ms':>13} {'torch ms':>9} {'ratio':>6} {'regions':>8}")
-    for threads in args.threads:
-        rows = run(threads, args.reps, args.numel)
-        results["threads"][str(threads)] = rows
-        for op, r in rows.items():
-            theirs = r.get("torch_ms")
-            cells = f"{theirs:9.3f} {r['tinytorch_ms'] / theirs:6.2f}" if theirs else f"{'-':>9} {'-':>6}"
-            print(f"{op:26} {threads:7d} {r['tinytorch_ms']:13.3f} {cells} {r['regions']:8d}")
-    write_json(args.json, results)
-    return results
-
+    return table(args.threads, args.reps, args.numel, args.json)
 
 if __name__ == "__main__":
     main()

@@ -212,3 +212,17 @@ def test_softmax_along_a_middle_dimension_by_blocks_of_columns(log, shape, dim):
     d = dim if np.prod(shape) < 200 else 1
     f = lambda t: (F.log_softmax if log else F.softmax)(t, d)  # noqa: E731
     assert tinytorch.autograd.gradcheck(f, (clean,)) and tinytorch.autograd.gradgradcheck(f, (clean,))
+
+
+@pytest.mark.parametrize("big", [False, True])
+def test_hardswish_hardsigmoid_mish_take_the_kernel_on_large_arrays_with_pytorchs_ends(big):
+    v = np.array([-4.0, -3.0, -2.5, 0.0, 2.9, 3.0, 3.5, 25.0, -30.0])
+    if big:  # past MIN_SIZE: one C++ pass each way
+        v = np.concatenate([v, np.random.default_rng(8).standard_normal(70_000) * 5])
+    x = tinytorch.tensor(v, requires_grad=True)
+    F.hardswish(x).backward(tinytorch.ones_like(x))
+    want = np.where(v <= -3, 0.0, np.where(v < 3, v / 3 + 0.5, 1.0))  # 0 at -3 and 1 at 3, as PyTorch 2.x
+    np.testing.assert_allclose(x.grad.numpy(), want, rtol=1e-15, atol=1e-15)
+    np.testing.assert_allclose(F.hardsigmoid(x).detach().numpy(), np.clip(v + 3, 0, 6) / 6, rtol=1e-15)
+    sp = np.logaddexp(0, v)
+    np.testing.assert_allclose(F.mish(x).detach().numpy(), v * np.tanh(sp), rtol=1e-13, atol=1e-300)

@@ -44,3 +44,12 @@ def test_matches_torch():
         tk = tinytorch.tensor(a).topk(3, dim=dim)
         pk = torch.tensor(a).topk(3, dim=dim)
         assert np.allclose(tk.values.numpy(), pk.values.numpy()) and tk.indices.tolist() == pk.indices.tolist()
+
+
+def test_descending_sort_puts_nan_first_keeps_ties_in_order_and_handles_the_int64_minimum():
+    r = tinytorch.tensor([3.0, float("nan"), 1.0, 3.0, 2.0]).sort(descending=True, stable=True)
+    assert np.isnan(r.values[0].item()) and r.values.tolist()[1:] == [3.0, 3.0, 2.0, 1.0]
+    assert r.indices.tolist() == [1, 0, 3, 4, 2]
+    r = tinytorch.tensor([-2**63, 5, 0, 5]).sort(descending=True)
+    assert r.values.tolist() == [5, 5, 0, -2**63] and r.indices.tolist() == [1, 3, 2, 0]
+    assert tinytorch.tensor([[True, False, True]]).argsort(dim=1, descending=True).tolist() == [[0, 2, 1]]

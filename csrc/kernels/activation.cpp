@@ -54,7 +54,7 @@ TT_SIMD_CLONES void backward_loop(const T* __restrict g, const T* __restrict x, 
       out[i] = gi * (v < T(0) ? T(1) / (T(1) + e) : e / (T(1) + e));
     }
     if constexpr (kOp == kHardswish) {
-      out[i] = v < T(-3) ? T(0) : v <= T(3) ? gi * (v / T(3) + T(0.5)) : gi;
+      out[i] = v <= T(-3) ? T(0) : v < T(3) ? gi * (v / T(3) + T(0.5)) : gi;  // PyTorch 2.x's ends
     }
     if constexpr (kOp == kHardsigmoid) out[i] = v > T(-3) && v < T(3) ? gi / T(6) : T(0);
     if constexpr (kOp == kMish) {

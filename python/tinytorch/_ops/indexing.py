@@ -790,12 +790,35 @@ def take_along_dim(x: Tensor, indices: Tensor, dim: int | None = None) -> Tensor
 def nonzero(x: Tensor, *, as_tuple: bool = False):
     """Indices of the non-zero elements: an (n, ndim) int64 tensor, or one 1-D tensor per dim."""
     data = x._data
+    if type(data) is np.ndarray and (data.ndim or not as_tuple):
+        rows = _nonzero_rows(data)
+        # (n, ndim) as the transpose of (ndim, n) rows: PyTorch's own layout (strides (1, n)) for nonzero
+        return tuple(_wrap(r) for r in rows) if as_tuple else _wrap(rows.T)
     xp = _xp(data)
     if as_tuple:
         if data.ndim == 0:
             return (_wrap(xp.nonzero(data.reshape(1))[0].astype(np.int64)),)
         return tuple(_wrap(i.astype(np.int64, copy=False)) for i in xp.nonzero(data))
     return _wrap(xp.argwhere(data).astype(np.int64, copy=False).reshape(-1, data.ndim))
+
+
+def _nonzero_rows(data: np.ndarray) -> np.ndarray:
+    """The (ndim, n) indices of data's nonzero elements: their flat positions (one pass, where np.nonzero tracks
+    every element's multi-index), unravelled one dim at a time from the last."""
+    flat = np.flatnonzero(data)
+    rows = np.empty((data.ndim, flat.size), np.int64)
+    q = flat
+    for d in range(data.ndim - 1, 0, -1):
+        s = data.shape[d]
+        if s & (s - 1) == 0:  # a power of two: a mask and a shift
+            np.bitwise_and(q, s - 1, out=rows[d])
+            q = q >> (s.bit_length() - 1)
+        else:
+            nq = q // s
+            np.subtract(q, nq * s, out=rows[d])
+            q = nq
+    rows[:1] = q  # the first dim's index (none for a 0-d array: an (n, 0) result, as in PyTorch)
+    return rows
 
 
 def argwhere(x: Tensor) -> Tensor:

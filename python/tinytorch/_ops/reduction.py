@@ -296,12 +296,7 @@ def logsumexp(a: Tensor, dim, keepdim: bool = False) -> Tensor:
     """log(sum(exp(a))) over dim, computed stably."""
     x = float_data(a)
     axes = _dims(dim, x.ndim)
-    xw = _wide(x)
-    m = xw.max(axis=axes, keepdims=True) if x.size else np.zeros((1,) * x.ndim, xw.dtype)
-    m = np.where(np.isfinite(m), m, 0)
-    s = np.log(np.exp(xw - m).sum(axis=axes, keepdims=True)) + m
-    s = s if keepdim else s.squeeze(axis=axes) if axes is not None else s.reshape(())
-    out = _result(s.astype(x.dtype, copy=False))
+    out = _result(_logsumexp_array(_wide(x), axes, keepdim).astype(x.dtype, copy=False))
     if needs_grad(a):
         shape = x.shape
         out_alias = alias(out)
@@ -311,6 +306,25 @@ def logsumexp(a: Tensor, dim, keepdim: bool = False) -> Tensor:
             return _expand_back(g, shape, axes, keepdim) * (a - _expand_back(res, shape, axes, keepdim)).exp()
         record("LogsumexpBackward0", logsumexp_backward, out, (a,), (a, out_alias))
     return out
+
+
+def _logsumexp_array(x, axes, keepdim: bool):
+    """max + log(sum(exp(x - max))) in four passes, the max and the sum on the intra-op pool where they can be;
+    an infinite max counts as 0 (PyTorch's rule: a row of -inf gives -inf, one with +inf gives inf)."""
+    big = type(x) is np.ndarray and x.size >= _cpu.MIN_SIZE
+    m = _cpu.extremum(x, axes, True, True) if big else None
+    if m is None:
+        m = x.max(axis=axes, keepdims=True) if x.size else np.zeros((1,) * x.ndim, x.dtype)
+    m = np.where(np.isfinite(m), m, 0)
+    z = x - m
+    z = np.exp(z, out=z) if type(z) is np.ndarray else np.exp(z)
+    s = _cpu.sum(z, axes, True) if big else None
+    if s is None:
+        s = z.sum(axis=axes, keepdims=True)
+    with np.errstate(divide="ignore"):  # log(0) = -inf for a row of -inf, without NumPy's warning
+        s = np.log(s, out=s) if type(s) is np.ndarray else np.log(s)
+    s += m
+    return s if keepdim else s.squeeze(axis=axes) if axes is not None else s.reshape(())
 
 
 def norm(a: Tensor, p="fro", dim=None, keepdim: bool = False, dtype=None) -> Tensor:
@@ -497,9 +511,10 @@ def _take_sorted(a: Tensor, order, axis: int, name: str, result_type):
 def _argsort_array(x, axis: int, descending: bool, stable: bool):
     kind = "stable" if stable or descending else None
     if descending:
-        # Reverse a stable ascending sort of the negation: ties keep their original order, as PyTorch's stable sort.
-        neg = ~x if x.dtype.kind == "b" else -(x.astype(np.int64) if x.dtype.kind == "u" else x)
-        return np.argsort(neg, axis=axis, kind="stable")
+        # A stable ascending sort of the reversed row, reversed: ties keep their original order (PyTorch's stable
+        # sort), NaN comes first, and nothing is negated (the int64 minimum has no negation).
+        n = x.shape[axis]
+        return (n - 1) - np.flip(np.argsort(np.flip(x, axis), axis=axis, kind="stable"), axis)
     return np.argsort(x, axis=axis, kind=kind)
 
 
@@ -521,7 +536,8 @@ def argsort(a: Tensor, dim: int = -1, descending: bool = False, *, stable: bool 
 
 
 def topk(a: Tensor, k: int, dim: int = -1, largest: bool = True, sorted: bool = True):
-    """The k largest (or smallest) values along dim, and their indices."""
+    """The k largest (or smallest) values along dim, and their indices: sorted (ties lowest index first) or, with
+    sorted=False, in index order. NaN counts as larger than any number, as in PyTorch."""
     x = a._data
     axis = _wrap_dim(dim, x.ndim) if x.ndim else 0
     size = x.shape[axis] if x.ndim else 1
@@ -529,9 +545,48 @@ def topk(a: Tensor, k: int, dim: int = -1, largest: bool = True, sorted: bool = 
         raise RuntimeError("selected index k out of range")
     if x.ndim == 0:
         return topk_result(a.clone(), _result(np.zeros((), np.int64)))
-    order = _argsort_array(x, axis, largest, True)
-    order = np.take(order, np.arange(k), axis=axis)
+    if type(x) is np.ndarray:
+        order = _topk_indices(x, axis, k, largest, sorted)
+    else:
+        order = np.take(_argsort_array(x, axis, largest, True), np.arange(k), axis=axis)
     return _take_sorted(a, order, axis, "TopkBackward0", topk_result)
+
+
+def _topk_indices(x: np.ndarray, axis: int, k: int, largest: bool, ordered: bool) -> np.ndarray:
+    """topk's indices without sorting whole rows: a partition finds the k-th value, every element beyond it is
+    taken, then as many elements equal to it as are missing, lowest index first; only the k are sorted."""
+    n = x.shape[axis]
+    v = np.moveaxis(x, axis, -1)
+    if v.dtype.itemsize == 2 and v.dtype.kind in "fV":
+        v = v.astype(np.float32)  # the same order; NumPy has no bfloat16 partition
+    count = math.prod(v.shape[:-1])
+    rows = v.reshape(count, n)
+    if k == 0 or rows.size == 0:
+        return np.moveaxis(np.zeros(v.shape[:-1] + (k,), np.int64), -1, axis)
+    pos = n - k if largest else k - 1
+    kth = np.partition(rows, pos, axis=1)[:, pos, None]  # NaN sorts last: the largest, as PyTorch has it
+    beyond = rows > kth if largest else rows < kth
+    tie = rows == kth
+    if rows.dtype.kind in "fc":
+        nan, kth_nan = np.isnan(rows), np.isnan(kth)
+        beyond |= (nan & ~kth_nan) if largest else (~nan & kth_nan)
+        tie |= nan & kth_nan
+    flat = np.flatnonzero(beyond | tie)
+    if flat.size != count * k:  # more ties than places in some row: the lowest indices win
+        tie &= np.cumsum(tie, axis=1) <= k - beyond.sum(1, keepdims=True)
+        flat = np.flatnonzero(beyond | tie)
+    idx = flat.reshape(count, k) - (np.arange(count) * n)[:, None]  # k per row, in index order
+    if ordered:
+        vals = np.take(rows, flat).reshape(count, k)
+        # descending with ties in index order: the ascending order of the reversed row, reversed
+        o = np.argsort(vals[:, ::-1] if largest else vals, axis=1, kind="stable")
+        idx = _take_rows(idx, (k - 1) - o[:, ::-1] if largest else o)
+    return np.moveaxis(idx.reshape(v.shape[:-1] + (k,)), -1, axis)
+
+
+def _take_rows(a: np.ndarray, o: np.ndarray) -> np.ndarray:
+    """np.take_along_axis(a, o, 1) for 2-D arrays as one flat take (take_along_axis builds a 2-D fancy index)."""
+    return np.take(a, o + (np.arange(a.shape[0]) * a.shape[1])[:, None])
 
 
 attach(sort=sort, argsort=argsort, topk=topk)
