@@ -27,7 +27,7 @@ namespace {
 enum Binary : int { kAdd = 0, kSub = 1, kMul = 2, kDiv = 3 };
 enum Ternary : int { kLerp = 0, kAddcmul = 1, kAddcdiv = 2 };
 enum Unary : int { kNeg = 0, kExp = 1, kLog = 2, kTanh = 3, kSigmoid = 4, kRelu = 5, kSqrt = 6, kRsqrt = 7,
-                   kAbs = 8, kReciprocal = 9, kSquare = 10, kSilu = 11 };
+                   kAbs = 8, kReciprocal = 9, kSquare = 10, kSilu = 11, kCube = 12 };
 enum UnaryBackward : int { kSigmoidBackward = 0, kTanhBackward = 1, kSiluBackward = 2 };
 
 template <class T>
@@ -104,6 +104,7 @@ TT_SIMD_CLONES void unary_loop(const T* __restrict x, T* __restrict y, int64_t b
     if constexpr (kOp == kReciprocal) y[i] = T(1) / v;
     if constexpr (kOp == kSquare) y[i] = v * v;
     if constexpr (kOp == kSilu) y[i] = v / (T(1) + std::exp(-v));
+    if constexpr (kOp == kCube) y[i] = v * v * v;  // ATen's pow(x, 3)
   }
 }
 
@@ -129,7 +130,8 @@ void unary_op(int op, const T* x, T* y, int64_t n) {
   static constexpr Loop loops[] = {unary_loop<kNeg, T>, unary_loop<kExp, T>, unary_loop<kLog, T>,
                                    unary_loop<kTanh, T>, unary_loop<kSigmoid, T>, unary_loop<kRelu, T>,
                                    unary_loop<kSqrt, T>, unary_loop<kRsqrt, T>, unary_loop<kAbs, T>,
-                                   unary_loop<kReciprocal, T>, unary_loop<kSquare, T>, unary_loop<kSilu, T>};
+                                   unary_loop<kReciprocal, T>, unary_loop<kSquare, T>, unary_loop<kSilu, T>,
+                                   unary_loop<kCube, T>};
   const Loop loop = loops[op];
   parallel_for(n, kElementGrain, [&](int64_t b, int64_t e) { loop(x, y, b, e); });
 }
@@ -495,7 +497,7 @@ void init_elementwise(py::module_& m) {
   m.def("unary", [](int op, const py::array& x, py::array out) {
     const Kind kind = kind_of(x, "unary");
     check({{&x, false}, {&out, true}}, kind, "unary");
-    if (op < kNeg || op > kSilu) throw py::value_error("unary: unknown op " + std::to_string(op));
+    if (op < kNeg || op > kCube) throw py::value_error("unary: unknown op " + std::to_string(op));
     auto run = [&](auto zero) {
       using T = decltype(zero);
       const T* xp = data_of<T>(x);
@@ -506,7 +508,7 @@ void init_elementwise(py::module_& m) {
     kind == Kind::f32 ? run(0.f) : run(0.0);
   }, py::arg("op"), py::arg("x"), py::arg("out"),
      "out = f(x): 0 neg, 1 exp, 2 log, 3 tanh, 4 sigmoid, 5 relu, 6 sqrt, 7 rsqrt, 8 abs, 9 reciprocal, 10 square, "
-     "11 silu.");
+     "11 silu, 12 cube.");
   m.def("unary_backward", [](int op, const py::array& grad, const py::array& v, py::array out) {
     const Kind kind = kind_of(v, "unary_backward");
     check({{&grad, false}, {&v, false}, {&out, true}}, kind, "unary_backward");

@@ -21,7 +21,7 @@ _F32, _F64 = np.dtype(np.float32), np.dtype(np.float64)
 
 ADD, SUB, MUL, DIV = 0, 1, 2, 3
 LERP, ADDCMUL, ADDCDIV = 0, 1, 2
-NEG, EXP, LOG, TANH, SIGMOID, RELU, SQRT, RSQRT, ABS, RECIPROCAL, SQUARE, SILU = range(12)
+NEG, EXP, LOG, TANH, SIGMOID, RELU, SQRT, RSQRT, ABS, RECIPROCAL, SQUARE, SILU, CUBE = range(13)
 SIGMOID_BACKWARD, TANH_BACKWARD, SILU_BACKWARD = range(3)
 LEAKY_RELU, ELU, SOFTPLUS, LOG_SIGMOID, HARDSWISH, HARDSIGMOID, MISH = range(7)
 BCE_WITH_LOGITS, SMOOTH_L1, HUBER = range(3)
@@ -72,7 +72,7 @@ def binary(op: int, x, y, out=None):
 
 
 def unary(op: int, x):
-    """f(x) for NEG, EXP, LOG, TANH, SIGMOID, RELU, SQRT, RSQRT, ABS, RECIPROCAL, SQUARE, SILU."""
+    """f(x) for NEG, EXP, LOG, TANH, SIGMOID, RELU, SQRT, RSQRT, ABS, RECIPROCAL, SQUARE, SILU, CUBE."""
     if not _big(x):
         return None
     out = np.empty(x.shape, x.dtype)

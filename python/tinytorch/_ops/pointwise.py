@@ -312,8 +312,7 @@ def pow(a, b) -> Tensor:
         # ATen's special exponents, as products and reciprocals: NumPy's power calls pow() per element, 100x
         # slower for 3 on negative float32 bases (glibc's slow path)
         with np.errstate(divide="ignore", invalid="ignore"):  # inf and nan, silently, as pow gives them
-            sq = x * x
-            out = _result(sq * x if e == 3 else 1 / x if e == -1 else 1 / sq if e == -2 else 1 / np.sqrt(x))
+            out = _result(_special_power(x, e))
     else:
         out = _result(np.power(x, e))
     if needs_grad(a):
@@ -323,6 +322,15 @@ def pow(a, b) -> Tensor:
             return g * (e * a.pow(e - 1)) if e != 2 else g * (a * 2)
         record("PowBackward0", pow_scalar_backward, out, (a,), (a,))
     return out
+
+
+def _special_power(x, e):
+    """x ** e for e in (3, -1, -2, -0.5): products, a reciprocal, an rsqrt; large arrays on the pool."""
+    r = _cpu.unary({3: _cpu.CUBE, -1: _cpu.RECIPROCAL, -0.5: _cpu.RSQRT, -2: _cpu.SQUARE}[e], x)
+    if r is None:
+        sq = x * x
+        return sq * x if e == 3 else 1 / x if e == -1 else 1 / sq if e == -2 else 1 / np.sqrt(x)
+    return _cpu.unary(_cpu.RECIPROCAL, r) if e == -2 else r
 
 
 def _int_pow_negative(x, y):
