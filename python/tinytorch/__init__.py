@@ -79,6 +79,10 @@ from ._ops.activation import (celu, celu_, channel_shuffle, hardshrink, native_c
                               rrelu, rrelu_, selu, selu_, threshold, threshold_)
 from ._ops.conv import conv3d, conv_transpose3d  # noqa: E402
 from ._ops.pooling import max_pool3d  # noqa: E402
+from ._ops.spectral import *  # noqa: E402,F401,F403
+from ._ops.toplevel import *  # noqa: E402,F401,F403
+from . import fft  # noqa: E402
+from ._ops.tensor_methods import as_strided, frexp, ldexp, layout, msort, positive, strided  # noqa: E402
 
 from . import _dispatch  # noqa: E402
 

@@ -1,0 +1,429 @@
+"""The remaining Tensor methods: in-place forms, strided views, storage queries, random fills, scatters into views."""
+from __future__ import annotations
+
+import numpy as np
+
+from .. import _C
+# Imported now, not lazily: _creation attaches its own exponential_ on import, which this module's must replace.
+from .._creation import _exponential_, _generator_for, _overwrite
+from .._creation import bernoulli as _bernoulli_fn, multinomial as _multinomial_fn
+from .._tensor import Tensor, _view_of, _wrap, _wrap_dim
+from ._common import _grad_enabled, _short, attach, check_inplace, inplace_unary, needs_grad, record
+from .decompositions import _return_type
+from .pointwise import _inplace_call
+
+_frexp_t = _return_type("frexp", "mantissa exponent")
+
+
+def _xp(x):
+    return np if type(x) is np.ndarray else x.__array_namespace__()
+
+
+def _stride_tricks(x):
+    if type(x) is np.ndarray:
+        return np.lib.stride_tricks
+    import cupy
+    return cupy.lib.stride_tricks
+
+
+# ------------------------------------------------------------------ in-place forms of existing ops
+
+def _inplace_method(name: str):
+    """x.<name>_(...): the out-of-place method written back into x (autograd rebased onto its node)."""
+    def op(a: Tensor, *args, **kwargs) -> Tensor:
+        return _inplace_call(a, lambda s: getattr(s, name)(*args, **kwargs), args + tuple(kwargs.values()))
+    op.__name__ = name + "_"
+    op.__doc__ = f"In-place {name}."
+    return op
+
+
+def _inplace_predicate(name: str, node: str):
+    """x.eq_(y) and the like: the boolean result cast to x's dtype; the gradient through it is zero (as PyTorch's
+    EqBackward0), so x's old history must not keep receiving gradients."""
+    def out_of_place(s: Tensor, args: tuple) -> Tensor:
+        prev = _grad_enabled()
+        _C._set_grad_enabled(False)
+        try:
+            r = getattr(s, name)(*args)
+        finally:
+            _C._set_grad_enabled(prev)
+        out = _wrap(r._data.astype(s._data.dtype))
+        ins = (s,) + tuple(o for o in args if isinstance(o, Tensor))
+        if needs_grad(*ins):
+            shapes = [t._data.shape for t in ins]
+            record(node, lambda g: tuple(_wrap(_xp(g._data).zeros(sh, g._data.dtype)) for sh in shapes), out, ins)
+        return out
+
+    def op(a: Tensor, *args) -> Tensor:
+        return _inplace_call(a, lambda s: out_of_place(s, args), args)
+    op.__name__ = name + "_"
+    op.__doc__ = f"In-place {name}: x's values become the (0/1) result, in x's dtype."
+    return op
+
+
+def _inplace_view(name: str):
+    """squeeze_, t_, transpose_, ...: x itself takes the view's shape (and, under autograd, its history)."""
+    def op(a: Tensor, *args) -> Tensor:
+        if a._requires_grad and _grad_enabled():
+            check_inplace(a)
+        r = getattr(a, name)(*args)
+        a._data = r._data
+        if r._grad_fn is not None:
+            a._grad_fn, a._output_nr = r._grad_fn, r._output_nr
+        a._bump_version()
+        return a
+    op.__name__ = name + "_"
+    op.__doc__ = f"In-place {name}: changes x's shape, not its values."
+    return op
+
+
+# ------------------------------------------------------------------ metadata and storage queries
+
+def positive(a: Tensor) -> Tensor:
+    """+a: a itself (PyTorch rejects bool tensors)."""
+    if a._data.dtype == np.bool_:
+        raise RuntimeError("The `+` operator, on a bool tensor is not supported.")
+    return a
+
+
+def is_signed(a: Tensor) -> bool:
+    """Whether a's dtype holds negative values."""
+    return a.dtype.is_signed
+
+
+def _root(x):
+    """The array that owns x's memory: tinytorch's stand-in for PyTorch's storage."""
+    root, kind = x, type(x)
+    while True:
+        b = root.base
+        if isinstance(b, kind):
+            root = b
+        elif isinstance(getattr(b, "base", None), kind) and hasattr(b, "__array_interface__"):
+            root = b.base  # through the stand-in object np.lib.stride_tricks.as_strided puts between
+        else:
+            return root
+
+
+def _ptr(x) -> int:
+    return x.ctypes.data if type(x) is np.ndarray else x.data.ptr
+
+
+def _storage(x):
+    """(flat storage array in x's dtype, x's offset into it in elements)."""
+    root = _root(x)
+    if not root.flags.c_contiguous or root.dtype != x.dtype or (_ptr(x) - _ptr(root)) % x.itemsize:
+        return x.reshape(-1) if x.flags.c_contiguous else x.copy().reshape(-1), 0
+    return root.reshape(-1), (_ptr(x) - _ptr(root)) // x.itemsize
+
+
+def storage_offset(a: Tensor) -> int:
+    """Where a's first element sits in its storage, in elements."""
+    x = a._data
+    return _storage(x)[1] if x.size else 0
+
+
+def is_nonzero(a: Tensor) -> bool:
+    """The truth value of a one-element tensor."""
+    n = a._data.size
+    if n == 0:
+        raise RuntimeError("Boolean value of Tensor with no values is ambiguous")
+    if n > 1:
+        raise RuntimeError("Boolean value of Tensor with more than one value is ambiguous")
+    return bool(a._data.reshape(()).item())
+
+
+def is_same_size(a: Tensor, other: Tensor) -> bool:
+    """Whether both tensors have the same shape."""
+    return a._data.shape == other._data.shape
+
+
+def _H(a: Tensor) -> Tensor:
+    nd = a._data.ndim
+    if nd == 0:
+        return a.conj()
+    if nd != 2:
+        raise RuntimeError(f"tensor.H is only supported on matrices (2-D tensors). Got {nd}-D tensor.")
+    return a.transpose(0, 1).conj()
+
+
+class layout:
+    """How a tensor's elements are laid out in memory (tinytorch has dense strided tensors only)."""
+
+    def __init__(self, name: str) -> None:
+        self._name = name
+
+    def __repr__(self) -> str:
+        return f"tinytorch.{self._name}"
+
+    def __reduce__(self):
+        return self._name
+
+
+strided = layout("strided")
+
+
+# ------------------------------------------------------------------ strided views
+
+def _element_index(shape: tuple, strides: tuple, offset: int):
+    """Storage position of every element of a view with this geometry (strides in elements)."""
+    idx = np.full(shape, offset, dtype=np.int64)
+    for d, (n, st) in enumerate(zip(shape, strides)):
+        idx += (np.arange(n, dtype=np.int64) * st).reshape((n,) + (1,) * (len(shape) - d - 1))
+    return idx
+
+
+def as_strided(a: Tensor, size, stride, storage_offset: int | None = None) -> Tensor:
+    """A view of a's storage with the given sizes, strides and offset (in elements)."""
+    x = a._data
+    size, stride = tuple(int(s) for s in size), tuple(int(s) for s in stride)
+    if len(size) != len(stride):
+        raise RuntimeError("mismatch in length of strides and shape")
+    if any(s < 0 for s in stride):
+        raise RuntimeError(f"as_strided: Negative strides are not supported at the moment, got strides: "
+                           f"{list(stride)}")
+    flat, own = _storage(x)
+    off = own if storage_offset is None else int(storage_offset)
+    need = 0 if 0 in size else off + sum((n - 1) * s for n, s in zip(size, stride)) + 1
+    if need > flat.size:
+        raise RuntimeError(f"setStorage: sizes {list(size)}, strides {list(stride)}, storage offset {off}, and "
+                           f"itemsize {x.itemsize} requiring a storage size of {need * x.itemsize} are out of "
+                           f"bounds for storage of size {flat.size * x.itemsize}")
+    data = _stride_tricks(x).as_strided(flat[off:] if need else flat[:0], size, tuple(s * x.itemsize for s in stride))
+    out = _view_of(a, data)
+    if needs_grad(a):
+        in_idx = _element_index(x.shape, tuple(s // x.itemsize for s in x.strides), own)
+        out_idx = _element_index(size, stride, off)
+        n = int(max(in_idx.max(initial=0), out_idx.max(initial=0))) + 1
+        in_t, out_t = _wrap(in_idx.reshape(-1)).to(a.device), _wrap(out_idx.reshape(-1)).to(a.device)
+        in_shape = x.shape
+
+        def as_strided_backward(g: Tensor) -> Tensor:
+            st = _wrap(_xp(g._data).zeros(n, g._data.dtype)).index_add(0, out_t, g.reshape(-1))
+            return st.index_select(0, in_t).reshape(in_shape)
+        record("AsStridedBackward0", as_strided_backward, out, (a,))
+    return out
+
+
+def unfold(a: Tensor, dimension: int, size: int, step: int) -> Tensor:
+    """All windows of `size` elements along `dimension`, `step` apart, as a view (window in a new last dim)."""
+    x = a._data
+    d = _wrap_dim(dimension, x.ndim)
+    length = x.shape[d] if x.ndim else 1
+    if size > length:
+        raise RuntimeError(f"maximum size for tensor at dimension {d} is {length} but size is {size}")
+    if step <= 0:
+        raise RuntimeError(f"step is {step} but must be > 0")
+    if x.ndim == 0:
+        return a.unsqueeze(0) if size == 1 else a
+    n = (length - size) // step + 1
+    shape = x.shape[:d] + (n,) + x.shape[d + 1:] + (size,)
+    strides = x.strides[:d] + (x.strides[d] * step,) + x.strides[d + 1:] + (x.strides[d],)
+    out = _view_of(a, _stride_tricks(x).as_strided(x, shape, strides))
+    if needs_grad(a):
+        idx = _wrap((np.arange(n)[:, None] * step + np.arange(size)).reshape(-1)).to(a.device)
+        in_shape = x.shape
+
+        def unfold_backward(g: Tensor) -> Tensor:
+            gm = g.movedim(-1, d + 1).flatten(d, d + 1)
+            return _wrap(_xp(g._data).zeros(in_shape, g._data.dtype)).index_add(d, idx, gm)
+        record("UnfoldBackward0", unfold_backward, out, (a,))
+    return out
+
+
+# ------------------------------------------------------------------ filling and pointwise extras
+
+def fill_diagonal_(a: Tensor, fill_value, wrap: bool = False) -> Tensor:
+    """Write fill_value on the main diagonal, in place (tall 2-D matrices restart it every ncols+1 rows if wrap)."""
+    x = a._data
+    if x.ndim < 2:
+        raise RuntimeError("dimensions must larger than 1")
+    if x.ndim > 2 and len(set(x.shape)) != 1:
+        raise RuntimeError("all dimensions of input must be of equal length")
+    mask = np.zeros(x.shape, dtype=bool)
+    np.fill_diagonal(mask, True, wrap=wrap)
+    m = _wrap(mask).to(a.device)
+    return inplace_unary(a, lambda s: s.masked_fill(m, fill_value))
+
+
+def frexp(a: Tensor):
+    """(mantissa, exponent) with a = mantissa * 2**exponent and 0.5 <= |mantissa| < 1."""
+    x = a._data
+    if x.dtype.kind not in "fV":
+        raise RuntimeError("torch.frexp() only supports floating-point dtypes")
+    m, e = _xp(x).frexp(x)
+    return _frexp_t(_wrap(m.astype(x.dtype)), _wrap(e.astype(np.int32)))
+
+
+def ldexp(a: Tensor, other) -> Tensor:
+    """a * 2**other."""
+    return a * (2.0 ** other)
+
+
+# ------------------------------------------------------------------ random fills
+
+def _rng(a: Tensor, generator):
+    return _generator_for(a.device, generator)
+
+
+def _fill_with(a: Tensor, arr, name: str) -> Tensor:
+    return _overwrite(a, lambda dev, shape: arr, name)
+
+
+def _need_float(a: Tensor, what: str) -> None:
+    if a._data.dtype.kind not in "fVc":
+        raise RuntimeError(f"{what} distribution is a continuous probability distribution. dtype must be a "
+                           f"floating point but you specified {_short(a.dtype)}")
+
+
+_FLOAT_DIGITS = {"float16": 11, "bfloat16": 8, "float32": 24, "float64": 53}
+
+
+def random_(a: Tensor, *args, generator=None, **kwargs) -> Tensor:
+    """Fill with integers uniform in [from, to) (random_(to) and random_() as in PyTorch), in place."""
+    lo, hi = 0, None
+    if "from" in kwargs:
+        lo = kwargs.pop("from")
+    if "to" in kwargs:
+        hi = kwargs.pop("to")
+    if kwargs:
+        raise TypeError(f"random_() got an unexpected keyword argument '{next(iter(kwargs))}'")
+    if len(args) == 1:
+        hi = args[0]
+    elif len(args) == 2:
+        lo, hi = args
+    elif len(args) > 2:
+        raise TypeError(f"random_() takes at most 2 positional arguments ({len(args)} given)")
+    dt = a._data.dtype
+    endpoint = hi is None
+    if hi is None:
+        if dt == np.bool_:
+            hi = 1
+        elif dt.kind in "iu":
+            hi = int(np.iinfo(dt).max)
+        else:
+            hi = 2 ** _FLOAT_DIGITS[a.dtype.name]
+    if lo >= hi + endpoint:
+        raise RuntimeError(f"random_ expects 'from' to be less than 'to', but got from={lo} >= to={hi}")
+    arr = _rng(a, generator).integers(lo, hi, size=a._data.shape, endpoint=endpoint, dtype=np.int64)
+    return _fill_with(a, arr, "RandomBackward0")
+
+
+def cauchy_(a: Tensor, median: float = 0.0, sigma: float = 1.0, *, generator=None) -> Tensor:
+    """Fill with samples from Cauchy(median, sigma), in place."""
+    _need_float(a, "Cauchy")
+    return _fill_with(a, median + sigma * _rng(a, generator).standard_cauchy(a._data.shape), "CauchyBackward0")
+
+
+def log_normal_(a: Tensor, mean: float = 1.0, std: float = 2.0, *, generator=None) -> Tensor:
+    """Fill with exp(N(mean, std**2)) samples, in place."""
+    if a._data.dtype.kind not in "fV":
+        raise NotImplementedError(f"\"log_normal_cpu\" not implemented for '{_short(a.dtype)}'")
+    if std <= 0:
+        raise RuntimeError(f"log_normal_ expects std > 0.0, but found std={std}")
+    return _fill_with(a, _rng(a, generator).lognormal(mean, std, a._data.shape), "LogNormalBackward0")
+
+
+def geometric_(a: Tensor, p: float, *, generator=None) -> Tensor:
+    """Fill with the number of Bernoulli(p) trials up to the first success (>= 1), in place."""
+    if not 0 < p < 1:
+        raise RuntimeError(f"geometric_ expects p to be in (0, 1), but got p={p}")
+    return _fill_with(a, _rng(a, generator).geometric(p, a._data.shape), "GeometricBackward0")
+
+
+def exponential_(a: Tensor, lambd: float = 1.0, *, generator=None) -> Tensor:
+    """Fill with samples from Exp(lambd), in place (floating dtypes only, as in PyTorch)."""
+    _need_float(a, "Exponential")
+    return _exponential_(a, lambd, generator=generator)
+
+
+def _bernoulli(a: Tensor, p=None, *, generator=None) -> Tensor:
+    """1 with probability p (a's own values when p is None), else 0, in a's shape and dtype."""
+    if p is None:
+        return _bernoulli_fn(a, generator=generator)
+    return a.detach().new_empty(a.shape).bernoulli_(p, generator=generator)
+
+
+def _multinomial(a: Tensor, num_samples: int, replacement: bool = False, *, generator=None) -> Tensor:
+    return _multinomial_fn(a, num_samples, replacement, generator=generator)
+
+
+def put(a: Tensor, index: Tensor, source: Tensor, accumulate: bool = False) -> Tensor:
+    """a with source written (or added, if accumulate) at flat positions `index` of a's row-major order."""
+    n = a._data.size
+    idx = index._data.reshape(-1).astype(np.int64)
+    bad = idx[(idx < -n) | (idx >= n)]
+    if bad.size:
+        raise IndexError(f"out of range: tried to access index {int(bad[0])} on a tensor of {n} elements.")
+    if index._data.size != source._data.size:
+        raise RuntimeError(f"put_(): Expected source and index to have the same number of elements, but got "
+                           f"source.numel() = {source._data.size}, index.numel() = {index._data.size}")
+    i = _wrap(idx % max(n, 1))
+    src = source.reshape(-1)
+    flat = a.reshape(-1)
+    out = flat.index_add(0, i, src) if accumulate else flat.index_copy(0, i, src)
+    return out.reshape(a.shape)
+
+
+def put_(a: Tensor, index: Tensor, source: Tensor, accumulate: bool = False) -> Tensor:
+    """put, in place."""
+    return _inplace_call(a, lambda s: put(s, index, source, accumulate), (source,))
+
+
+def msort(a: Tensor) -> Tensor:
+    """a sorted along its first dimension."""
+    return a.sort(dim=0).values
+
+
+def split_with_sizes(a: Tensor, split_sizes, dim: int = 0) -> tuple:
+    """Pieces of the given sizes along dim (they must add up to its length)."""
+    d = _wrap_dim(dim, a._data.ndim)
+    sizes = [int(s) for s in split_sizes]
+    if sum(sizes) != a._data.shape[d]:
+        raise RuntimeError(f"split_with_sizes expects split_sizes to sum exactly to {a._data.shape[d]} (input tensor's "
+                           f"size at dimension {d}), but got split_sizes={sizes}")
+    return a.split(sizes, d)
+
+
+def new_empty_strided(a: Tensor, size, stride, *, dtype=None, device=None, requires_grad: bool = False) -> Tensor:
+    """empty_strided with a's dtype and device unless told."""
+    from .shape import empty_strided
+    return empty_strided(size, stride, dtype=dtype or a.dtype, device=device or a.device,
+                         requires_grad=requires_grad)
+
+
+attach(
+    put=put, put_=put_, msort=msort, split_with_sizes=split_with_sizes, new_empty_strided=new_empty_strided,
+    absolute_=_inplace_method("abs"), acos_=_inplace_method("acos"), arccos_=_inplace_method("acos"),
+    asin_=_inplace_method("asin"), arcsin_=_inplace_method("asin"), atan_=_inplace_method("atan"),
+    arctan_=_inplace_method("atan"), atan2_=_inplace_method("atan2"), arctan2_=_inplace_method("atan2"),
+    cosh_=_inplace_method("cosh"), sinh_=_inplace_method("sinh"), tan_=_inplace_method("tan"),
+    expm1_=_inplace_method("expm1"), exp2_=_inplace_method("exp2"), log10_=_inplace_method("log10"),
+    log1p_=_inplace_method("log1p"), log2_=_inplace_method("log2"), frac_=_inplace_method("frac"),
+    fmod_=_inplace_method("fmod"), sgn_=_inplace_method("sgn"), conj_physical_=_inplace_method("conj_physical"),
+    negative_=_inplace_method("neg"), cumsum_=_inplace_method("cumsum"), cumprod_=_inplace_method("cumprod"),
+    true_divide_=_inplace_method("div"), addmm_=_inplace_method("addmm"), baddbmm_=_inplace_method("baddbmm"),
+    ldexp_=_inplace_method("ldexp"), bitwise_not_=_inplace_method("bitwise_not"),
+    eq_=_inplace_predicate("eq", "EqBackward0"), ne_=_inplace_predicate("ne", "NeBackward0"),
+    not_equal_=_inplace_predicate("ne", "NeBackward0"), lt_=_inplace_predicate("lt", "LtBackward0"),
+    less_=_inplace_predicate("lt", "LtBackward0"), le_=_inplace_predicate("le", "LeBackward0"),
+    less_equal_=_inplace_predicate("le", "LeBackward0"), gt_=_inplace_predicate("gt", "GtBackward0"),
+    greater_=_inplace_predicate("gt", "GtBackward0"), ge_=_inplace_predicate("ge", "GeBackward0"),
+    greater_equal_=_inplace_predicate("ge", "GeBackward0"),
+    logical_and_=_inplace_predicate("logical_and", "LogicalAndBackward0"),
+    logical_or_=_inplace_predicate("logical_or", "LogicalOrBackward0"),
+    logical_xor_=_inplace_predicate("logical_xor", "LogicalXorBackward0"),
+    logical_not_=_inplace_predicate("logical_not", "LogicalNotBackward0"),
+    squeeze_=_inplace_view("squeeze"), unsqueeze_=_inplace_view("unsqueeze"), t_=_inplace_view("t"),
+    transpose_=_inplace_view("transpose"), swapaxes_=_inplace_view("transpose"),
+    swapdims_=_inplace_view("transpose"),
+    positive=positive, is_signed=is_signed, storage_offset=storage_offset, is_nonzero=is_nonzero,
+    is_same_size=is_same_size, as_strided=as_strided, unfold=unfold, fill_diagonal_=fill_diagonal_,
+    frexp=frexp, ldexp=ldexp, random_=random_, cauchy_=cauchy_, log_normal_=log_normal_, geometric_=geometric_,
+    exponential_=exponential_, bernoulli=_bernoulli, multinomial=_multinomial,
+    itemsize=property(lambda a: a._data.itemsize, doc="Bytes per element."),
+    nbytes=property(lambda a: a._data.size * a._data.itemsize, doc="Bytes the elements take."),
+    H=property(_H, doc="The conjugate transpose of a matrix."),
+    layout=property(lambda a: strided, doc="The memory layout (always tinytorch.strided)."),
+)
+
+__all__ = ["as_strided", "frexp", "ldexp", "positive", "is_nonzero", "is_same_size", "msort", "layout", "strided"]
