@@ -1,7 +1,7 @@
 """Everyday ops that were pure NumPy chains (found 2-110x PyTorch's time at a million elements): a batched einsum,
-interpolate, topk, repeat, logsumexp, softmax along a middle dim, nonzero, the parameterised activations and the
-elementwise losses, pow, edge padding, cumsum, gather, row-indexed reads and embedding's backward: tinytorch beside
-PyTorch at each --threads count, timed as benchmarks/ops.py times its table (the libraries take turns in blocks of
+interpolate, topk, repeat, logsumexp, softmax along a middle dim, nonzero, the parameterised activations (relu6 too)
+and the elementwise losses, pow, edge padding, cumsum, gather, row-indexed reads and embedding's backward: tinytorch
+beside PyTorch at each --threads count, timed as benchmarks/ops.py times its table (the libraries take turns in blocks of
 --reps calls after 10 ms of warm-up; regions: the pool regions one tinytorch call split into). Prints a table,
 writes JSON.
 
@@ -47,6 +47,7 @@ def cases(torch, batch: int) -> Dict[str, Callable[[], object]]:
         "elu fwd+bwd": lambda: F.elu(xg).backward(g),
         "softplus fwd+bwd": lambda: F.softplus(xg).backward(g),
         "logsigmoid fwd+bwd": lambda: F.logsigmoid(xg).backward(g),
+        "relu6 fwd+bwd": lambda: F.relu6(xg).backward(g),
         "bce_with_logits fwd+bwd": lambda: F.binary_cross_entropy_with_logits(xg, t01).backward(),
         "smooth_l1_loss fwd+bwd": lambda: F.smooth_l1_loss(xg, t01).backward(),
         "mse_loss fwd+bwd": lambda: F.mse_loss(xg, t01).backward(),

@@ -8,12 +8,14 @@ pools poll for work for a while after each parallel region). --in-process steps 
 iteration. Both report the ratio of the processes' CPU time per iteration (median) beside the wall-clock one: at 1
 thread it leaves out the time other processes held the core. --products times each matrix product of the step in
 both libraries (one process, alternating steps), per shape, with the route tinytorch took (register-tiled kernel
-or BLAS): where a gap in the step comes from.
+or BLAS): where a gap in the step comes from. --overhead steps the same loop on a model shrunk until its kernels
+take nothing (in one process): the Python, op dispatch and engine cost of an iteration, which no core count shortens.
 
     python benchmarks/nanogpt.py [--iters 30] [--warmup 5] [--runs 3] [--threads 1 2] [--json PATH]
     python benchmarks/nanogpt.py --in-process [--iters 30] [--warmup 5] [--threads 1 2]
     python benchmarks/nanogpt.py --script DIR [--iters 30] [--threads 1 2]
     python benchmarks/nanogpt.py --products [--iters 40] [--threads 1]
+    python benchmarks/nanogpt.py --overhead [--iters 200] [--threads 1]
 
 The first builds nanoGPT's model here (model.py's GPT: pre-LayerNorm blocks without bias, causal
 scaled_dot_product_attention, GELU MLP, tied embedding, GPT-2 init) and steps it exactly as train.py's loop
@@ -383,6 +385,9 @@ def main(argv=None) -> dict:
     p.add_argument("--in-process", action="store_true", help="both libraries in this process, step by step")
     p.add_argument("--products", action="store_true",
                    help="the step's matrix products per shape, both libraries in this process (first --threads)")
+    p.add_argument("--overhead", action="store_true",
+                   help="the recipe shrunk to width 8, 4 tokens, batch 1 (the kernels then take nothing), in this "
+                        "process: what an iteration costs in Python, dispatch and the engine")
     p.add_argument("--child", choices=["tinytorch", "torch"], help=argparse.SUPPRESS)
     p.add_argument("--state", help=argparse.SUPPRESS)
     p.add_argument("--json", help="where to write the results (default results/nanogpt.json, "
@@ -390,11 +395,15 @@ def main(argv=None) -> dict:
     args = p.parse_args(argv)
     if args.child:
         return child(args)
+    if args.overhead:
+        global N_EMBD, BLOCK, BATCH, N_HEAD
+        N_EMBD, BLOCK, BATCH, N_HEAD = 8, 4, 1, 4
+        args.in_process = True
     if args.products:
         results = products(args)
     else:
         results = script(args) if args.script else in_process(args) if args.in_process else processes(args)
-    name = "nanogpt_products.json" if args.products else "nanogpt.json"
+    name = "nanogpt_products.json" if args.products else "nanogpt_overhead.json" if args.overhead else "nanogpt.json"
     write_json(args.json or os.path.join(os.path.dirname(os.path.abspath(__file__)), "results", name), results)
     return results
 

@@ -22,7 +22,7 @@ def test_inplace_modification_of_saved_input():
         loss.backward()
     assert str(info.value).startswith(
         "one of the variables needed for gradient computation has been modified by an inplace operation: "
-        "[tinytorch.FloatTensor [2]] is at version 1; expected version 0 instead. Hint: enable anomaly detection")
+        "[torch.FloatTensor [2]] is at version 1; expected version 0 instead. Hint: enable anomaly detection")
     _still_works()
 
 
@@ -33,7 +33,7 @@ def test_inplace_modification_of_saved_output_names_the_op():
     with torch.no_grad():
         b.mul_(2.0)
     with pytest.raises(RuntimeError, match=re.escape(
-            "[tinytorch.FloatTensor [2]], which is output 0 of Exp, is at version 1; expected version 0 instead.")):
+            "[torch.FloatTensor [2]], which is output 0 of Exp, is at version 1; expected version 0 instead.")):
         loss.backward()
     _still_works()
 
@@ -44,7 +44,7 @@ def test_inplace_modification_of_saved_nonleaf_names_its_current_producer():
     loss = (b * b).sum()
     b.add_(1.0)  # rebases b onto an AddBackward node
     with pytest.raises(RuntimeError, match=re.escape(
-            "[tinytorch.FloatTensor [3]], which is output 0 of Add, is at version 1; expected version 0 instead.")):
+            "[torch.FloatTensor [3]], which is output 0 of Add, is at version 1; expected version 0 instead.")):
         loss.backward()
 
 

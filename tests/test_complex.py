@@ -29,14 +29,14 @@ def as_c(x):
 
 def test_dtypes_names_and_aliases():
     assert tinytorch.cfloat is tinytorch.complex64 and tinytorch.cdouble is tinytorch.complex128
-    assert repr(tinytorch.complex64) == "tinytorch.complex64"
+    assert repr(tinytorch.complex64) == "torch.complex64"
     assert tinytorch.complex64.is_complex and not tinytorch.complex64.is_floating_point
     assert tinytorch.complex128.itemsize == 16
     assert tinytorch.complex64.to_real() is tinytorch.float32 and tinytorch.float64.to_complex() is tinytorch.complex128
     z = tinytorch.zeros(2, dtype=tinytorch.cfloat)
     assert z.is_complex() and not z.is_floating_point() and z.dtype is tinytorch.complex64
     assert not tinytorch.zeros(2).is_complex()
-    assert z.type() == "tinytorch.ComplexFloatTensor"
+    assert z.type() == "torch.ComplexFloatTensor"
     assert tinytorch.ones(2).to(tinytorch.cdouble).dtype is tinytorch.complex128
     assert tinytorch.ones(2).cfloat().dtype is tinytorch.complex64
 
@@ -196,8 +196,8 @@ def test_casts_between_real_and_complex():
 def test_printing():
     assert repr(tinytorch.tensor([1 + 2j, -0.5 - 10j])) == "tensor([ 1.0000+2.j, -0.5000-10.j])"
     assert repr(tinytorch.tensor([1.5 + 2.25j, 3 - 1j])) == "tensor([1.5000+2.2500j, 3.0000-1.0000j])"
-    assert repr(tinytorch.tensor([], dtype=tinytorch.complex64)) == "tensor([], dtype=tinytorch.complex64)"
-    assert repr(tinytorch.tensor([1j], dtype=tinytorch.complex128)) == "tensor([0.+1.j], dtype=tinytorch.complex128)"
+    assert repr(tinytorch.tensor([], dtype=tinytorch.complex64)) == "tensor([], dtype=torch.complex64)"
+    assert repr(tinytorch.tensor([1j], dtype=tinytorch.complex128)) == "tensor([0.+1.j], dtype=torch.complex128)"
     assert repr(tinytorch.tensor(2 + 0j)) == "tensor(2.+0.j)"
 
 

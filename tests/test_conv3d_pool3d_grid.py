@@ -334,7 +334,7 @@ def test_max_pool3d_integers_nan_empty_batch_and_grad():
     x = np.zeros((1, 1, 2, 2, 2))
     x[0, 0, 1, 1, 0] = np.nan
     out, idx = F.max_pool3d(_t(x), 2, return_indices=True)
-    assert np.isnan(out.numpy()).all() and idx.numpy().item() == 6
+    assert np.isnan(out.detach().numpy()).all() and idx.numpy().item() == 6
     assert F.max_pool3d(_t(np.zeros((0, 2, 4, 4, 4))), 2).shape == (0, 2, 2, 2, 2)
     xg = _t(RNG.standard_normal((1, 2, 4, 5, 4)), True)
     assert F.max_pool3d(xg, 2).grad_fn.name() == "MaxPool3DWithIndicesBackward0"
@@ -651,8 +651,16 @@ def test_grid_sample_identity_warning_float32_and_empty_batch():
                                                            False), rtol=1e-5, atol=1e-6)
     assert F.grid_sample(_t(np.zeros((0, 2, 3, 4))), _t(np.zeros((0, 5, 6, 2))), align_corners=False).shape == \
         (0, 2, 5, 6)
-    nan_grid = np.full((1, 1, 1, 2), np.nan)  # a NaN in the grid reads as -1
-    np.testing.assert_allclose(F.grid_sample(_t(x), _t(nan_grid), align_corners=True).numpy(), x[:, :, :1, :1])
+    nan_grid = np.full((1, 1, 1, 2), np.nan)  # with border padding a NaN in the grid reads as -1
+    np.testing.assert_allclose(F.grid_sample(_t(x), _t(nan_grid), padding_mode="border", align_corners=True).numpy(),
+                               x[:, :, :1, :1])
+    # 2d bilinear with zero padding: a NaN output, no gradient to the input, NaN to the grid's other coordinate
+    xs, g = _t(x, True), _t(np.array([[[[np.nan, 0.3]]]]), True)
+    out = F.grid_sample(xs, g, align_corners=False)
+    assert np.isnan(out.detach().numpy()).all()
+    out.sum().backward()
+    assert not xs.grad.numpy().any()
+    np.testing.assert_array_equal(np.isnan(g.grad.numpy()).ravel(), [False, True])
 
 
 def test_grid_sample_errors():

@@ -987,3 +987,38 @@ def test_embedding_backward_of_a_broadcast_gradient_adds_rows_in_the_kernel(monk
     np.add.at(want, idx.reshape(-1), np.full((idx.size, 128), 2, np.float32))
     np.testing.assert_array_equal(emb.weight.grad.numpy(), want)
     assert calls == [1]  # the row loop, not np.add.at (2 ms against 0.3 for PyTorch at this size)
+
+
+def test_logsumexp_over_the_last_dim_runs_in_the_row_kernel(monkeypatch, threads):
+    calls = []
+    kernel = _C._cpu.logsumexp
+    monkeypatch.setattr(_C._cpu, "logsumexp", lambda *a: calls.append(1) or kernel(*a))
+    rng = np.random.default_rng(9)
+    for dtype, rtol in ((np.float64, 1e-13), (np.float32, 2e-6)):
+        a = (rng.standard_normal((3 * GRAIN // 64 + 5, 64)) * 20).astype(dtype)
+        a[0, :] = -np.inf  # a row of -inf: -inf
+        a[1, 3] = np.inf  # +inf: inf
+        a[2, 5] = np.nan  # NaN: NaN, whatever else the row holds
+        a[3, :2] = [np.inf, np.nan]
+        a[4, :] = 1e30 if dtype == np.float32 else 1e300  # a large max: no overflow
+        want = np.empty(a.shape[0])
+        for r, row in enumerate(a.astype(np.float64)):
+            m = row.max()
+            want[r] = m if np.isnan(m) or not np.isfinite(m) else m + np.log(np.exp(row - m).sum())
+        got = tinytorch.from_numpy(a).logsumexp(-1)
+        assert got.dtype == tinytorch.from_numpy(a).dtype and tuple(got.shape) == (a.shape[0],)
+        np.testing.assert_allclose(got.numpy(), want, rtol=rtol, equal_nan=True)
+        assert tuple(tinytorch.from_numpy(a).logsumexp(1, keepdim=True).shape) == (a.shape[0], 1)
+    assert len(calls) == 4
+    monkeypatch.setattr(_cpu, "MIN_SIZE", 1)  # through the kernel at gradcheck's size
+    x = tinytorch.tensor(rng.standard_normal((4, 6)) * 3, requires_grad=True)
+    assert tinytorch.autograd.gradcheck(lambda t: t.logsumexp(-1), (x,))
+    assert tinytorch.autograd.gradgradcheck(lambda t: t.logsumexp(1, keepdim=True), (x,))
+    assert tinytorch.tensor(2.5).logsumexp(0).item() == 2.5  # 0-d input, one row of one
+
+
+def test_logsumexp_kernel_checks_its_out():
+    with pytest.raises(ValueError, match="one element per row"):
+        _C._cpu.logsumexp(np.ones((4, 3), np.float32), np.empty(3, np.float32))
+    with pytest.raises(TypeError, match="one dtype"):
+        _C._cpu.logsumexp(np.ones((4, 3), np.float32), np.empty(4, np.float64))

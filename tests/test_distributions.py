@@ -153,7 +153,8 @@ def test_gamma_beta_dirichlet_match_the_closed_forms():
     _close(di.mean, alpha / a0[:, None])
     _close(di.variance, alpha * (a0[:, None] - alpha) / (a0[:, None] ** 2 * (a0[:, None] + 1)))
     _close(D.Dirichlet(t64([2.0, 3.0, 5.0])).mode, [1 / 7, 2 / 7, 4 / 7])
-    _close(D.Dirichlet(t64([0.5, 0.9, 0.2])).mode, [0.0, 1.0, 0.0])  # all below 1: the largest one's vertex
+    # all below 1: the density is unbounded at every vertex and PyTorch reports the first
+    _close(D.Dirichlet(t64([0.5, 0.9, 0.2])).mode, [1.0, 0.0, 0.0])
 
 
 def test_bernoulli_and_categorical_match_the_closed_forms():
@@ -504,7 +505,7 @@ def test_multivariate_normal_gradients_by_gradcheck():
 
 def test_invalid_parameters_raise_pytorchs_value_error():
     with pytest.raises(ValueError, match=r"Expected parameter scale \(Tensor of shape \(2,\)\) of distribution "
-                                         r"Normal\(loc: tinytorch.Size\(\[2\]\), scale: tinytorch.Size\(\[2\]\)\) "
+                                         r"Normal\(loc: (tiny)?torch.Size\(\[2\]\), scale: (tiny)?torch.Size\(\[2\]\)\) "
                                          r"to satisfy the constraint GreaterThan\(lower_bound=0.0\), but found "
                                          r"invalid values:\ntensor"):
         D.Normal(tinytorch.zeros(2), tinytorch.tensor([1.0, -1.0]))
@@ -534,14 +535,14 @@ def test_invalid_values_raise_pytorchs_value_error():
     with pytest.raises(ValueError, match="The value argument to log_prob must be a Tensor"):
         d.log_prob(0.5)
     with pytest.raises(ValueError, match=r"Value is not broadcastable with batch_shape\+event_shape: "
-                                         r"tinytorch.Size\(\[2\]\) vs tinytorch.Size\(\[3\]\)."):
+                                         r"(tiny)?torch.Size\(\[2\]\) vs (tiny)?torch.Size\(\[3\]\)."):
         d.log_prob(tinytorch.zeros(2))
     mvn = D.MultivariateNormal(tinytorch.zeros(3), tinytorch.eye(3))
     with pytest.raises(ValueError, match="The right-most size of value must match event_shape"):
         mvn.log_prob(tinytorch.zeros(2))
     with pytest.raises(ValueError, match=r"Expected value argument \(Tensor of shape \(2,\)\) to be within the "
                                          r"support \(GreaterThanEq\(lower_bound=0.0\)\) of the distribution "
-                                         r"Exponential\(rate: tinytorch.Size\(\[2\]\)\), but found invalid values"):
+                                         r"Exponential\(rate: (tiny)?torch.Size\(\[2\]\)\), but found invalid values"):
         D.Exponential(tinytorch.ones(2)).log_prob(tinytorch.tensor([1.0, -1.0]))
     with pytest.raises(ValueError, match="IntegerInterval\\(lower_bound=0, upper_bound=2\\)"):
         D.Categorical(tinytorch.ones(3)).log_prob(tinytorch.tensor(3))
@@ -573,7 +574,8 @@ def test_lazy_probs_and_logits():
     assert "probs" not in d.__dict__
     np.testing.assert_allclose(d.probs.numpy(), [0.5, 0.5])
     assert "probs" in d.__dict__  # computed once, then stored
-    assert repr(d) == "Categorical(probs: tinytorch.Size([2]), logits: tinytorch.Size([2]))"
+    # Size prints as PyTorch's (torch.Size) or under tinytorch's own name, depending on the Size repr in use
+    assert repr(d).replace("tinytorch.", "torch.") == "Categorical(probs: torch.Size([2]), logits: torch.Size([2]))"
     b = D.Bernoulli(logits=tinytorch.tensor([0.2, -0.1], requires_grad=True))
     with tinytorch.no_grad():
         probs = b.probs
@@ -796,7 +798,9 @@ def test_register_kl_and_dispatch():
     assert D.kl_divergence(D.Normal(0.0, 1.0), MyNormal(1.0, 1.0)).item() == 0.5
     # exponential families of one type without a registered rule use the Bregman divergence
     with pytest.raises(NotImplementedError, match="cross KL-divergence between different exponential families"):
-        D.kl_divergence(D.Normal(0.0, 1.0), D.Exponential(1.0))
+        D.kl_divergence(D.Normal(0.0, 1.0), D.Poisson(1.0))
+    # a registered cross-family pair whose supports do not nest
+    assert D.kl_divergence(D.Normal(0.0, 1.0), D.Exponential(1.0)).item() == math.inf
 
 
 # ------------------------------------------------------------------ PyTorch comparison

@@ -585,7 +585,7 @@ def test_everyday_ops_benchmark_runs(tmp_path):
     assert res.returncode == 0, res.stderr[-3000:]
     data = json.loads(out.read_text())
     rows = data["threads"]["1"]
-    assert data["size"] == 2 and len(rows) == 21 and "einsum bij,bjk->bik" in rows and "nonzero (bool mask)" in rows
+    assert data["size"] == 2 and len(rows) == 22 and "einsum bij,bjk->bik" in rows and "relu6 fwd+bwd" in rows
     assert all(r["tinytorch_ms"] > 0 for r in rows.values())
     if HAS_TORCH:
         assert all(r["torch_ms"] > 0 for r in rows.values())

@@ -64,7 +64,7 @@ def test_meta_tensor_metadata():
     assert x.is_meta and not x.is_cuda and not x.is_cpu and x.device.type == "meta"
     assert x.shape == (3, 4) and x.dtype is torch.float64 and x.stride() == (4, 1) and x.requires_grad
     assert x.numel() == 12 and x.element_size() == 8 and x.is_contiguous() and x.data_ptr() == 0
-    assert x.get_device() == -1 and x.type() == "tinytorch.meta.DoubleTensor"
+    assert x.get_device() == -1 and x.type() == "torch.meta.DoubleTensor"
     assert not torch.empty(2, device="cpu").is_meta
 
 
@@ -158,7 +158,7 @@ def test_data_access_raises_pytorch_errors():
 def test_repr_like_pytorch():
     assert repr(torch.empty(2, 3, device="meta")) == "tensor(..., device='meta', size=(2, 3))"
     assert repr(torch.empty((), device="meta", dtype=torch.int64)) == \
-        "tensor(..., device='meta', size=(), dtype=tinytorch.int64)"
+        "tensor(..., device='meta', size=(), dtype=torch.int64)"
     p = nn.Parameter(torch.empty(4, device="meta"))
     assert repr(p) == "Parameter containing:\ntensor(..., device='meta', size=(4,), requires_grad=True)"
     y = p * 2

@@ -59,7 +59,7 @@ def test_setattr_getattr_delattr_semantics():
     m = nn.Module()
     m.w = nn.Parameter(tinytorch.ones(2))
     assert "w" in m._parameters and "w" not in m.__dict__
-    with pytest.raises(TypeError, match=r"cannot assign 'tinytorch.FloatTensor' as parameter 'w' "
+    with pytest.raises(TypeError, match=r"cannot assign 'torch.FloatTensor' as parameter 'w' "
                                         r"\(torch.nn.Parameter or None expected\)"):
         m.w = tinytorch.ones(2)
     m.w = None
@@ -85,7 +85,7 @@ def test_setattr_getattr_delattr_semantics():
     with pytest.raises(KeyError) as e:
         m.register_buffer("a.b", None)
     assert e.value.args[0] == 'buffer name can\'t contain "."'
-    with pytest.raises(TypeError, match="cannot assign 'tinytorch.FloatTensor' object to parameter 'q'"):
+    with pytest.raises(TypeError, match="cannot assign 'torch.FloatTensor' object to parameter 'q'"):
         m.register_parameter("q", tinytorch.zeros(1))
     with pytest.raises(ValueError, match="Cannot assign non-leaf Tensor to parameter 'r'"):
         p = nn.Parameter(tinytorch.ones(1))
@@ -149,8 +149,8 @@ def test_strict_load_errors_match_pytorch_text():
         "Error(s) in loading state_dict for Net:\n"
         '\tMissing key(s) in state_dict: "head.weight". \n'
         '\tUnexpected key(s) in state_dict: "block.extra". \n'
-        "\tsize mismatch for block.fc.bias: copying a param with shape tinytorch.Size([7]) from checkpoint, "
-        "the shape in current model is tinytorch.Size([4]).")
+        "\tsize mismatch for block.fc.bias: copying a param with shape torch.Size([7]) from checkpoint, "
+        "the shape in current model is torch.Size([4]).")
     del sd["block.fc.bias"]
     res = Net().load_state_dict(sd, strict=False)
     assert res.missing_keys == ["block.fc.bias", "head.weight"]

@@ -205,7 +205,7 @@ def test_set_default_dtype_changes_python_float_inference():
         assert torch.tensor([1.5]).dtype is torch.float64 and torch.zeros(1).dtype is torch.float64
         assert (torch.tensor([1]) * 0.5).dtype is torch.float64
         assert repr(torch.tensor([1.5])) == "tensor([1.5000])"
-        assert repr(torch.tensor([1.5], dtype=torch.float32)) == "tensor([1.5000], dtype=tinytorch.float32)"
+        assert repr(torch.tensor([1.5], dtype=torch.float32)) == "tensor([1.5000], dtype=torch.float32)"
     finally:
         torch.set_default_dtype(torch.float32)
     with pytest.raises(TypeError):
@@ -219,7 +219,7 @@ def test_dtype_properties():
     assert torch.float32.itemsize == 4 and torch.bfloat16.itemsize == 2
     assert torch.float is torch.float32 and torch.double is torch.float64 and torch.half is torch.float16
     assert torch.long is torch.int64 and torch.int is torch.int32
-    assert repr(torch.float16) == "tinytorch.float16"
+    assert repr(torch.float16) == "torch.float16"
 
 
 def test_reduced_precision_arithmetic():
@@ -245,7 +245,7 @@ def test_casts():
     assert x.to(torch.ones(1, dtype=torch.float16)).dtype is torch.float16
     assert x.to(dtype=torch.float64, device="cpu").dtype is torch.float64
     assert x.to("cpu", non_blocking=True).device.type == "cpu" and x.cpu() is x
-    assert x.type() == "tinytorch.FloatTensor" and x.type(torch.int64).dtype is torch.int64
+    assert x.type() == "torch.FloatTensor" and x.type(torch.int64).dtype is torch.int64
     assert x.type_as(torch.ones(1, dtype=torch.float64)).dtype is torch.float64
 
 
@@ -288,7 +288,7 @@ def test_item_tolist_numpy():
 
 def test_metadata():
     x = torch.ones(2, 3)
-    assert x.size() == (2, 3) and x.size(-1) == 3 and x.shape == (2, 3) and repr(x.shape) == "tinytorch.Size([2, 3])"
+    assert x.size() == (2, 3) and x.size(-1) == 3 and x.shape == (2, 3) and repr(x.shape) == "torch.Size([2, 3])"
     assert x.stride() == (3, 1) and x.numel() == 6 and x.dim() == 2 and x.ndim == 2
     assert torch.ones(2, dtype=torch.float16).element_size() == 2
     assert x.is_contiguous() and not x.t().is_contiguous() and x.is_floating_point()
@@ -300,13 +300,13 @@ def test_metadata():
 REPRS = [
     (lambda: torch.tensor([1.5, 2.0, -3.25]), "tensor([ 1.5000,  2.0000, -3.2500])"),
     (lambda: torch.tensor([1.0, 2.0, 3.0]), "tensor([1., 2., 3.])"),
-    (lambda: torch.tensor([1.5, 2.0], dtype=torch.float64), "tensor([1.5000, 2.0000], dtype=tinytorch.float64)"),
+    (lambda: torch.tensor([1.5, 2.0], dtype=torch.float64), "tensor([1.5000, 2.0000], dtype=torch.float64)"),
     (lambda: torch.tensor([1, -20, 300]), "tensor([  1, -20, 300])"),
-    (lambda: torch.tensor([1, 2], dtype=torch.int32), "tensor([1, 2], dtype=tinytorch.int32)"),
+    (lambda: torch.tensor([1, 2], dtype=torch.int32), "tensor([1, 2], dtype=torch.int32)"),
     (lambda: torch.tensor([True, False]), "tensor([ True, False])"),
     (lambda: torch.tensor(3.5), "tensor(3.5000)"),
     (lambda: torch.tensor([]), "tensor([])"),
-    (lambda: torch.zeros(0, dtype=torch.int64), "tensor([], dtype=tinytorch.int64)"),
+    (lambda: torch.zeros(0, dtype=torch.int64), "tensor([], dtype=torch.int64)"),
     (lambda: torch.zeros(2, 0), "tensor([], size=(2, 0))"),
     (lambda: torch.ones(2, requires_grad=True), "tensor([1., 1.], requires_grad=True)"),
     (lambda: torch.ones(2, requires_grad=True) * 2, "tensor([2., 2.], grad_fn=<MulBackward0>)"),

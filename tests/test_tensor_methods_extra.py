@@ -132,7 +132,7 @@ def test_metadata():
     assert tinytorch.zeros(0, 2).nbytes == 0
     assert x.storage_offset() == 0 and x[3:].storage_offset() == 3
     assert x.view(2, 5)[1, 2:].storage_offset() == 7
-    assert x.layout is strided and repr(strided) == "tinytorch.strided"
+    assert x.layout is strided and repr(strided) == "torch.strided"
     assert x.positive() is x
     with pytest.raises(RuntimeError, match="on a bool tensor is not supported"):
         tinytorch.tensor([True]).positive()
@@ -382,3 +382,258 @@ def test_put():
         f64(v).put_(tinytorch.tensor([6]), f64([1.0]))
     assert gradcheck(lambda a, s: a.put(idx, s), (f64(v, True), f64([1.0, 2.0, 3.0], True)))
     assert gradcheck(lambda a, s: a.put(tinytorch.tensor([1, 1]), s, True), (f64(v, True), f64([1.0, 2.0], True)))
+
+
+
+# ------------------------------------------------------------------ index_reduce
+
+def _index_reduce_ref(x, dim, index, source, reduce, include_self):
+    """NumPy reference: each slice of source reduced into x's slice index[i] along dim."""
+    out = np.moveaxis(x.astype(np.float64).copy(), dim, 0)
+    src = np.moveaxis(source.astype(np.float64), dim, 0)
+    groups = {}
+    for i, j in enumerate(index):
+        groups.setdefault(int(j), []).append(src[i])
+    fn = {"prod": np.prod, "mean": np.mean, "amax": np.max, "amin": np.min}[reduce]
+    for j, parts in groups.items():
+        out[j] = fn(np.stack(([out[j]] if include_self else []) + parts), axis=0)
+    return np.moveaxis(out, 0, dim)
+
+
+@pytest.mark.filterwarnings("ignore:index_reduce")
+@pytest.mark.parametrize("reduce", ["prod", "mean", "amax", "amin"])
+@pytest.mark.parametrize("include_self", [True, False])
+@pytest.mark.parametrize("dim", [0, 1, -1])
+def test_index_reduce_values_and_inplace(reduce, include_self, dim):
+    rs = np.random.RandomState(3)
+    x = rs.randn(3, 4, 2)
+    d = dim % 3
+    index = np.array([2, 0, 1, 0, 1])[: x.shape[d] + 1] % x.shape[d]
+    sshape = list(x.shape)
+    sshape[d] = len(index)
+    s = rs.randn(*sshape)
+    idx = tinytorch.tensor(index)
+    out = f64(x).index_reduce(dim, idx, f64(s), reduce, include_self=include_self)
+    np.testing.assert_allclose(out.numpy(), _index_reduce_ref(x, d, index, s, reduce, include_self), rtol=1e-12)
+    y = f64(x)
+    assert y.index_reduce_(dim, idx, f64(s), reduce, include_self=include_self) is y and y._version == 1
+    np.testing.assert_allclose(y.numpy(), out.numpy())
+    np.testing.assert_allclose(tinytorch.index_reduce(f64(x), dim, idx, f64(s), reduce, include_self=include_self)
+                               .numpy(), out.numpy())
+
+
+@pytest.mark.filterwarnings("ignore:index_reduce")
+@pytest.mark.parametrize("reduce", ["prod", "mean", "amax", "amin"])
+@pytest.mark.parametrize("include_self", [True, False])
+def test_index_reduce_grad(reduce, include_self):
+    rs = np.random.RandomState(4)
+    x, s = rs.randn(3, 2), rs.randn(4, 2)
+    idx = tinytorch.tensor([2, 0, 2, 2])
+    out = f64(x, True).index_reduce(0, idx, f64(s, True), reduce, include_self=include_self)
+    assert out.grad_fn.name() == "IndexReduceBackward0"
+    assert gradcheck(lambda a, b: a.index_reduce(0, idx, b, reduce, include_self=include_self),
+                     (f64(x, True), f64(s, True)))
+    assert gradgradcheck(lambda a, b: a.index_reduce(0, idx, b, reduce, include_self=include_self),
+                         (f64(x, True), f64(s, True)))
+    if reduce == "prod":  # zeros in a slot: the product without each element
+        z = f64([[0.0, 2.0], [1.0, 0.0], [3.0, 1.0]], True)
+        assert gradcheck(lambda a, b: a.index_reduce(0, idx, b, "prod", include_self=include_self),
+                         (z, f64([[0.0, 1.5], [2.0, 0.5], [1.2, 0.0], [0.7, 2.0]], True)))
+
+
+@pytest.mark.filterwarnings("ignore:index_reduce")
+def test_index_reduce_int_mean_floors_and_zero_dim():
+    x = tinytorch.tensor([-3, 2])
+    assert x.index_reduce(0, tinytorch.tensor([0, 0]), tinytorch.tensor([-2, 1]), "mean",
+                          include_self=False).tolist() == [-1, 2]
+    assert x.index_reduce(0, tinytorch.tensor([0]), tinytorch.tensor([-2]), "mean").tolist() == [-3, 2]
+    assert tinytorch.tensor(2.0).index_reduce(0, tinytorch.tensor([0]), tinytorch.tensor(3.0), "prod").item() == 6.0
+    e = tinytorch.ones(2, 3).index_reduce(0, tinytorch.tensor([], dtype=tinytorch.int64), tinytorch.ones(0, 3), "amin")
+    np.testing.assert_array_equal(e.numpy(), np.ones((2, 3)))
+
+
+def test_index_reduce_warns_once_in_beta():
+    import warnings
+    from tinytorch._ops import tensor_methods
+    tensor_methods._index_reduce_warned[0] = False
+    with warnings.catch_warnings(record=True) as w:
+        warnings.simplefilter("always")
+        for _ in range(2):
+            tinytorch.ones(2).index_reduce(0, tinytorch.tensor([0]), tinytorch.ones(1), "prod")
+    assert [str(m.message) for m in w] == ["index_reduce() is in beta and the API may change at any time."]
+
+
+@pytest.mark.filterwarnings("ignore:index_reduce")
+@pytest.mark.parametrize("call,err,msg", [
+    (lambda: tinytorch.ones(2, 3).index_reduce(0, tinytorch.tensor([0, 1, 0]), tinytorch.ones(3, 3), "sum"),
+     RuntimeError, "Expected reduce to be one of prod, mean, amax or amin but got sum."),
+    (lambda: tinytorch.ones(2, 3).index_reduce(0, tinytorch.tensor([0, 1, 0]),
+                                               tinytorch.ones(3, 3, dtype=tinytorch.float64), "prod"),
+     RuntimeError, r"self \(Float\) and source \(Double\) must have the same scalar type"),
+    (lambda: tinytorch.ones(2, 3).index_reduce(0, tinytorch.tensor([0, 5, 0]), tinytorch.ones(3, 3), "prod"),
+     IndexError, "index out of range in self"),
+    (lambda: tinytorch.ones(2, 3).index_reduce(0, tinytorch.tensor([0, -1, 0]), tinytorch.ones(3, 3), "prod"),
+     IndexError, "index out of range in self"),
+    (lambda: tinytorch.ones(2, 3).index_reduce(0, tinytorch.tensor([0, 1, 0]), tinytorch.ones(2, 3), "prod"),
+     RuntimeError, r"Number of indices \(3\) should be equal to source.size\(dim\): \(2\), for dim: 0"),
+    (lambda: tinytorch.ones(2, 3).index_reduce(0, tinytorch.tensor([0.0, 1.0, 0.0]), tinytorch.ones(3, 3), "prod"),
+     RuntimeError, "Expected dtype int32/int64 for index but got: Float"),
+    (lambda: tinytorch.ones(2, 3).index_reduce(0, tinytorch.tensor([[0], [1], [0]]), tinytorch.ones(3, 3), "prod"),
+     IndexError, r"Index is supposed to be a vector, but got dim: 2 with type: Long and size: \[3, 1\]"),
+    (lambda: tinytorch.ones(2, 3).index_reduce(0, tinytorch.tensor([0, 1, 0]), tinytorch.ones(3, 4), "prod"),
+     RuntimeError, r"source tensor shape must match self tensor shape, excluding the specified dimension. "
+                   r"Got self.shape = \[2, 3\] source.shape = \[3, 4\]"),
+    (lambda: tinytorch.ones(2, dtype=tinytorch.bool).index_reduce(0, tinytorch.tensor([0]),
+                                                                  tinytorch.ones(1, dtype=tinytorch.bool), "amax"),
+     NotImplementedError, "\"index_func_\" not implemented for 'Bool'"),
+    (lambda: tinytorch.ones(2, 3, requires_grad=True).index_reduce_(0, tinytorch.tensor([1]), tinytorch.ones(1, 3),
+                                                                    "mean"),
+     RuntimeError, "a leaf Variable that requires grad is being used in an in-place operation."),
+])
+def test_index_reduce_errors(call, err, msg):
+    with pytest.raises(err, match=msg):
+        call()
+
+
+# ------------------------------------------------------------------ resize_
+
+def test_resize_keeps_elements_and_returns_self():
+    a = tinytorch.arange(6.0)
+    assert a.resize_(2, 3) is a and a._version == 1
+    np.testing.assert_array_equal(a.numpy(), np.arange(6.0).reshape(2, 3))
+    a.resize_(4)
+    assert a._version == 2 and a.tolist() == [0.0, 1.0, 2.0, 3.0]
+    a.resize_(4)  # the same size: nothing changes, the version stays
+    assert a._version == 2
+    a.resize_(6)  # the storage still holds the old tail
+    assert a.tolist() == [0.0, 1.0, 2.0, 3.0, 4.0, 5.0]
+    a.resize_((3, 2)); assert a.shape == (3, 2)
+    a.resize_([1, 6]); assert a.shape == (1, 6)
+    a.resize_(tinytorch.Size([6])); assert a.shape == (6,)
+    a.resize_(2, 4)
+    assert a.shape == (2, 4) and a.is_contiguous() and a.reshape(-1)[:6].tolist() == list(np.arange(6.0))
+    z = tinytorch.tensor(5.0)
+    z.resize_(1); assert z.tolist() == [5.0]
+    z.resize_(()); assert z.shape == () and z.item() == 5.0
+    e = tinytorch.arange(3); e.resize_(2, 0, 3); assert e.shape == (2, 0, 3)
+
+
+def test_resize_views_share_storage_and_keep_strides_when_same_shape():
+    x = tinytorch.arange(12.0)
+    v = x[2:6]
+    v.resize_(2, 2)
+    assert v.storage_offset() == 2 and v.tolist() == [[2.0, 3.0], [4.0, 5.0]]
+    v.fill_(0.0)
+    assert x.tolist() == [0.0, 1.0, 0.0, 0.0, 0.0, 0.0] + [float(i) for i in range(6, 12)]
+    t = tinytorch.arange(6.0).reshape(2, 3).t()
+    t.resize_(3, 2)
+    assert t.stride() == (1, 3) and t.tolist() == [[0.0, 3.0], [1.0, 4.0], [2.0, 5.0]]
+    t = tinytorch.arange(6.0).reshape(2, 3).t()
+    t.resize_(2, 3)
+    assert t.stride() == (3, 1) and t.tolist() == [[0.0, 1.0, 2.0], [3.0, 4.0, 5.0]]
+    m = tinytorch.ones(2, 3, device="meta")
+    m.resize_(4, 5)
+    assert m.is_meta and m.shape == (4, 5)
+
+
+def test_resize_as_():
+    x = tinytorch.ones(2, 3)
+    assert x.resize_as_(tinytorch.zeros(3, 2, dtype=tinytorch.int64)) is x
+    assert x.shape == (3, 2) and x.dtype == tinytorch.float32
+    assert tinytorch.resize_as_(x, tinytorch.ones(6)) is x and x.shape == (6,)
+    with pytest.raises(TypeError, match="must be Tensor, not list"):
+        x.resize_as_([1, 2])
+
+
+@pytest.mark.parametrize("call,err,msg", [
+    (lambda: tinytorch.ones(2, requires_grad=True).resize_(3), RuntimeError,
+     "cannot resize variables that require grad"),
+    (lambda: tinytorch.ones(2, requires_grad=True).resize_(2), RuntimeError,
+     "cannot resize variables that require grad"),
+    (lambda: (tinytorch.ones(2, requires_grad=True) * 2).resize_(3), RuntimeError,
+     "cannot resize variables that require grad"),
+    (lambda: tinytorch.ones(2, requires_grad=True).resize_as_(tinytorch.ones(2)), RuntimeError,
+     "cannot resize variables that require grad"),
+    (lambda: tinytorch.arange(6.0).resize_(2, -3), RuntimeError, "numel: integer multiplication overflow"),
+    (lambda: tinytorch.ones(2).resize_(), TypeError, "missing 1 required positional arguments"),
+    (lambda: tinytorch.ones(2).resize_(2.0), TypeError, "must be tuple of ints, not float"),
+])
+def test_resize_errors(call, err, msg):
+    with pytest.raises(err, match=msg):
+        call()
+
+
+def test_resize_against_torch():
+    torch = pytest.importorskip("torch")
+    for m in (torch, tinytorch):
+        x = m.arange(12.0)
+        v = x[2:6]
+        v.resize_(3, 2)
+        m_out = (v.tolist(), v.stride(), v.storage_offset(), v._version)
+        if m is torch:
+            ref = m_out
+    assert m_out == ref
+
+
+# ------------------------------------------------------------------ review fixes
+
+def test_inplace_view_nodes_are_named_as_pytorch():
+    cases = [(lambda x: x.squeeze_(), "SqueezeBackward3"), (lambda x: x.squeeze_(1), "SqueezeBackward4"),
+             (lambda x: x.squeeze_((1,)), "SqueezeBackward5"), (lambda x: x.unsqueeze_(0), "UnsqueezeBackward1"),
+             (lambda x: x.t_(), "TBackward1"), (lambda x: x.transpose_(0, 1), "TransposeBackward1"),
+             (lambda x: x.swapaxes_(0, 1), "TransposeBackward1"), (lambda x: x.swapdims_(1, 0), "TransposeBackward1")]
+    for op, name in cases:
+        w = f64([[1.0], [2.0]], True)
+        x = w * 3
+        assert op(x) is x and x.grad_fn.name() == name and x._version == 1
+        (x * f64(np.arange(2.0)).reshape(x.shape)).sum().backward()
+        np.testing.assert_allclose(w.grad.numpy(), [[0.0], [3.0]])
+    assert gradcheck(lambda w: (w * 2).t_(), (f64(np.arange(6.0).reshape(2, 3), True),))
+    assert gradgradcheck(lambda w: (w * 2).transpose_(0, 1) ** 2, (f64(np.arange(6.0).reshape(2, 3), True),))
+
+
+def test_unary_plus_rejects_bool():
+    x = tinytorch.ones(2)
+    assert (+x) is x
+    with pytest.raises(RuntimeError, match="The `\\+` operator, on a bool tensor is not supported."):
+        +tinytorch.tensor([True])
+
+
+def test_H_message_suggests_mH_for_batches():
+    with pytest.raises(RuntimeError, match="Got 3-D tensor. For batches of matrices, consider using tensor.mH"):
+        tinytorch.zeros(1, 2, 3).H
+    with pytest.raises(RuntimeError, match="Got 1-D tensor.$"):
+        tinytorch.zeros(3).H
+
+
+def test_ldexp_dtype_range_and_grad():
+    h = tinytorch.tensor([2.0 ** -20], dtype=tinytorch.float16).ldexp(tinytorch.tensor([17]))
+    assert h.dtype == tinytorch.float16 and h.item() == 0.125
+    big = tinytorch.ldexp(f64([1.0]), tinytorch.tensor([200]))
+    assert big.dtype == tinytorch.float64 and big.item() == 2.0 ** 200
+    assert tinytorch.ldexp(tinytorch.tensor([1], dtype=tinytorch.int32), tinytorch.tensor([3])).dtype == \
+        tinytorch.float32
+    with pytest.raises(TypeError, match="argument 'other' must be Tensor, not int"):
+        tinytorch.ldexp(f64([1.0]), 3)
+    a, e = f64([0.5, 1.5], True), f64([[1.0], [2.5]], True)
+    assert tinytorch.ldexp(a, e).grad_fn.name() == "LdexpBackward0"
+    assert gradcheck(tinytorch.ldexp, (a, e)) and gradgradcheck(tinytorch.ldexp, (a, e))
+
+
+def test_random_fill_messages():
+    with pytest.raises(RuntimeError, match="you specified long int$"):
+        tinytorch.zeros(3, dtype=tinytorch.int64).cauchy_()
+    with pytest.raises(RuntimeError, match="you specified unsigned char$"):
+        tinytorch.zeros(3, dtype=tinytorch.uint8).cauchy_()
+    with pytest.raises(RuntimeError, match="cauchy_ expects sigma > 0.0, but found sigma=-1$"):
+        tinytorch.zeros(3).cauchy_(0.0, -1.0)
+    with pytest.raises(RuntimeError, match="exponential_ expects lambda > 0.0, but found lambda=0$"):
+        tinytorch.zeros(3).exponential_(0.0)
+    with pytest.raises(RuntimeError, match="log_normal_ expects std > 0.0, but found std=0$"):
+        tinytorch.zeros(3).log_normal_(1.0, 0.0)
+    with pytest.raises(RuntimeError, match="but got p=2$"):
+        tinytorch.zeros(3).geometric_(2.0)
+    with pytest.raises(TypeError, match="must be ints, got float"):
+        tinytorch.zeros(3).random_(5.0, 3.0)
+    with pytest.raises(IndexError, match="Expected source and index to have the same number of elements"):
+        tinytorch.zeros(2, 2).put(tinytorch.tensor([0, 1]), tinytorch.tensor([1.0]))

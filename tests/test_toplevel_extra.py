@@ -116,18 +116,45 @@ def test_losses_take_int_reduction():
     xv = x.numpy()
     ref = np.maximum(xv, 0) - xv * y.numpy() + np.log1p(np.exp(-np.abs(xv)))
     np.testing.assert_allclose(per, ref)
-    assert np.isclose(tinytorch.binary_cross_entropy_with_logits(x, y).item(), ref.mean())
+    assert np.isclose(tinytorch.binary_cross_entropy_with_logits(x, y, reduction=1).item(), ref.mean())
     assert np.isclose(tinytorch.binary_cross_entropy_with_logits(x, y, reduction=2).item(), ref.sum())
     lp, t = f64(np.log([0.2, 0.3, 0.5])), f64([0.1, 0.6, 0.3])
     kl = t.numpy() * (np.log(t.numpy()) - lp.numpy())
-    assert np.isclose(tinytorch.kl_div(lp, t).item(), kl.mean())
+    assert np.isclose(tinytorch.kl_div(lp, t, 1).item(), kl.mean())
     np.testing.assert_allclose(tinytorch.kl_div(lp, t.log(), 0, log_target=True).numpy(), kl)
-    with pytest.raises(ValueError, match="not a valid value for reduction"):
+    with pytest.raises(TypeError, match="argument 'reduction' must be int, not str"):
         tinytorch.kl_div(lp, t, "mean")
+    with pytest.raises(TypeError, match="must be int, not bool"):
+        tinytorch.kl_div(lp, t, True)
     assert tinytorch.hinge_embedding_loss(x, f64([1.0, -1.0, 1.0]), 1.0, 0).shape == (3,)
     pn = tinytorch.poisson_nll_loss(x, y, True, False, 1e-8, 2)
     assert np.isclose(pn.item(), (np.exp(xv) - y.numpy() * xv).sum())
     assert gradcheck(lambda a: tinytorch.kl_div(a, t, 2), (f64([-1.0, -2.0, -0.5], True),))
+
+
+def test_losses_default_and_unknown_reduction_do_not_reduce():
+    """PyTorch's parser reads the declared default `reduction=Mean` of the torch.* loss bindings as 0, and the
+    kernels reduce only for 1 and 2: called without it, or with 3, these losses come back per element."""
+    x, y = f64([0.2, -1.0, 3.0]), f64([1.0, 0.0, 1.0])
+    lp, t = f64(np.log([0.2, 0.3, 0.5])), f64([0.1, 0.6, 0.3])
+    kl = t.numpy() * (np.log(t.numpy()) - lp.numpy())
+    np.testing.assert_allclose(tinytorch.kl_div(lp, t).numpy(), kl)
+    np.testing.assert_allclose(tinytorch.kl_div(lp, t, 3).numpy(), kl)
+    assert tinytorch.binary_cross_entropy_with_logits(x, y).shape == (3,)
+    assert tinytorch.hinge_embedding_loss(x, f64([1.0, -1.0, 1.0])).shape == (3,)
+    assert tinytorch.margin_ranking_loss(x, y, f64([1.0, -1.0, 1.0])).shape == (3,)
+    assert tinytorch.cosine_embedding_loss(f64(np.ones((2, 3))), f64(np.ones((2, 3))), f64([1.0, -1.0])).shape == (2,)
+    assert tinytorch.triplet_margin_loss(f64(np.ones((2, 3))), f64(np.zeros((2, 3))), f64(np.ones((2, 3)))).shape == \
+        (2,)
+
+
+@needs_torch
+def test_losses_default_reduction_matches_torch():
+    import torch
+    a, b = [-1.0, -2.0], [0.3, 0.7]
+    for r in ((), (0,), (1,), (2,), (3,)):
+        np.testing.assert_allclose(tinytorch.kl_div(tinytorch.tensor(a), tinytorch.tensor(b), *r).numpy(),
+                                   torch.kl_div(torch.tensor(a), torch.tensor(b), *r).numpy(), rtol=1e-6)
 
 
 def test_cells_match_reference():
@@ -255,7 +282,8 @@ def test_set_printoptions():
         assert "..." in repr(tinytorch.arange(10))
     finally:
         tinytorch.set_printoptions(profile="default")
-    assert (ts.PRECISION, ts.THRESHOLD, ts.EDGEITEMS, ts.LINEWIDTH) == (4, 1000, 3, 80)
+    assert ts.get_printoptions() == {"precision": 4, "threshold": 1000, "edgeitems": 3, "linewidth": 80,
+                                     "sci_mode": None}
 
 
 def test_norm_aliases():
@@ -352,3 +380,65 @@ def test_against_torch():
     ids = [[0, 5, 2]]
     np.testing.assert_allclose(tinytorch.embedding(f64(w), tinytorch.tensor(ids)).numpy(),
                                torch.embedding(torch.tensor(w), torch.tensor(ids)).numpy())
+
+
+# ------------------------------------------------------------------ review fixes
+
+def test_aten_dropout_checks_p_first_then_rank():
+    x = tinytorch.ones(3)
+    assert tinytorch.feature_dropout(x, 0.5, False) is x  # not training: the rank is not checked
+    assert tinytorch.feature_alpha_dropout(x, 0.5, False) is x
+    assert tinytorch.feature_dropout(tinytorch.ones(0), 0.5, True).shape == (0,)
+    for fn in (tinytorch.feature_dropout, tinytorch.feature_alpha_dropout, tinytorch.dropout, tinytorch.alpha_dropout,
+               tinytorch.dropout_, tinytorch.feature_dropout_):
+        with pytest.raises(RuntimeError, match="dropout probability has to be between 0 and 1, but got 1.5"):
+            fn(tinytorch.ones(2, 3), 1.5, False)
+    with pytest.raises(RuntimeError, match="Feature dropout requires at least 2 dimensions in the input"):
+        tinytorch.feature_alpha_dropout(x, 0.5, True)
+    np.testing.assert_array_equal(tinytorch.feature_dropout(tinytorch.ones(2, 3), 1.0, True).numpy(), np.zeros((2, 3)))
+
+
+def test_native_dropout_train_none_and_grad():
+    tinytorch.manual_seed(0)
+    out, mask = tinytorch.native_dropout(tinytorch.ones(400), 0.5, None)  # None means training
+    assert mask.dtype == tinytorch.bool and 100 < int(mask.sum()) < 300
+    np.testing.assert_array_equal(out.numpy(), mask.numpy() * 2.0)
+    with pytest.raises(RuntimeError, match=r"bernoulli_ expects p to be in \[0, 1\], but got p=-0.5"):
+        tinytorch.native_dropout(tinytorch.ones(3), 1.5, True)
+    x = f64([1.0, 2.0, 3.0], True)
+    o, m = tinytorch.native_dropout(x, 0.5, True)
+    assert o.grad_fn.name() == "NativeDropoutBackward0"
+    o.sum().backward()
+    np.testing.assert_array_equal(x.grad.numpy(), m.numpy() * 2.0)
+    e, em = tinytorch.native_dropout(x, 0.5, False)
+    assert e is not x and e.grad_fn.name() == "NativeDropoutBackward0" and bool(em.all())
+
+
+def test_unravel_index_shapes_and_errors():
+    r = tinytorch.unravel_index(tinytorch.tensor(5), (2, 4))
+    assert [t.shape for t in r] == [(), ()] and [t.item() for t in r] == [1, 1]
+    r = tinytorch.unravel_index(tinytorch.tensor([[1, 7]]), (2, 4))
+    assert [t.tolist() for t in r] == [[[0, 1]], [[1, 3]]] and r[0].dtype == tinytorch.int64
+    assert tinytorch.unravel_index(tinytorch.tensor([3], dtype=tinytorch.int32), 4)[0].dtype == tinytorch.int64
+    assert tinytorch.unravel_index(tinytorch.tensor([1]), ()) == ()
+    with pytest.raises(TypeError, match="expected 'shape' sequence to only contain ints"):
+        tinytorch.unravel_index(tinytorch.tensor([1]), (2.0,))
+    with pytest.raises(TypeError, match="expected 'shape' to be int or sequence of ints"):
+        tinytorch.unravel_index(tinytorch.tensor([1]), 2.0)
+    with pytest.raises(TypeError, match="expected 'indices' to be integer dtype"):
+        tinytorch.unravel_index(tinytorch.tensor([True]), (2,))
+    with pytest.raises(RuntimeError, match="ZeroDivisionError"):
+        tinytorch.unravel_index(tinytorch.tensor([1]), (2, 0))
+
+
+@pytest.mark.filterwarnings("ignore:torch.range is deprecated")
+def test_review_messages_and_signatures():
+    with pytest.raises(RuntimeError, match="upper bound and lower bound inconsistent with step sign"):
+        tinytorch.range(4, 1)
+    with pytest.raises(TypeError):
+        tinytorch.frobenius_norm(tinytorch.ones(2, 3))  # dim is required, as in PyTorch
+    with pytest.raises(RuntimeError, match=r"expected src to have a size equal to the slice of self. src size = \[3\], "
+                                           r"slice size = \[2\]"):
+        tinytorch.diagonal_scatter(tinytorch.zeros(3, 3), tinytorch.ones(3), 1)
+    x = tinytorch.ones(2)
+    assert tinytorch.resize_as_(x, tinytorch.ones(2, 2)) is x and x.shape == (2, 2)

@@ -11,8 +11,9 @@ namespace tinytorch::cpu {
 
 namespace {
 
+// kHardtanh has a backward only: its forward is clamp (elementwise.cpp).
 enum Activation : int { kLeakyRelu = 0, kElu = 1, kSoftplus = 2, kLogSigmoid = 3, kHardswish = 4, kHardsigmoid = 5,
-                        kMish = 6 };
+                        kMish = 6, kHardtanh = 7 };
 enum Loss : int { kBceWithLogits = 0, kSmoothL1 = 1, kHuber = 2 };
 
 // log(1 + exp(v)) without overflow: v above 20 (float32) or 40 (float64) returns v, as exp(-v) is then below
@@ -23,7 +24,7 @@ inline T softplus1(T v) {
 }
 
 // leaky_relu(a = slope); elu(a = alpha, b = scale, c = input scale); softplus(a = beta, b = threshold);
-// logsigmoid; hardswish; hardsigmoid; mish.
+// logsigmoid; hardswish; hardsigmoid; mish; (backward only) hardtanh(a = min, b = max).
 template <int kOp, class T>
 TT_SIMD_CLONES void forward_loop(const T* __restrict x, T* __restrict y, T a, T b, T c, int64_t n0, int64_t n1) {
   for (int64_t i = n0; i < n1; ++i) {
@@ -61,6 +62,7 @@ TT_SIMD_CLONES void backward_loop(const T* __restrict g, const T* __restrict x, 
       const T t = std::tanh(softplus1(v)), s = T(1) / (T(1) + std::exp(-v));
       out[i] = gi * (t + v * s * (T(1) - t * t));
     }
+    if constexpr (kOp == kHardtanh) out[i] = v > a && v < b ? gi : T(0);  // none at the bounds, as ATen's
   }
 }
 
@@ -118,7 +120,7 @@ BackwardFn<T> backward_fn(int op) {
   static constexpr BackwardFn<T> fns[] = {backward_loop<kLeakyRelu, T>, backward_loop<kElu, T>,
                                           backward_loop<kSoftplus, T>, backward_loop<kLogSigmoid, T>,
                                           backward_loop<kHardswish, T>, backward_loop<kHardsigmoid, T>,
-                                          backward_loop<kMish, T>};
+                                          backward_loop<kMish, T>, backward_loop<kHardtanh, T>};
   return fns[op];
 }
 
@@ -163,7 +165,7 @@ void init_activation(py::module_& m) {
      "3 logsigmoid, 4 hardswish, 5 hardsigmoid, 6 mish.");
   m.def("activation_backward", [](int op, const py::array& grad, const py::array& x, py::array out, double a,
                                   double b, double c) {
-    check_op(op, kMish, "activation_backward");
+    check_op(op, kHardtanh, "activation_backward");
     const Kind kind = kind_of(x, "activation_backward");
     check({{&grad, false}, {&x, false}, {&out, true}}, kind, "activation_backward");
     auto run = [&](auto zero) {
@@ -176,7 +178,8 @@ void init_activation(py::module_& m) {
     };
     kind == Kind::f32 ? run(0.f) : run(0.0);
   }, py::arg("op"), py::arg("grad"), py::arg("x"), py::arg("out"), py::arg("a") = 0.0, py::arg("b") = 0.0,
-     py::arg("c") = 0.0, "out = the input gradient of activation op at x (its parameters as for activation).");
+     py::arg("c") = 0.0, "out = the input gradient of activation op at x (its parameters as for activation; 7 "
+     "hardtanh(a min, b max), whose forward is clamp).");
   m.def("pointwise_loss", [](int op, const py::array& x, const py::array& t, py::array out, double a) {
     check_op(op, kHuber, "pointwise_loss");
     const Kind kind = kind_of(x, "pointwise_loss");

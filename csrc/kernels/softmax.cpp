@@ -1,6 +1,7 @@
-// softmax and log_softmax over the last dimension (or a middle one: softmax_inner), forward and backward, one row
-// at a time: a row of attention scores stays in L1 across the max, exp-sum and scale passes, where NumPy streams
-// the whole array through memory once per pass and allocates a temporary for each.
+// softmax and log_softmax over the last dimension (or a middle one: softmax_inner), forward and backward, and
+// logsumexp over the last dimension, one row at a time: a row of attention scores stays in L1 across the max,
+// exp-sum and scale passes, where NumPy streams the whole array through memory once per pass and allocates a
+// temporary for each.
 #include <algorithm>
 #include <cmath>
 #include <limits>
@@ -42,6 +43,26 @@ TT_SIMD_CLONES void softmax_rows(const T* __restrict x, T* __restrict y, int64_t
       }
       const T inv = T(1) / sum;
       for (int64_t i = 0; i < n; ++i) yr[i] *= inv;
+    }
+  }
+}
+
+// logsumexp of each row: max + log(sum(exp(x - max))) in two passes over a row that stays in L1. PyTorch's rules
+// for rows that are not finite: NaN anywhere gives NaN, a +inf gives inf, a row of -inf gives -inf.
+template <class T>
+TT_SIMD_CLONES void logsumexp_rows(const T* __restrict x, T* __restrict out, int64_t r0, int64_t r1, int64_t n) {
+  for (int64_t r = r0; r < r1; ++r) {
+    const T* xr = x + r * n;
+    T mx = xr[0];
+    for (int64_t i = 1; i < n; ++i) mx = xr[i] > mx ? xr[i] : mx;
+    if (any_nan(xr, n)) {
+      out[r] = std::numeric_limits<T>::quiet_NaN();
+    } else if (!is_finite_bits(mx)) {
+      out[r] = mx;
+    } else {
+      T sum = 0;
+      for (int64_t i = 0; i < n; ++i) sum += exp_or_zero(xr[i] - mx);
+      out[r] = mx + std::log(sum);
     }
   }
 }
@@ -220,6 +241,21 @@ void init_softmax(py::module_& m) {
     kind == Kind::f32 ? forward<float>(x, out, log, threads) : forward<double>(x, out, log, threads);
   }, py::arg("x"), py::arg("out"), py::arg("log"), py::arg("threads") = 0,
      "out = softmax(x) (or log_softmax) over the last dimension.");
+  m.def("logsumexp", [](const py::array& x, py::array out) {
+    const Kind kind = kind_of(x, "logsumexp");
+    const int64_t n = row_length(x, "logsumexp"), rows = int64_t(x.size()) / n;
+    check({{&x, false}}, kind, "logsumexp");
+    check({{&out, true}}, kind, "logsumexp (out: one element per row)", rows);
+    auto run = [&](auto zero) {
+      using T = decltype(zero);
+      const T* in = data_of<T>(x);
+      T* y = data_of<T>(out);
+      py::gil_scoped_release nogil;
+      parallel_for(rows, std::max<int64_t>(1, kElementGrain / n),
+                   [=](int64_t r0, int64_t r1) { logsumexp_rows<T>(in, y, r0, r1, n); });
+    };
+    kind == Kind::f32 ? run(0.f) : run(0.0);
+  }, py::arg("x"), py::arg("out"), "out = logsumexp of x over its last dimension (out: one element per row).");
   m.def("softmax_backward", [](const py::array& y, const py::array& grad, py::array out, bool log, int threads) {
     const Kind kind = kind_of(y, "softmax_backward");
     check({{&y, false}, {&grad, false}, {&out, true}}, kind, "softmax_backward");

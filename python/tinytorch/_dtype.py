@@ -54,7 +54,8 @@ class dtype:
         return complex128 if self is float64 else complex64
 
     def __repr__(self) -> str:
-        return f"tinytorch.{self.name}"
+        # PyTorch's spelling: scripts test str(dtype) == "torch.float16" or strip its "torch." prefix
+        return f"torch.{self.name}"
 
     def __reduce__(self):
         return (_dtype_by_name, (self.name,))

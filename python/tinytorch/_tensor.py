@@ -28,7 +28,8 @@ class Size(tuple):
         return n
 
     def __repr__(self) -> str:
-        return f"tinytorch.Size({list(self)})"
+        # PyTorch's spelling: scripts (and their error messages, logs and doctests) read torch.Size([...])
+        return f"torch.Size({list(self)})"
 
     def __getitem__(self, item):
         r = tuple.__getitem__(self, item)
@@ -151,11 +152,11 @@ class Tensor:
         return -1 if self.is_cpu or type(self._data) is MetaArray else self.device.index
 
     def type(self, dtype=None):
-        """With no argument, PyTorch's type string ('tinytorch.FloatTensor'); else a cast."""
+        """With no argument, PyTorch's type string ('torch.FloatTensor', as scripts compare it); else a cast."""
         if dtype is None:
             name = _LEGACY_TYPE_NAMES.get(self.dtype.name, self.dtype.name)
             where = "cuda." if self.is_cuda else ("meta." if type(self._data) is MetaArray else "")
-            return f"tinytorch.{where}{name}"
+            return f"torch.{where}{name}"
         if isinstance(dtype, str):
             for k, v in _LEGACY_TYPE_NAMES.items():
                 if dtype.endswith(v):

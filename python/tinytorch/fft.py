@@ -102,7 +102,7 @@ def _mode(norm: str | None, forward: bool) -> str:
     try:
         pair = _MODES[norm]
     except (KeyError, TypeError):
-        raise ValueError(f"Invalid normalization mode: \"{norm}\"") from None
+        raise RuntimeError(f"Invalid normalization mode: \"{norm}\"") from None
     return pair[0] if forward else pair[1]
 
 

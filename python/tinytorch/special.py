@@ -4,6 +4,7 @@ from __future__ import annotations
 from typing import Optional
 
 from ._ops import nn as _nn, pointwise as _pw, reduction as _red
+from ._ops._common import _short
 from ._ops.special import (_public, digamma, entr, erf, erfc, erfcx, erfinv, i0, i0e, i1, i1e, lgamma, log_ndtr,
                            logit, mvlgamma, ndtr, ndtri, polygamma, sinc, xlog1py, xlogy)
 from ._tensor import Tensor
@@ -26,7 +27,10 @@ def multigammaln(input: Tensor, p: int, *, out: Optional[Tensor] = None) -> Tens
 
 
 def round(input: Tensor, *, decimals: int = 0, out: Optional[Tensor] = None) -> Tensor:  # noqa: A001
-    """Round half to even, to `decimals` decimal places."""
+    """Round half to even, to `decimals` decimal places (floating-point input only, as PyTorch's kernels)."""
+    if not (input.dtype.is_floating_point or input.dtype.is_complex):
+        kernel = "round_vml_cpu" if decimals == 0 else "round_cpu"
+        raise NotImplementedError(f"\"{kernel}\" not implemented for '{_short(input.dtype)}'")
     r = _pw.round(input, decimals)
     return r if out is None else out.copy_(r)
 

@@ -323,8 +323,8 @@ def test_mixed_precision_bf16_compute_fp32_master_and_reduction():
     opt = torch.optim.AdamW(m.parameters(), lr=1e-2)
     ref = _train(torch, m, opt, 0, 2, per=2 * B)
     for r in res:
-        assert r["compute"] == ("tinytorch.bfloat16", "tinytorch.bfloat16")
-        assert r["master"] == "tinytorch.float32" and r["grad"] == "tinytorch.float32" and r["out"] == "tinytorch.float32"
+        assert r["compute"] == ("torch.bfloat16", "torch.bfloat16")
+        assert r["master"] == "torch.float32" and r["grad"] == "torch.float32" and r["out"] == "torch.float32"
     # Rank-local losses: their mean is the global loss, within bfloat16's precision of the fp32 run.
     mean = np.mean([r["losses"] for r in res], axis=0)
     np.testing.assert_allclose(mean, ref, rtol=3e-2)

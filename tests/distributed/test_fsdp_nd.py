@@ -137,13 +137,13 @@ def test_hsdp_2x2_matches_one_process():
         ref_params, ref_norms, _, ref_losses = _reference(2 if variant.startswith("no_") else 1)
         for rank, res in enumerate(results):
             params, norms, losses, compute_dtype, param_dtype = res[variant]
-            assert param_dtype == "tinytorch.float64"
+            assert param_dtype == "torch.float64"
             if variant == "mp":  # float32 compute: near-zero gradients (wk's bias) are noise that Adam amplifies,
-                assert compute_dtype == "tinytorch.float32"  # so the check is on the losses and norms
+                assert compute_dtype == "torch.float32"  # so the check is on the losses and norms
                 np.testing.assert_allclose(losses, ref_losses, rtol=1e-5, err_msg=f"mp rank {rank}")
                 np.testing.assert_allclose(norms, ref_norms, rtol=1e-4, err_msg=f"mp rank {rank}")
                 continue
-            assert compute_dtype == "tinytorch.float64"
+            assert compute_dtype == "torch.float64"
             np.testing.assert_allclose(losses, ref_losses, rtol=1e-5, err_msg=f"{variant} rank {rank}")
             np.testing.assert_allclose(norms, ref_norms, rtol=1e-5, err_msg=f"{variant} rank {rank}")
             assert params.keys() == ref_params.keys()

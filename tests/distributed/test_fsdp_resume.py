@@ -217,7 +217,7 @@ def test_resumed_twice_the_losses_equal_the_uninterrupted_run(rounds, variant):
             # Every step is computed as in the uninterrupted run: the same values, up to float summation order.
             np.testing.assert_allclose(losses, fresh_losses[first:first + 2], rtol=1e-5,
                                        err_msg=f"{variant} {phase} rank {rank}")
-            assert checks == {"params_are_the_optimizers": True, "dtypes": ["tinytorch.float32"], "sharded": True}
+            assert checks == {"params_are_the_optimizers": True, "dtypes": ["torch.float32"], "sharded": True}
     if variant == "bf16":  # bf16 compute stays within its precision of the fp32 run
         np.testing.assert_allclose(rounds["fresh"][0]["bf16"][0], rounds["fresh"][0]["fp32"][0], rtol=1e-2)
 
@@ -388,7 +388,7 @@ def test_state_dict_api_keys_strictness_and_errors():
         assert kind == "RuntimeError" and "still on meta device: ['tok_embeddings.weight', 'norm.weight'" in msg
         kind, msg = r["assign_size_mismatch"]
         assert kind == "RuntimeError" and "size mismatch for output.weight: copying a param with shape " \
-            "tinytorch.Size([12, 8]) from checkpoint, the shape in current model is tinytorch.Size([11, 8])." in msg
+            "torch.Size([12, 8]) from checkpoint, the shape in current model is torch.Size([11, 8])." in msg
         assert r["assign_extra_key"] == ("ok", ([], ["extra.weight"]))
         assert r["assign_then_train"] == ("ok", {"same_objects": True, "requires_grad": True,
                                                  "steps_the_loaded_shards": True, "momentum_is_sharded": "DTensor"})

@@ -23,7 +23,7 @@ ADD, SUB, MUL, DIV = 0, 1, 2, 3
 LERP, ADDCMUL, ADDCDIV = 0, 1, 2
 NEG, EXP, LOG, TANH, SIGMOID, RELU, SQRT, RSQRT, ABS, RECIPROCAL, SQUARE, SILU, CUBE = range(13)
 SIGMOID_BACKWARD, TANH_BACKWARD, SILU_BACKWARD = range(3)
-LEAKY_RELU, ELU, SOFTPLUS, LOG_SIGMOID, HARDSWISH, HARDSIGMOID, MISH = range(7)
+LEAKY_RELU, ELU, SOFTPLUS, LOG_SIGMOID, HARDSWISH, HARDSIGMOID, MISH, HARDTANH = range(8)  # HARDTANH: backward only
 BCE_WITH_LOGITS, SMOOTH_L1, HUBER = range(3)
 
 
@@ -244,6 +244,15 @@ def extremum(x, axes, keepdims: bool, is_max: bool):
     A, R, C, kept = b
     out = np.empty(kept, x.dtype)
     _k.extremum(x, A, R, C, out, is_max)
+    return out
+
+
+def logsumexp_last(x):
+    """logsumexp of x over its last dimension (keepdim), or None where the kernel does not apply."""
+    if not _big(x) or x.shape[-1] == 0:
+        return None
+    out = np.empty(x.shape[:-1] + (1,), x.dtype)
+    _k.logsumexp(x, out)
     return out
 
 

@@ -16,7 +16,7 @@ import numpy as np
 from .._tensor import Tensor, _wrap_dim
 from ._common import _grad_enabled, _short, attach, float_data, inplace_unary, needs_grad, record, sum_to
 from . import _cpu, pointwise as _pw
-from .nn import _compute, _xp, dropout, hardtanh, softmax
+from .nn import _compute, _xp, dropout, softmax
 from .shape import cat
 
 _SELU_ALPHA = 1.6732632423543772848170429916717
@@ -222,13 +222,14 @@ def _elu_like(input: Tensor, node: str, alpha: float, scale: float, input_scale:
     return _pointwise(input, "elu_cpu", forward, node, derivative, fast)
 
 
-def _selu(input: Tensor) -> Tensor:
-    return _elu_like(input, "EluBackward0", _SELU_ALPHA, _SELU_SCALE, 1.0)
+# The in-place forms of elu, celu, threshold and rrelu record PyTorch's "...Backward1" nodes.
+def _selu(input: Tensor, node: str = "EluBackward0") -> Tensor:
+    return _elu_like(input, node, _SELU_ALPHA, _SELU_SCALE, 1.0)
 
 
 def selu(input: Tensor, inplace: bool = False) -> Tensor:
     """scale * elu(x, alpha) with SELU's self-normalising constants."""
-    return inplace_unary(input, _selu) if inplace else _selu(input)
+    return inplace_unary(input, _selu, "EluBackward1") if inplace else _selu(input)
 
 
 def selu_(input: Tensor) -> Tensor:
@@ -236,15 +237,15 @@ def selu_(input: Tensor) -> Tensor:
     return selu(input, inplace=True)
 
 
-def _celu(input: Tensor, alpha: float) -> Tensor:
+def _celu(input: Tensor, alpha: float, node: str = "CeluBackward0") -> Tensor:
     if alpha == 0:
         raise RuntimeError("ZeroDivisionError: alpha cannot be 0 for CELU")
-    return _elu_like(input, "CeluBackward0", alpha, 1.0, 1.0 / alpha)
+    return _elu_like(input, node, alpha, 1.0, 1.0 / alpha)
 
 
 def celu(input: Tensor, alpha: float = 1.0, inplace: bool = False) -> Tensor:
     """max(0, x) + min(0, alpha * (exp(x / alpha) - 1))."""
-    return inplace_unary(input, _celu, alpha) if inplace else _celu(input, alpha)
+    return inplace_unary(input, _celu, alpha, "CeluBackward1") if inplace else _celu(input, alpha)
 
 
 def celu_(input: Tensor, alpha: float = 1.0) -> Tensor:
@@ -307,7 +308,8 @@ def softsign(input: Tensor) -> Tensor:
         t += 1
         t *= t
         return _xp(c).divide(g, t, out=t)
-    return _pointwise(_floating(input), "softsign", forward, "SoftsignBackward0", derivative, fast)
+    # PyTorch composes softsign as x / (1 + |x|): its node is the division's
+    return _pointwise(_floating(input), "softsign", forward, "DivBackward0", derivative, fast)
 
 
 def tanhshrink(input: Tensor) -> Tensor:
@@ -333,7 +335,8 @@ def tanhshrink(input: Tensor) -> Tensor:
         t *= t
         t *= g
         return t
-    return _pointwise(_floating(input), "tanhshrink", forward, "TanhshrinkBackward0", derivative, fast)
+    # PyTorch composes tanhshrink as x - tanh(x): its node is the subtraction's
+    return _pointwise(_floating(input), "tanhshrink", forward, "SubBackward0", derivative, fast)
 
 
 def _floating(x: Tensor) -> Tensor:
@@ -383,7 +386,7 @@ def hardshrink(input: Tensor, lambd: float = 0.5) -> Tensor:
                       lambda g, x: g.masked_fill(x.abs() <= lambd, 0.0), _shrink_fast(lambd))
 
 
-def _threshold(input: Tensor, threshold: float, value: float) -> Tensor:
+def _threshold(input: Tensor, threshold: float, value: float, node: str = "ThresholdBackward0") -> Tensor:
     d = input._data
     if d.dtype.kind == "b":
         raise NotImplementedError("\"threshold_cpu\" not implemented for 'Bool'")
@@ -399,23 +402,58 @@ def _threshold(input: Tensor, threshold: float, value: float) -> Tensor:
             if _grad_enabled():
                 return g.masked_fill(m, 0.0)
             return _pw._result(g._data * ~mask)  # mask arithmetic: selecting on a random mask is slow
-        record("ThresholdBackward0", threshold_backward, out, (input,))
+        record(node, threshold_backward, out, (input,))
     return out
 
 
 def threshold(input: Tensor, threshold: float, value: float, inplace: bool = False) -> Tensor:
     """x where x > threshold, else value."""
-    return inplace_unary(input, _threshold, threshold, value) if inplace else _threshold(input, threshold, value)
+    if inplace:
+        return inplace_unary(input, _threshold, threshold, value, "ThresholdBackward1")
+    return _threshold(input, threshold, value)
 
 
 def threshold_(input: Tensor, threshold: float, value: float) -> Tensor:
     """In-place threshold."""
-    return inplace_unary(input, _threshold, threshold, value)
+    return inplace_unary(input, _threshold, threshold, value, "ThresholdBackward1")
+
+
+def _hardtanh(input: Tensor, min_val: float, max_val: float) -> Tensor:
+    """x clamped to [min_val, max_val] (bounds cast to the input's dtype first, min applied before max); the
+    gradient passes only strictly inside the bounds, and at NaN."""
+    d = input._data
+    if d.dtype.kind == "b":
+        raise RuntimeError("Bool inputs not supported for hardtanh")
+    c = _compute(d) if d.dtype.kind in _FLOAT_KINDS else d
+    lo, hi = c.dtype.type(min_val), c.dtype.type(max_val)
+    xp = _xp(c)
+    fused = _cpu.clamp(c, float(lo), float(hi)) if c is d else None  # one pass on the pool (ReLU6 nets)
+    out = _pw._result(fused if fused is not None else xp.minimum(xp.maximum(c, lo), hi).astype(d.dtype, copy=False))
+    if needs_grad(input):
+        def hardtanh_backward(g):
+            if not _grad_enabled() and fused is not None and type(g._data) is np.ndarray:
+                gx = _cpu.activation_backward(_cpu.HARDTANH, g._data, input._data, float(lo), float(hi))
+                if gx is not None:  # one pass on the pool: g inside the bounds, 0 at and beyond them
+                    return _pw._result(gx)
+            x = _compute(input._data)
+            stop = (x <= lo) | (x >= hi)
+            if _grad_enabled():
+                return g.masked_fill(_pw._result(stop), 0.0)
+            return _pw._result(g._data * ~stop)
+        record("HardtanhBackward0", hardtanh_backward, out, (input,), (input,))
+    return out
+
+
+def hardtanh(input: Tensor, min_val: float = -1.0, max_val: float = 1.0, inplace: bool = False) -> Tensor:
+    """x clamped to [min_val, max_val], with PyTorch's HardtanhBackward0 (no gradient at the bounds)."""
+    if min_val > max_val:
+        raise ValueError("min_val cannot be greater than max_val")
+    return inplace_unary(input, _hardtanh, min_val, max_val) if inplace else _hardtanh(input, min_val, max_val)
 
 
 def hardtanh_(input: Tensor, min_val: float = -1.0, max_val: float = 1.0) -> Tensor:
-    """In-place hardtanh."""
-    return hardtanh(input, min_val, max_val, inplace=True)
+    """In-place hardtanh (unlike F.hardtanh, PyTorch's in-place kernel takes min_val > max_val: all max_val)."""
+    return inplace_unary(input, _hardtanh, min_val, max_val)
 
 
 # ------------------------------------------------------------------ prelu, rrelu
@@ -470,11 +508,12 @@ def _rrelu_eval_fast(slope: float):
     return fast
 
 
-def _rrelu(input: Tensor, lower: float, upper: float, training: bool) -> Tensor:
+def _rrelu(input: Tensor, lower: float, upper: float, training: bool, node: str = "RreluWithNoiseBackward0"
+           ) -> Tensor:
     _check_rrelu_bounds(lower, upper)
     slope = (lower + upper) / 2
     if not training:
-        return _pointwise(input, "leaky_relu_cpu", lambda c: _leaky(c, slope), "RreluWithNoiseBackward0",
+        return _pointwise(input, "leaky_relu_cpu", lambda c: _leaky(c, slope), node,
                           lambda g, x: _pw.where(x > 0, g, g * slope), _rrelu_eval_fast(slope))
     from .._creation import _generator_for
     from .._device import cuda_context
@@ -492,10 +531,10 @@ def _rrelu(input: Tensor, lower: float, upper: float, training: bool) -> Tensor:
     if needs_grad(input):
         if upper - lower > 1e-6:
             n = _pw._result(noise.astype(d.dtype, copy=False))
-            record("RreluWithNoiseBackward0", lambda g: g * n, out, (input,))
+            record(node, lambda g: g * n, out, (input,))
         else:
             x = input
-            record("RreluWithNoiseBackward0", lambda g: _pw.where(x > 0, g, g * slope), out, (x,), (x,))
+            record(node, lambda g: _pw.where(x > 0, g, g * slope), out, (x,), (x,))
     return out
 
 
@@ -503,7 +542,7 @@ def rrelu(input: Tensor, lower: float = 1.0 / 8, upper: float = 1.0 / 3, trainin
           inplace: bool = False) -> Tensor:
     """Randomized leaky ReLU: slope drawn from U(lower, upper) per negative element in training, else their mean."""
     if inplace:
-        return inplace_unary(input, _rrelu, lower, upper, training)
+        return inplace_unary(input, _rrelu, lower, upper, training, "RreluWithNoiseBackward1")
     return _rrelu(input, lower, upper, training)
 
 
@@ -599,5 +638,5 @@ def native_channel_shuffle(input: Tensor, groups: int) -> Tensor:
 attach(hardshrink=hardshrink, prelu=prelu)
 
 __all__ = ["hardswish", "hardsigmoid", "mish", "selu", "selu_", "celu", "celu_", "glu", "softsign", "tanhshrink",
-           "softshrink", "hardshrink", "threshold", "threshold_", "hardtanh_", "prelu", "rrelu", "rrelu_",
+           "softshrink", "hardshrink", "threshold", "threshold_", "hardtanh", "hardtanh_", "prelu", "rrelu", "rrelu_",
            "gumbel_softmax", "feature_alpha_dropout", "channel_shuffle", "native_channel_shuffle"]

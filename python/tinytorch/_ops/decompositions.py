@@ -53,6 +53,7 @@ _solve_ex_t = _return_type("linalg_solve_ex", "result info")
 _qr_t = _return_type("qr", "Q R")
 _linalg_qr_t = _return_type("linalg_qr", "Q R")
 _eigh_t = _return_type("linalg_eigh", "eigenvalues eigenvectors")
+_eig_t = _return_type("linalg_eig", "eigenvalues eigenvectors")
 _svd_t = _return_type("svd", "U S V")
 _linalg_svd_t = _return_type("linalg_svd", "U S Vh")
 _lstsq_t = _return_type("linalg_lstsq", "solution residuals rank singular_values")
@@ -85,8 +86,9 @@ def _autocast_op(name: str):
     return wrap
 
 
-def _check(A, fn: str, name: str = "A", square: bool = True) -> None:
-    """PyTorch's checks of a linalg input: a tensor of matrices (square ones where asked), float or complex."""
+def _check(A, fn: str, name: str = "A", square: bool = True, **dtype_policy) -> None:
+    """PyTorch's checks of a linalg input: a tensor of matrices (square ones where asked), float or complex
+    (dtype_policy: _check_dtype's keywords)."""
     if not isinstance(A, Tensor):
         raise TypeError(f"{fn}(): argument '{name}' must be Tensor, not {type(A).__name__}")
     if A.ndim < 2:
@@ -94,15 +96,31 @@ def _check(A, fn: str, name: str = "A", square: bool = True) -> None:
     if square and A.shape[-1] != A.shape[-2]:
         raise RuntimeError(f"{fn}: {name} must be batches of square matrices, but they are {A.shape[-2]} by "
                            f"{A.shape[-1]} matrices")
-    _check_dtype(A, fn)
+    _check_dtype(A, fn, **dtype_policy)
 
 
-def _check_dtype(A: Tensor, fn: str) -> None:
+def _check_dtype(A: Tensor, fn: str, low_kernel: Optional[str] = None, int_kernel: Optional[str] = None,
+                 low_ok: bool = False) -> None:
+    """Float or complex input, with PyTorch's error for each other dtype: ops whose dtype check comes after
+    dispatch (low_kernel for float16/bfloat16, int_kernel for integers and bool) raise its NotImplementedError
+    naming the kernel; the others a RuntimeError. low_ok: float16/bfloat16 are computed (in float32)."""
     dt = A.dtype
     if dt is float16 or dt is bfloat16:
+        if low_ok:
+            return
+        if low_kernel is not None:
+            raise NotImplementedError(f"\"{low_kernel}\" not implemented for '{_short(dt.np)}'")
         raise RuntimeError(f"{fn}: Low precision dtypes not supported. Got {_short(dt.np)}")
     if not (dt.is_floating_point or dt.is_complex):
+        if int_kernel is not None:
+            raise NotImplementedError(f"\"{int_kernel}\" not implemented for '{_short(dt.np)}'")
         raise RuntimeError(f"{fn}: Expected a floating point or complex tensor as input. Got {_short(dt.np)}")
+
+
+def _float_or_double(A: Tensor) -> None:
+    """matrix_rank's and lstsq's dtype check (which their low-precision and integer inputs reach first)."""
+    if A.dtype in (float16, bfloat16) or not (A.dtype.is_floating_point or A.dtype.is_complex):
+        raise RuntimeError("This function doesn't handle types other than float and double")
 
 
 def _same_dtype(A: Tensor, B: Tensor, fn: str) -> None:
@@ -223,7 +241,7 @@ def linalg_inv_ex(A: Tensor, *, check_errors: bool = False, out=None):
 
 
 def _inv_ex(A: Tensor, check_errors: bool, fn: str):
-    _check(A, fn)
+    _check(A, fn.removesuffix("_ex"))  # the input checks name linalg.inv
     x = A._data
     xp = _xp(x)
     try:
@@ -272,7 +290,7 @@ def det(input: Tensor) -> Tensor:
 
 
 def _det(A: Tensor, fn: str) -> Tensor:
-    _check(A, fn)
+    _check(A, fn, low_kernel="lu_cpu")
     x = A._data
     out = _result(_xp(x).linalg.det(x))
     if needs_grad(A):
@@ -347,7 +365,7 @@ def linalg_cholesky_ex(A: Tensor, *, upper: bool = False, check_errors: bool = F
 
 
 def _cholesky_ex(A: Tensor, upper: bool, check_errors: bool, fn: str):
-    _check(A, fn)
+    _check(A, fn.removesuffix("_ex"), low_kernel="cholesky_cpu")  # the input checks name linalg.cholesky
     x = A._data
     xp = _xp(x)
     # LAPACK reads one triangle: the lower one, or the upper one for upper=True (the lower of A^H)
@@ -450,7 +468,7 @@ def linalg_solve_ex(A: Tensor, B: Tensor, *, left: bool = True, check_errors: bo
 
 
 def _solve_ex(A: Tensor, B: Tensor, left: bool, check_errors: bool, fn: str):
-    _check(A, fn)
+    _check(A, fn.removesuffix("_ex"), low_kernel="lu_cpu")  # the input checks name linalg.solve
     if not isinstance(B, Tensor):
         raise TypeError(f"{fn}(): argument 'B' must be Tensor, not {type(B).__name__}")
     _same_dtype(A, B, fn)
@@ -469,12 +487,13 @@ def _solve_ex(A: Tensor, B: Tensor, left: bool, check_errors: bool, fn: str):
         a, b = xp.swapaxes(a, -1, -2), xp.swapaxes(b, -1, -2)
     try:
         x = xp.linalg.solve(a, b)
-        info = xp.zeros(batch, dtype=np.int32)
+        info = xp.zeros(A.shape[:-2], dtype=np.int32)
     except np.linalg.LinAlgError:
         info = _lu_array(a)[2]
         if check_errors:
             _raise_info(info, "torch." + fn, "The solver failed because the input matrix is singular.")
         x = _singular_solve(a, b, info)
+        info = _lu_array(A._data)[2]
     if not left:
         x = xp.swapaxes(x, -1, -2)
     out = _result(xp.ascontiguousarray(x[..., 0] if vector else x))
@@ -493,7 +512,7 @@ def _solve_ex(A: Tensor, B: Tensor, left: bool, check_errors: bool, fn: str):
                 gB = sum_to(gB[..., 0] if vector else gB, tuple(B.shape))
             return gA, (gB if rb else None)
         record("LinalgSolveExBackward0", solve_backward, out, (A, B), (A, B, saved))
-    return _solve_ex_t(out, _info(info, batch))
+    return _solve_ex_t(out, _info(info, A.shape[:-2]))
 
 
 def _singular_solve(a, b, info):
@@ -511,7 +530,7 @@ def linalg_solve_triangular(A: Tensor, B: Tensor, *, upper: bool, left: bool = T
     """X with A X = B (X A = B when not left) for triangular A: only its upper (or lower) triangle is read,
     and its diagonal taken as ones when unitriangular. A zero on the diagonal gives inf/nan, not an error."""
     fn = "linalg.solve_triangular"
-    _check(A, fn)
+    _check(A, fn, low_kernel="triangular_solve_cpu", int_kernel="triangular_solve_cpu")
     if not isinstance(B, Tensor):
         raise TypeError(f"{fn}(): argument 'B' must be Tensor, not {type(B).__name__}")
     if B.ndim < 2:
@@ -603,7 +622,7 @@ def _qr(A: Tensor, mode: str, fn: str) -> tuple:
     if mode not in ("reduced", "complete", "r"):
         raise RuntimeError(f"qr received unrecognized mode '{mode}' but expected one of 'reduced' (default), 'r', "
                            "or 'complete'")
-    _check(A, fn, square=False)
+    _check(A, fn, square=False, low_kernel="geqrf_cpu")
     x = A._data
     xp = _xp(x)
     if mode == "r":
@@ -664,7 +683,7 @@ def _uplo(UPLO: str) -> str:
 
 def _eigh(A: Tensor, UPLO: str, fn: str):
     UPLO = _uplo(UPLO)
-    _check(A, fn)
+    _check(A, fn, low_kernel="linalg_eigh_cpu", int_kernel="linalg_eigh_cpu")
     x = A._data
     w, v = _xp(x).linalg.eigh(x, UPLO)
     L, V = _result(w), _result(v)
@@ -692,8 +711,67 @@ def linalg_eigvalsh(A: Tensor, UPLO: str = "L", *, out=None) -> Tensor:
     if needs_grad(A):  # the gradient needs the eigenvectors
         return _out(_eigh(A, UPLO, "linalg.eigvalsh").eigenvalues, out)
     UPLO = _uplo(UPLO)
-    _check(A, "linalg.eigvalsh")
+    _check(A, "linalg.eigvalsh", low_kernel="linalg_eigh_cpu", int_kernel="linalg_eigh_cpu")
     return _out(_result(_xp(A._data).linalg.eigvalsh(A._data, UPLO)), out)
+
+
+def _complex_of(x):
+    """The complex dtype that holds x's values: complex64 for float32, complex128 for float64."""
+    return x.dtype if x.dtype.kind == "c" else np.result_type(x.dtype, np.complex64)
+
+
+def linalg_eig(A: Tensor, *, out=None):
+    """Eigenvalues and eigenvectors (columns of unit norm) of each square matrix, complex as PyTorch's even for
+    real A (complex64 for float32, complex128 for float64), in LAPACK geev's order."""
+    _check(A, "linalg.eig", low_kernel="linalg_eig_out_cpu")
+    x = A._data
+    xp = _xp(x)
+    cdt = _complex_of(x)
+    if x.size == 0:
+        w, v = xp.zeros(x.shape[:-1], dtype=cdt), xp.zeros(x.shape, dtype=cdt)
+    else:
+        w, v = xp.linalg.eig(x)
+    L, V = _result(w.astype(cdt, copy=False)), _result(v.astype(cdt, copy=False))
+    if needs_grad(A):
+        saved = (alias(L), alias(V))
+        real_input = not A.dtype.is_complex
+
+        def eig_backward(gL, gV):
+            L_, V_ = _saved(saved, lambda: linalg_eig(A))
+            gA = _eig_backward(gL, gV, L_, V_)
+            return gA.real if real_input else gA
+        record("LinalgEigBackward0", eig_backward, (L, V), (A,), saved)
+    return _out(_eig_t(L, V), out)
+
+
+def _eig_backward(gL, gV, L: Tensor, V: Tensor) -> Tensor:
+    """gA for A = V diag(L) V^{-1}, V's columns of unit norm (so that the loss must not depend on their phase):
+    V^{-H} (diag(gL) + (V^H gV - V^H V Re(diag(V^H gV))) / conj(L_j - L_i)) V^H, as PyTorch's."""
+    n = L.shape[-1]
+    eye = _eye(n, L)
+    Vh = _mH(V)
+    if gV is None:
+        inner = gL.unsqueeze(-1) * eye
+    else:
+        VhgV = matmul(Vh, gV)
+        re_diag = diagonal(VhgV, 0, -2, -1).real
+        inner = VhgV - matmul(Vh, V) * re_diag.unsqueeze(-2)
+        Lc = L.conj()
+        inner = inner / (Lc.unsqueeze(-2) - Lc.unsqueeze(-1) + eye) * (1 - eye)
+        if gL is not None:
+            inner = inner + gL.unsqueeze(-1) * eye
+    return linalg_solve(Vh, matmul(inner, Vh))
+
+
+def linalg_eigvals(A: Tensor, *, out=None) -> Tensor:
+    """The (complex) eigenvalues of each square matrix, as linalg.eig's."""
+    if needs_grad(A):  # the gradient needs the eigenvectors
+        return _out(linalg_eig(A).eigenvalues, out)
+    _check(A, "linalg.eigvals", low_kernel="linalg_eig_out_cpu")
+    x = A._data
+    cdt = _complex_of(x)
+    w = _xp(x).linalg.eigvals(x) if x.size else _xp(x).zeros(x.shape[:-1], dtype=cdt)
+    return _out(_result(w.astype(cdt, copy=False)), out)
 
 
 @_autocast_op("linalg_svd")
@@ -704,7 +782,7 @@ def linalg_svd(A: Tensor, full_matrices: bool = True, *, driver: Optional[str] =
 
 
 def _svd(A: Tensor, full_matrices: bool, fn: str) -> tuple:
-    _check(A, fn, square=False)
+    _check(A, fn, square=False, low_kernel="linalg_svd_cpu")
     x = A._data
     xp = _xp(x)
     m, n = x.shape[-2:]
@@ -778,7 +856,7 @@ def linalg_svdvals(A: Tensor, *, driver: Optional[str] = None, out=None) -> Tens
     """The singular values of each matrix, descending."""
     if needs_grad(A):  # the gradient U diag(gS) Vh needs the singular vectors
         return _out(_svd(A, False, "linalg.svdvals")[1], out)
-    _check(A, "linalg.svd", square=False)
+    _check(A, "linalg.svd", square=False, low_kernel="linalg_svd_cpu")
     x = A._data
     if x.size == 0:
         return _out(_wrap(_xp(x).zeros(x.shape[:-2] + (min(x.shape[-2:]),), dtype=x.real.dtype)), out)
@@ -881,6 +959,8 @@ def linalg_matrix_rank(A: Tensor, tol=None, hermitian: bool = False, *, atol=Non
     fn = "torch.linalg.matrix_rank"
     if isinstance(A, Tensor) and A.ndim < 2:
         raise RuntimeError(f"{fn}: The input tensor input must have at least 2 dimensions.")
+    if isinstance(A, Tensor):
+        _float_or_double(A)
     _check(A, "linalg.matrix_rank", "input", square=hermitian)
     if tol is not None:
         atol, rtol = tol, 0.0
@@ -912,14 +992,14 @@ def linalg_lstsq(A: Tensor, B: Tensor, rcond: Optional[float] = None, *, driver:
     if not 0 <= A.ndim - B.ndim <= 1:
         raise RuntimeError(f"{fn}: input.dim() must be greater or equal to other.dim() and (input.dim() - "
                            "other.dim()) <= 1")
-    _check_dtype(A, fn)
+    _float_or_double(A)
     if A.dtype is not B.dtype:
         raise RuntimeError(f"{fn}: Expected input and other to have the same dtype, but got input's dtype "
                            f"{_short(A.dtype.np)} and other's dtype {_short(B.dtype.np)}")
     driver = "gelsy" if driver is None else driver
     if driver not in ("gels", "gelsy", "gelsd", "gelss"):
         raise RuntimeError(f"{fn}: parameter `driver` should be one of (gels, gelsy, gelsd, gelss)")
-    vector = _is_vector_rhs(A, B)
+    vector = A.ndim - B.ndim == 1  # lstsq's rule (unlike solve's): a B of one dim fewer is a batch of vectors
     Bm = B.unsqueeze(-1) if vector else B
     m, n = A.shape[-2:]
     if Bm.shape[-2] != m:
@@ -934,7 +1014,7 @@ def linalg_lstsq(A: Tensor, B: Tensor, rcond: Optional[float] = None, *, driver:
     tol = _tolerance(s, None, rtol, m, n)
     rank = _wrap(xp.broadcast_to((s._data > tol[..., None]).sum(-1).astype(np.int64), batch).copy())
     full_rank = bool((rank._data == min(m, n)).all())
-    if driver == "gels" and not full_rank:  # gels has no rank-revealing step: it needs full rank
+    if driver == "gels" and bool((s._data == 0).any()):  # gels' QR fails on an exact zero on R's diagonal only
         raise LinAlgError(f"{fn}: The least squares solution could not be computed because the input matrix does "
                           f"not have full rank (error code: {int(rank._data.min()) + 1}).")
     if m > n and driver != "gelsy" and (driver == "gels" or full_rank):
@@ -985,7 +1065,7 @@ def _expm_array(a):
 
 def linalg_matrix_exp(A: Tensor) -> Tensor:
     """The matrix exponential of each square matrix."""
-    _check(A, "linalg.matrix_exp")
+    _check(A, "linalg.matrix_exp", low_ok=True)
     out = _result(_expm_array(A._data))
     if needs_grad(A):
         def matrix_exp_backward(g):
@@ -1021,8 +1101,8 @@ def linalg_cross(input: Tensor, other: Tensor, *, dim: int = -1, out=None) -> Te
 
 def linalg_vecdot(x: Tensor, y: Tensor, *, dim: int = -1, out=None) -> Tensor:
     """sum(conj(x) * y) along dim (the inputs broadcast)."""
-    _check_dtype(x, "linalg.vecdot")
-    _check_dtype(y, "linalg.vecdot")
+    _check_dtype(x, "linalg.vecdot", low_ok=True)
+    _check_dtype(y, "linalg.vecdot", low_ok=True)
     if x.dtype is not y.dtype:
         raise RuntimeError(f"linalg.vecdot: Expected x and y to have the same dtype, but found x of type "
                            f"{_short(x.dtype.np)} and y of type {_short(y.dtype.np)} instead")
@@ -1105,7 +1185,7 @@ def linalg_lu_factor_ex(A: Tensor, *, pivot: bool = True, check_errors: bool = F
 
 
 def _lu_factor_ex(A: Tensor, pivot: bool, check_errors: bool, fn: str):
-    _check(A, fn, square=False)
+    _check(A, fn, square=False, low_kernel="lu_cpu", int_kernel="lu_cpu")
     if not pivot:
         raise RuntimeError("linalg.lu_factor: LU without pivoting is not implemented on the CPU")
     lu_, piv, info = _lu_array(A._data)
@@ -1149,7 +1229,7 @@ def lu_unpack(LU_data: Tensor, LU_pivots: Tensor, unpack_data: bool = True, unpa
 
 def linalg_lu(A: Tensor, *, pivot: bool = True, out=None):
     """(P, L, U) with A = P L U: P a permutation, L unit lower triangular (m x k), U upper triangular (k x n)."""
-    _check(A, "linalg.lu", square=False)
+    _check(A, "linalg.lu", square=False, low_kernel="lu_cpu", int_kernel="lu_cpu")
     if not pivot:
         raise RuntimeError("linalg.lu_factor: LU without pivoting is not implemented on the CPU")
     lu_, piv, _ = _lu_array(A._data)
@@ -1208,7 +1288,7 @@ def _lu_backward(gL, gU, P: Tensor, L: Tensor, U: Tensor) -> Tensor:
 def linalg_lu_solve(LU: Tensor, pivots: Tensor, B: Tensor, *, left: bool = True, adjoint: bool = False,
                     out=None) -> Tensor:
     """X with A X = B (X A = B when not left; A^H in place of A when adjoint), given lu_factor's LU and pivots."""
-    _check(LU, "linalg.lu_solve", "LU")
+    _check(LU, "torch.linalg.lu_solve", "LU", low_kernel="linalg.lu_solve_cpu")
     P, L, U = lu_unpack(LU, pivots)
     Pt = P.mT
     if left and not adjoint:

@@ -81,6 +81,9 @@ def dist(input: Tensor, other: Tensor, p: float = 2) -> Tensor:
     if not (d.dtype.is_floating_point or d.dtype.is_complex):
         raise RuntimeError(f"norm(): input dtype should be either floating point or complex. Got {_short(d.dtype)} "
                            "instead.")
+    if d.numel() == 0 and (p < 0 or p == float("inf")):  # the max and the negative norms have no identity
+        raise RuntimeError(f"linalg.vector_norm cannot compute the {float(p):g} norm on an empty tensor because the "
+                           "operation does not have an identity")
     return _pnorm((d.abs() if d.dtype.is_complex else d).reshape(-1), p)
 
 

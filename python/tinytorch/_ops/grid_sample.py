@@ -94,7 +94,16 @@ class _Plan:
         xp = _xp(grid_data)
         N, nd = grid_data.shape[0], grid_data.shape[-1]
         g = grid_data.reshape(N, math.prod(grid_data.shape[1:-1]), nd)
-        g = xp.where(xp.isnan(g), -1, g)  # PyTorch reads a NaN in the grid as -1
+        nan = xp.isnan(g)
+        # PyTorch's 2d bilinear kernel with zero padding multiplies masked-off taps by NaN weights: a NaN
+        # coordinate reads nothing, gives a NaN output, and a NaN gradient to the grid's other coordinates.
+        # Its other kernels clamp or round a NaN coordinate as -1.
+        self.nan_out = nan.any(-1) if nd == 2 and mode == "bilinear" and padding_mode == "zeros" else None
+        if self.nan_out is not None and not bool(self.nan_out.any()):
+            self.nan_out = None
+        self.nan_grad = None if self.nan_out is None else [
+            (nan.sum(-1) - nan[..., d]) > 0 for d in range(nd)]
+        g = xp.where(nan, -1, g)
         self.mode, self.t, self.slope, self.const = mode, [], [], []
         pos, ok = [], []
         for d in range(nd):
@@ -131,6 +140,8 @@ class _Plan:
                 v = v & ok[d][c[d]]
                 f = f + xp.clip(pos[d][c[d]], 0, sizes[-1 - d] - 1).astype(np.int64) * strides[d]
             lin.append(f)
+            if self.nan_out is not None:
+                v = v & ~self.nan_out
             valid.append(v.astype(grid_data.dtype))
         self.lin = xp.stack(lin, 1)  # (N, T, Q)
         self.valid = valid
@@ -208,6 +219,8 @@ def grid_sample(input: Tensor, grid: Tensor, mode: str = "bilinear", padding_mod
     idx = xp.broadcast_to(plan.lin.reshape(N, 1, T * Q), (N, C, T * Q))
     vals = xp.take_along_axis(xd.reshape(N, C, P), idx, 2).reshape(N, C, T, Q)
     y = (vals * W[:, None].astype(xd.dtype, copy=False)).sum(2).astype(xd.dtype, copy=False)
+    if plan.nan_out is not None:
+        y[xp.broadcast_to(plan.nan_out[:, None], y.shape)] = np.nan
     out = _wrap(y.reshape((N, C) + tuple(out_sp)))
     if needs_grad(input, grid):
         ri, rg = input._requires_grad, grid._requires_grad and mode != "nearest"
@@ -234,6 +247,9 @@ def grid_sample(input: Tensor, grid: Tensor, mode: str = "bilinear", padding_mod
                 v = gather(input.reshape(N, C, P), 2, index).reshape(N, C, T, Q)
                 gv = (gf * v).sum(1)  # (N, T, Q)
                 comps = [(dWt[d] * gv).sum(1) * _wrap(plan.slope[d]) for d in range(len(sizes))]
+                if plan.nan_grad is not None:
+                    comps = [c + _wrap(xp.where(m, np.nan, 0).astype(grid._data.dtype))
+                             for c, m in zip(comps, plan.nan_grad)]
                 gg = stack(comps, -1).reshape(grid.shape)
             elif grid._requires_grad:  # nearest: the output is locally constant in the grid
                 gg = zeros(grid.shape, dtype=grid.dtype, device=grid.device)

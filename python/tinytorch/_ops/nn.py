@@ -138,7 +138,7 @@ def erf_array(x):
         for i in range(3):
             num = (num + _ERF_A[i]) * z
             den = (den + _ERF_B[i]) * z
-        return (x * (num + _ERF_A[3]) / (den + _ERF_B[3])).astype(out_dtype, copy=False)
+        return np.asarray(x * (num + _ERF_A[3]) / (den + _ERF_B[3]), out_dtype)  # 0-d stays an array
     xs = x[small]
     z = xs * xs
     num, den = _ERF_A[4] * z, z
@@ -660,7 +660,8 @@ def linear(input: Tensor, weight: Tensor, bias: Tensor | None = None) -> Tensor:
         raise RuntimeError(f"mat1 and mat2 must have the same dtype, but got {_short(x.dtype)} and "
                            f"{_short(_dt(other))}")
     lead = xd.shape[:-1]
-    x2 = xd.reshape(-1, K)
+    M = math.prod(lead)  # not -1: with K or O zero the rows could not be inferred
+    x2 = xd.reshape(M, K)
     if xd.dtype.itemsize == 2 and xd.dtype.kind in "fV" and (type(xd) is np.ndarray or type(xd) is MetaArray):
         # float16/bfloat16 on the CPU: float32 accumulation in BLAS, rounded once (NumPy's 2-byte matmul
         # loops are slow, and ml_dtypes' bfloat16 matmul returns float32)
@@ -682,14 +683,14 @@ def linear(input: Tensor, weight: Tensor, bias: Tensor | None = None) -> Tensor:
             if not _grad_enabled() and type(g._data) is np.ndarray and g._data.dtype == xd.dtype and \
                     xd.dtype in _FLOATS and type(x._data) is np.ndarray and type(w._data) is np.ndarray:
                 # The two products straight on the arrays: the tensor ops below cost ~15 us of Python a node.
-                ga = g._data.reshape(-1, O)
+                ga = g._data.reshape(M, O)
                 gx = _wrap(_matmul(ga, w._data).reshape(x._data.shape)) if rx else None
-                gw = _wrap(_matmul(ga.T, x._data.reshape(-1, K))) if rw else None
+                gw = _wrap(_matmul(ga.T, x._data.reshape(M, K))) if rw else None
                 g2 = _wrap(ga)
             else:
-                g2 = g.reshape(-1, O)
+                g2 = g.reshape(M, O)
                 gx = (g2 @ w).reshape(x.shape) if rx else None
-                gw = g2.t() @ x.reshape(-1, K) if rw else None
+                gw = g2.t() @ x.reshape(M, K) if rw else None
             if bias is None:
                 return gx, gw
             return gx, gw, (g2.sum(0) if rb else None)
@@ -846,7 +847,11 @@ def _kernel_activation(node: str, op: int, params: tuple, forward, backward):
     def fn(a: Tensor) -> Tensor:
         xd = float_data(a)
         y = _cpu.activation(op, xd, *params) if type(xd) is np.ndarray else None
-        out = _wrap(y if y is not None else forward(xd))
+        if y is None:
+            y = forward(xd)
+            if isinstance(y, np.generic):  # NumPy's ufuncs give a scalar for 0-d input
+                y = np.asarray(y)
+        out = _wrap(y)
         if needs_grad(a):
             def activation_backward(g):
                 if not _grad_enabled() and type(g._data) is np.ndarray:
@@ -911,10 +916,9 @@ def sigmoid(input: Tensor) -> Tensor:
 
 
 def hardtanh(input: Tensor, min_val: float = -1.0, max_val: float = 1.0, inplace: bool = False) -> Tensor:
-    """x clamped to [min_val, max_val]."""
-    if min_val > max_val and not inplace:
-        raise ValueError("min_val cannot be greater than max_val")
-    return input.clamp_(min_val, max_val) if inplace else input.clamp(min_val, max_val)
+    """x clamped to [min_val, max_val], with PyTorch's HardtanhBackward0 (no gradient at the bounds)."""
+    from .activation import hardtanh as _hardtanh  # activation.py builds on this module
+    return _hardtanh(input, min_val, max_val, inplace)
 
 
 def relu6(input: Tensor, inplace: bool = False) -> Tensor:

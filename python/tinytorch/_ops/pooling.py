@@ -39,32 +39,110 @@ def _from4d(a, nd: int, batched: bool):
     return a if batched else a[0]
 
 
-def _check_dims(name: str, x: Tensor, nd: int) -> None:
-    if x._data.ndim not in (nd + 1, nd + 2):
-        raise RuntimeError(f"{name}: Expected {nd + 1}D or {nd + 2}D (batch mode) tensor for input, but got: "
-                           f"{list(x._data.shape)}" if nd == 2 else
-                           f"{name}() Expected 2D or 3D input tensor, but got {list(x._data.shape)}")
+def _ctrunc_half(v: int) -> int:
+    """v / 2 rounded toward zero, as C++'s integer division (PyTorch's pad limit for a negative kernel)."""
+    return -((-v) // 2) if v < 0 else v // 2
 
 
-def _pool_args(name: str, nd: int, kernel_size, stride, padding, dilation):
-    k = _pair(kernel_size, nd, "kernel_size")
-    s = k if stride is None or (isinstance(stride, (tuple, list)) and len(stride) == 0) else _pair(stride, nd, "stride")
-    p = _pair(padding, nd, "padding")
-    d = _pair(dilation, nd, "dilation")
-    if any(v <= 0 for v in k):
-        raise RuntimeError(f"{name}: kernel_size must be greater than zero, but got kH: {k[0]} kW: {k[-1]}")
-    if any(v <= 0 for v in s):
-        raise RuntimeError(f"{name}: stride must be greater than zero, but got dH: {s[0]} dW: {s[-1]}")
-    if any(v <= 0 for v in d):
-        raise RuntimeError(f"{name}: dilation must be greater than zero, but got dilationH: {d[0]} dilationW: {d[-1]}")
-    for kk, pp in zip(k, p):
-        if pp < 0 or pp > kk // 2:
-            raise RuntimeError("pad should be at most half of effective kernel size, but got pad="
-                               f"{pp}, kernel_size={kk} and dilation={d[0]}" if pp >= 0 else
-                               "pad must be non-negative")
+# How each op words a kernel_size/stride/padding/dilation argument of the wrong length.
+def _length_message(name: str, what: str, n: int) -> str:
+    if name == "avg_pool1d":
+        return f"avg_pool1d() argument '{what}' should contain one int (got {n})"
+    if name == "max_pool1d":
+        lead = {"stride": "None, an int, list of ints, or", "padding": "an int, list of ints, or"}.get(
+            what, "an int, list of ints or")
+        return f"max_pool1d() {what} must be {lead} tuple of ints of size 1 but got size {n}"
+    lead = {"stride": "either be omitted, a single int, or", "dilation": "be either a single int, or"}.get(
+        what, "either be a single int, or")
+    return f"{name}: {what} must {lead} a tuple of two ints"
+
+
+def _size_arg(name: str, nd: int, v, what: str, default=None) -> tuple:
+    """One of kernel_size/stride/padding/dilation as an nd-tuple (an empty stride means the default)."""
+    if isinstance(v, (tuple, list)):
+        if len(v) == 0 and default is not None:
+            return default
+        if len(v) == 1:
+            return (int(v[0]),) * nd
+        if len(v) != nd:
+            raise RuntimeError(_length_message(name, what, len(v)))
+        return tuple(int(e) for e in v)
+    return default if v is None else (int(v),) * nd
+
+
+def _unbatched_rank_message(name: str, ndim: int, nd: int) -> str:
+    return (f"Expected {nd + 1} to {nd + 2} dimensions, but got {ndim}-dimensional tensor for argument #1 'self' "
+            f"(while checking arguments for {name})")
+
+
+def _pool_args(name: str, nd: int, input: Tensor, kernel_size, stride, padding, dilation, with_indices: bool):
+    """kernel, stride, padding and dilation as 2-tuples (a 1d pool is a 2d pool of height 1), after PyTorch's
+    checks of them and of the input's rank, in its order and words. max_pool1d without indices has a kernel of
+    its own, with its own wording."""
+    shape = list(input._data.shape)
+    if nd == 1 and (name == "avg_pool1d" or with_indices) and len(shape) not in (2, 3):
+        raise RuntimeError(_unbatched_rank_message(name, len(shape), 1))
+    k = _size_arg(name, nd, kernel_size, "kernel_size")
+    s = _size_arg(name, nd, stride, "stride", k)
+    p = _size_arg(name, nd, padding, "padding")
+    d = _size_arg(name, nd, dilation, "dilation")
+    if name == "max_pool1d" and not with_indices:
+        if len(shape) not in (2, 3) or 0 in shape[-2:]:
+            raise RuntimeError("max_pool1d: Expected 2D or 3D (batch mode) tensor with optional 0 dim batch size "
+                               f"for input, but got:{shape}")
+        for what, v, ok in (("kernel_size", k[0], k[0] > 0), ("stride", s[0], s[0] > 0),
+                            ("padding", p[0], p[0] >= 0), ("dilation", d[0], d[0] > 0)):
+            if not ok:
+                raise RuntimeError(f"max_pool1d() {what} must be "
+                                   f"{'non-negative' if what == 'padding' else 'greater than zero'}, but got {v}")
+            if what == "padding" and p[0] > k[0] // 2:
+                raise RuntimeError(f"max_pool1d() padding should be at most half of kernel size, but got "
+                                   f"padding={p[0]} and kernel_size={k[0]}")
     if nd == 1:
         k, s, p, d = (1,) + k, (1,) + s, (0,) + p, (1,) + d
+        shape = shape[:-1] + [1] + shape[-1:]
+    if nd == 2 and len(shape) not in (3, 4):
+        if name == "max_pool2d":
+            raise RuntimeError("non-empty 3D or 4D (batch mode) tensor expected for input")
+        if len(shape) < 3:
+            raise IndexError(f"Dimension out of range (expected to be in range of [{-len(shape)}, "
+                             f"{len(shape) - 1}], but got -3)")
+    for ss, pp, kk, dd in zip(s, p, k, d):
+        if ss == 0:
+            raise RuntimeError("stride should not be zero")
+        if pp < 0:
+            raise RuntimeError(f"pad must be non-negative, but got pad: {pp}")
+        if pp > _ctrunc_half((kk - 1) * dd + 1):
+            raise RuntimeError(f"pad should be at most half of effective kernel size, but got pad={pp}, "
+                               f"kernel_size={kk} and dilation={dd}")
+    if min(k) <= 0:
+        raise RuntimeError(f"kernel size should be greater than zero, but got kH: {k[0]} kW: {k[1]}")
+    if min(s) <= 0:
+        raise RuntimeError(f"stride should be greater than zero, but got dH: {s[0]} dW: {s[1]}")
+    if min(d) <= 0:
+        raise RuntimeError(f"dilation should be greater than zero, but got dilationH: {d[0]} dilationW: {d[1]}")
+    if len(shape) not in (3, 4) or 0 in shape[-3:]:
+        raise RuntimeError("Expected 3D or 4D (batch mode) tensor with optional 0 dim batch size for input, but "
+                           f"got:{shape}")
     return k, s, p, d
+
+
+def _output_hw(name: str, nd: int, with_indices: bool, C: int, H: int, W: int, k, s, p, d, ceil_mode: bool):
+    """The pooled height and width, or PyTorch's error when one is not positive."""
+    oh = _pool_out(H, k[0], s[0], p[0], d[0], ceil_mode)
+    ow = _pool_out(W, k[1], s[1], p[1], d[1], ceil_mode)
+    if name == "max_pool1d" and not with_indices and ow <= 0:
+        raise RuntimeError(f"max_pool1d() Invalid computed output size: {ow}")
+    if oh <= 0 or ow <= 0:
+        raise RuntimeError(f"Given input size: ({C}x{H}x{W}). Calculated output size: ({C}x{oh}x{ow}). "
+                           f"Output size is too small")
+    return oh, ow
+
+
+def _check_float_or_int(name: str, x: Tensor) -> None:
+    """Pooling kernels take floating and integer input but not bool (PyTorch's NotImplementedError)."""
+    if x._data.dtype.kind == "b":
+        raise NotImplementedError(f'"{name}" not implemented for \'Bool\'')
 
 
 def _windows(xpad, k, s, d, oh: int, ow: int):
@@ -91,19 +169,22 @@ def _padded(x4, p, oh, ow, k, s, d, fill):
 # ------------------------------------------------------------------ max pooling
 
 
+def _in_bounds(n: int, o: int, s: int, p: int, offset: int):
+    """Per output position along one dim: whether the kernel tap `offset` past its window start is inside the
+    input (not in the padding)."""
+    q = np.arange(o) * s - p + offset
+    return (q >= 0) & (q < n)
+
+
 def _max_pool(name: str, nd: int, input: Tensor, kernel_size, stride, padding, dilation, ceil_mode: bool,
               return_indices: bool):
-    _check_dims(name, input, nd)
-    k, s, p, d = _pool_args(name, nd, kernel_size, stride, padding, dilation)
+    k, s, p, d = _pool_args(name, nd, input, kernel_size, stride, padding, dilation, return_indices)
+    _check_float_or_int("max_pool1d_impl" if nd == 1 and not return_indices else "max_pool2d", input)
     xd = input._data
     x4, batched = _as4d(xd, nd)
     xp = _xp(x4)
     N, C, H, W = x4.shape
-    oh = _pool_out(H, k[0], s[0], p[0], d[0], ceil_mode)
-    ow = _pool_out(W, k[1], s[1], p[1], d[1], ceil_mode)
-    if oh <= 0 or ow <= 0:
-        raise RuntimeError(f"Given input size: ({C}x{H}x{W}). Calculated output size: ({C}x{oh}x{ow}). "
-                           f"Output size is too small")
+    oh, ow = _output_hw(name, nd, return_indices, C, H, W, k, s, p, d, ceil_mode)
     if xp is np and x4.dtype in (np.float32, np.float64) and H * W < 2 ** 31:
         return _max_pool_cpu(nd, input, x4, batched, k, s, p, d, oh, ow, return_indices)
     fill = -np.inf if x4.dtype.kind == "f" or x4.dtype.kind == "V" else np.iinfo(x4.dtype).min
@@ -129,12 +210,25 @@ def _max_pool(name: str, nd: int, input: Tensor, kernel_size, stride, padding, d
                 phases[key] = xp.ascontiguousarray(xs[:, :, key[0]::s[0], key[1]::s[1]])
             views.append((i, j, phases[key][:, :, r // s[0]:r // s[0] + oh, c // s[1]:c // s[1] + ow]))
         return views
+
+    def in_bounds(i: int, j: int):
+        return xp.asarray(_in_bounds(H, oh, s[0], p[0], i * d[0])[:, None]
+                          & _in_bounds(W, ow, s[1], p[1], j * d[1])[None, :])
     views = window_views(xpad)
     best[...] = views[0][2]
+    # With padding, a padded tap must never win, not even a tie with an all -inf (or integer minimum) window:
+    # PyTorch's index is always inside the input. `seen` marks outputs that have read an input position.
+    padded = xpad is not x4
+    seen = in_bounds(0, 0) if padded else None
     for i, j, v in views[1:]:
         take = v > best  # ties keep the first position
         if has_nan:
             take |= xp.isnan(v)
+        if padded:
+            ok = in_bounds(i, j)
+            take |= ~seen
+            take &= ok
+            seen = seen | ok
         xp.maximum(best, v, out=best)  # propagates NaN as PyTorch does
         xp.copyto(arg, i * k[1] + j, where=take)
 
@@ -256,33 +350,30 @@ def _avg_divisor(n: int, o: int, k: int, s: int, p: int, count_include_pad: bool
 
 def _avg_pool(name: str, nd: int, input: Tensor, kernel_size, stride, padding, ceil_mode: bool,
               count_include_pad: bool, divisor_override):
-    _check_dims(name, input, nd)
-    k, s, p, d = _pool_args(name, nd, kernel_size, stride, padding, 1)
-    if divisor_override is not None and divisor_override == 0:
-        raise RuntimeError("divisor must be not zero")
+    k, s, p, d = _pool_args(name, nd, input, kernel_size, stride, padding, 1, True)
+    _check_float_or_int("avg_pool2d", input)
     xd = input._data
-    if xd.dtype.kind not in "fV":
-        raise RuntimeError(f'"{name}" not implemented for \'{input.dtype}\'')
     x4, batched = _as4d(xd, nd)
     xp = _xp(x4)
     N, C, H, W = x4.shape
-    oh = _pool_out(H, k[0], s[0], p[0], 1, ceil_mode)
-    ow = _pool_out(W, k[1], s[1], p[1], 1, ceil_mode)
-    if oh <= 0 or ow <= 0:
-        raise RuntimeError(f"Given input size: ({C}x{H}x{W}). Calculated output size: ({C}x{oh}x{ow}). "
-                           f"Output size is too small")
+    oh, ow = _output_hw(name, nd, True, C, H, W, k, s, p, d, ceil_mode)
+    if divisor_override is not None and divisor_override == 0:
+        raise RuntimeError("divisor must be not zero")
     if divisor_override is not None:
         div = np.full((oh, ow), float(divisor_override))
     else:
-        if count_include_pad:
-            dh = _avg_divisor(H, oh, k[0], s[0], p[0], True)
-            dw = _avg_divisor(W, ow, k[1], s[1], p[1], True)
-        else:
-            dh = _avg_divisor(H, oh, k[0], s[0], p[0], False)
-            dw = _avg_divisor(W, ow, k[1], s[1], p[1], False)
+        dh = _avg_divisor(H, oh, k[0], s[0], p[0], count_include_pad)
+        dw = _avg_divisor(W, ow, k[1], s[1], p[1], count_include_pad)
         div = np.outer(dh, dw).astype(np.float64)
-    inv = xp.asarray((1.0 / div).astype(x4.dtype if x4.dtype.itemsize >= 4 else np.float32))
     xpad = _padded(x4, p, oh, ow, k, s, d, 0)
+    if x4.dtype.kind not in "fV":  # integers: an int64 sum divided as C++ does, truncating toward zero
+        acc = None
+        for _, _, sl in _windows(xpad, k, s, d, oh, ow):
+            acc = xpad[sl].astype(np.int64) if acc is None else acc + xpad[sl]
+        q = xp.asarray(div.astype(np.int64))
+        y = xp.where(acc < 0, -(-acc // q), acc // q).astype(x4.dtype)
+        return _wrap(_from4d(y, nd, batched))
+    inv = xp.asarray((1.0 / div).astype(x4.dtype if x4.dtype.itemsize >= 4 else np.float32))
     acc = None
     for _, _, sl in _windows(xpad, k, s, d, oh, ow):
         if acc is None:
@@ -333,21 +424,63 @@ def _adaptive_bounds(n: int, o: int):
     return (i * n) // o, -((-(i + 1) * n) // o)  # floor(i*n/o), ceil((i+1)*n/o)
 
 
-def _adaptive_size(name: str, output_size, x4, nd: int) -> tuple:
+def _adaptive_size(name: str, output_size, shape, nd: int) -> tuple:
+    """output_size as nd ints (None keeps that input size), checked with PyTorch's words; a 1d pool's as
+    (1, L), the 2d pool it runs as."""
+    shape = list(shape)
     if isinstance(output_size, (tuple, list)):
         os_ = list(output_size)
-        if len(os_) == 1 and nd > 1:
+        if nd == 1 and len(os_) != 1:
+            raise RuntimeError(f"{name}() argument 'output_size' should contain one int (got {len(os_)})")
+        if len(os_) >= len(shape):  # F's default-filling of None entries runs first
+            raise ValueError(f"Input dimension should be at least {len(os_) + 1}")
+        os_ = [shape[len(shape) - len(os_) + i] if v is None else v for i, v in enumerate(os_)]
+        if len(os_) == 1:
             os_ = os_ * nd
+        if len(os_) != nd:
+            raise RuntimeError(f"{name}(): internal error: output_size.size() must be {nd}" if "max" in name else
+                               f"{name}: output_size must be {nd}")
     else:
         os_ = [output_size] * nd
-    if len(os_) != nd:
-        raise RuntimeError(f"{name}: output_size must be {nd}")
-    in_sizes = x4.shape[-nd:]
-    os_ = [in_sizes[i] if v is None else int(v) for i, v in enumerate(os_)]
+    os_ = [shape[len(shape) - nd + i] if v is None else int(v) for i, v in enumerate(os_)]
+    if nd == 1:
+        os_ = [1] + os_
     if any(v < 0 for v in os_):
-        raise RuntimeError(f"{name}: elements of output_size must be greater than or equal to 0 but received "
-                           f"{{{', '.join(str(v) for v in os_)}}}")
-    return (1,) + tuple(os_) if nd == 1 else tuple(os_)
+        if "max" in name:
+            bad = next(v for v in os_ if v < 0)
+            raise RuntimeError(f"Trying to create tensor with negative dimension {bad}: {shape[:-nd] + os_}")
+        listed = ", ".join(map(str, os_)) if nd < 3 else f"{os_[0]}, {os_[1]},{os_[2]}"
+        raise RuntimeError(f"{name if nd == 3 else 'adaptive_avg_pool2d'}: elements of output_size must be greater "
+                           f"than or equal to 0 but received {{{listed}}}")
+    return tuple(os_)
+
+
+def _check_adaptive(name: str, nd: int, input: Tensor) -> None:
+    """adaptive_{avg,max}_pool{1,2}d's checks of the input's rank, sizes and dtype (PyTorch's order and words)."""
+    shape = list(input._data.shape)
+    if len(shape) not in (nd + 1, nd + 2):
+        if nd == 1:
+            raise RuntimeError(_unbatched_rank_message(name, len(shape), 1))
+        raise RuntimeError(f"{name}(): Expected 3D or 4D tensor, but got{':' if 'max' in name else ''} {shape}")
+
+
+def _check_adaptive_sizes(name: str, nd: int, input: Tensor) -> None:
+    """Empty dims that adaptive pooling refuses: the spatial ones for an average (checked as the 2d pool a 1d
+    one runs as), every non-batch one of a batched input for a max."""
+    shape = list(input._data.shape)
+    if "avg" in name:
+        name, shape = "adaptive_avg_pool2d", (shape[:-1] + [1] + shape[-1:] if nd == 1 else shape)
+        first = len(shape) - 2
+    else:
+        first = 1
+    for i in range(first, len(shape)):
+        if shape[i] == 0:
+            raise RuntimeError(f"{name}(): Expected input to have non-zero size for non-batch dimensions, but input "
+                               f"has sizes {shape} with dimension {i} being empty")
+    if input._data.dtype.kind not in "fV":
+        from ._common import _short
+        kernel = "adaptive_avg_pool2d" if "avg" in name else "adaptive_max_pool2d"
+        raise NotImplementedError(f'"{kernel}" not implemented for \'{_short(input.dtype)}\'')
 
 
 def _avg_matrix(n: int, o: int, dtype):
@@ -360,16 +493,13 @@ def _avg_matrix(n: int, o: int, dtype):
 
 
 def _adaptive_avg(name: str, nd: int, input: Tensor, output_size) -> Tensor:
-    _check_dims(name, input, nd)
+    _check_adaptive(name, nd, input)
+    oh, ow = _adaptive_size(name, output_size, input._data.shape, nd)
+    _check_adaptive_sizes(name, nd, input)
     xd = input._data
     x4, batched = _as4d(xd, nd)
     xp = _xp(x4)
-    oh, ow = _adaptive_size(name, output_size, x4, nd)
     N, C, H, W = x4.shape
-    for n, nm in ((H, "height"), (W, "width")):
-        if n == 0 and N * C:
-            raise RuntimeError(f"{name}(): Expected input to have non-zero size for non-batch dimensions, but input "
-                               f"has sizes {list(xd.shape)} with dimension {xd.ndim - 1} being empty")
     cd = x4.dtype if x4.dtype.itemsize >= 4 else np.float32
     # Adaptive average pooling is separable: out = Ph @ x @ Pw.T with averaging matrices Ph, Pw.
     ph = xp.asarray(_avg_matrix(H, oh, cd))
@@ -407,19 +537,17 @@ def adaptive_avg_pool2d(input: Tensor, output_size) -> Tensor:
 
 
 def _adaptive_max(name: str, nd: int, input: Tensor, output_size, return_indices: bool):
-    _check_dims(name, input, nd)
+    _check_adaptive(name, nd, input)
+    oh, ow = _adaptive_size(name, output_size, input._data.shape, nd)
+    _check_adaptive_sizes(name, nd, input)
     xd = input._data
     x4, batched = _as4d(xd, nd)
     xp = _xp(x4)
-    oh, ow = _adaptive_size(name, output_size, x4, nd)
     N, C, H, W = x4.shape
-    if H == 0 or W == 0:
-        raise RuntimeError(f"{name}(): Expected input to have non-zero size for non-batch dimensions, but input "
-                           f"has sizes {list(xd.shape)} with dimension {xd.ndim - 1} being empty")
     # Windows padded to the largest window by repeating their last position (harmless for a max).
     lh, hh = _adaptive_bounds(H, oh)
     lw, hw = _adaptive_bounds(W, ow)
-    kh, kw = int((hh - lh).max()), int((hw - lw).max())
+    kh, kw = int((hh - lh).max(initial=1)), int((hw - lw).max(initial=1))
     ih = np.minimum(lh[:, None] + np.arange(kh)[None], hh[:, None] - 1)  # (oh, kh)
     iw = np.minimum(lw[:, None] + np.arange(kw)[None], hw[:, None] - 1)  # (ow, kw)
     flat_idx = (ih[:, None, :, None] * W + iw[None, :, None, :]).reshape(oh, ow, kh * kw)
@@ -555,10 +683,11 @@ def _scatter_nd(g: Tensor, idx, x5_shape, input: Tensor, batched: bool):
     positions idx (N, C, *o); differentiable when building a graph."""
     N, C = x5_shape[:2]
     shape4 = (N, C, math.prod(x5_shape[2:]), 1)
-    idx4 = idx.reshape(N, C, -1, 1)
+    q = math.prod(idx.shape[2:])  # outputs per plane (spelt out: -1 is ambiguous for empty tensors)
+    idx4 = idx.reshape(N, C, q, 1)
     if _grad_enabled():
         return _scatter_graph(g, idx4, shape4, input)
-    gx = _scatter_flat(g._data.reshape(N, C, -1, 1), idx4, shape4).reshape(x5_shape)
+    gx = _scatter_flat(g._data.reshape(N, C, q, 1), idx4, shape4).reshape(x5_shape)
     return _wrap(gx if batched else gx[0])
 
 
@@ -568,6 +697,7 @@ def _max_pool3d(input: Tensor, kernel_size, stride, padding, dilation, ceil_mode
                                   ceil_mode, return_indices)
     _check_3d_input(input, "max_pool3d_with_indices_out_cpu_template()")
     k, s, p, d = _pool3d_args("max_pool3d", kernel_size, stride, padding, dilation)
+    _check_float_or_int("max_pool3d", input)
     x5, batched = _as5d(input._data)
     xp = _xp(x5)
     o = _pool3d_out(x5, k, s, p, d, ceil_mode)
@@ -575,15 +705,28 @@ def _max_pool3d(input: Tensor, kernel_size, stride, padding, dilation, ceil_mode
     xpad = _padded3d(x5, p, o, k, s, d, fill)
     has_nan = x5.dtype.kind == "f" and bool(xp.isnan(x5).any())
     arg = xp.zeros(x5.shape[:2] + o, np.int8 if math.prod(k) < 128 else np.int32)
-    best = None
-    for t, (_, win) in enumerate(_windows3d(k, s, d, o)):
+    # With padding, a padded tap must never win, not even a tie with an all -inf (or integer minimum) window:
+    # PyTorch's index is always inside the input. `seen` marks outputs that have read an input position.
+    padded = xpad is not x5
+
+    def in_bounds(pos):
+        ok = [_in_bounds(n, oo, ss, pp, i * dd) for n, oo, ss, pp, i, dd in zip(x5.shape[2:], o, s, p, pos, d)]
+        return xp.asarray(ok[0][:, None, None] & ok[1][None, :, None] & ok[2][None, None, :])
+    best = seen = None
+    for t, (pos, win) in enumerate(_windows3d(k, s, d, o)):
         v = xpad[win]
         if best is None:
             best = v.copy()
+            seen = in_bounds(pos) if padded else None
             continue
         take = v > best  # ties keep the first position; a NaN wins (and propagates) as in PyTorch
         if has_nan:
             take |= xp.isnan(v)
+        if padded:
+            ok = in_bounds(pos)
+            take |= ~seen
+            take &= ok
+            seen = seen | ok
         xp.maximum(best, v, out=best)
         xp.copyto(arg, t, where=take)
     # Kernel offsets -> flat indices into the unpadded D*H*W volume (PyTorch's `indices`).
@@ -712,7 +855,7 @@ def adaptive_avg_pool3d(input: Tensor, output_size) -> Tensor:
     _check_adaptive3d("adaptive_avg_pool3d", input, "")
     x5, batched = _as5d(input._data)
     xp = _xp(x5)
-    o = _adaptive_size("adaptive_avg_pool3d", output_size, x5, 3)
+    o = _adaptive_size("adaptive_avg_pool3d", output_size, input._data.shape, 3)
     cd = x5.dtype if x5.dtype.itemsize >= 4 else np.float32
     # Separable: out = x contracted with an averaging matrix along each spatial dim.
     mats = [xp.asarray(_avg_matrix(n, oo, cd)) for n, oo in zip(x5.shape[2:], o)]
@@ -735,7 +878,7 @@ def _adaptive_max3d(input: Tensor, output_size, return_indices: bool):
     _check_adaptive3d("adaptive_max_pool3d", input, ":")
     x5, batched = _as5d(input._data)
     xp = _xp(x5)
-    o = _adaptive_size("adaptive_max_pool3d", output_size, x5, 3)
+    o = _adaptive_size("adaptive_max_pool3d", output_size, input._data.shape, 3)
     N, C = x5.shape[:2]
     S = x5.shape[2:]
     # Each window padded to the largest by repeating its last position (harmless for a max): flat D*H*W
@@ -747,9 +890,9 @@ def _adaptive_max3d(input: Tensor, output_size, return_indices: bool):
         pos.append(np.minimum(lo[:, None] + np.arange(kk)[None], hi[:, None] - 1))  # (oo, kk)
     pd, ph, pw = pos
     flat = ((pd[:, None, None, :, None, None] * S[1] + ph[None, :, None, None, :, None]) * S[2]
-            + pw[None, None, :, None, None, :]).reshape(tuple(o) + (-1,))
+            + pw[None, None, :, None, None, :]).reshape(tuple(o) + (math.prod(q.shape[1] for q in pos),))
     fi = xp.asarray(flat)
-    win = x5.reshape(N, C, -1)[:, :, fi]  # (N, C, od, oh, ow, K)
+    win = x5.reshape(N, C, math.prod(S))[:, :, fi]  # (N, C, od, oh, ow, K)
     if x5.dtype.kind == "f":
         nanpos = xp.isnan(win)
         a = xp.where(nanpos.any(-1), nanpos.argmax(-1), win.argmax(-1))
@@ -886,66 +1029,98 @@ def _fractional_starts(u, n: int, o: int, k: int):
     return out
 
 
-def _fractional_max_pool2d(input: Tensor, kernel_size, output_size, output_ratio, return_indices: bool,
-                           _random_samples):
+def _fractional_max_pool(nd: int, input: Tensor, kernel_size, output_size, output_ratio, return_indices: bool,
+                         _random_samples):
+    """fractional_max_pool2d/3d: for each (sample, channel) plane, windows of kernel_size placed at the
+    pseudo-random increasing starts that _random_samples (N, C, nd) picks, one sample per spatial dim."""
     if _autocast.active:
-        return _autocast.dispatch("fractional_max_pool2d", _fractional_max_pool2d, input, kernel_size, output_size,
-                                  output_ratio, return_indices, _random_samples)
+        return _autocast.dispatch(f"fractional_max_pool{nd}d", _fractional_max_pool, nd, input, kernel_size,
+                                  output_size, output_ratio, return_indices, _random_samples)
+    name = f"fractional_max_pool{nd}d"
+    where = "fractional_max_pool2d()" if nd == 2 else "fractional_max_pool3d_out()"
     if output_size is None and output_ratio is None:
-        raise ValueError("fractional_max_pool2d requires specifying either an output_size or an output_ratio")
+        raise ValueError(f"{name} requires specifying either an output_size or an output_ratio")
     xd = input._data
-    if xd.ndim not in (3, 4):
-        raise RuntimeError(f"fractional_max_pool2d(): Expected 3D or 4D tensor, but got: {list(xd.shape)}")
-    if xd.dtype.kind not in "fV":
-        from ._common import _short
-        raise NotImplementedError(f'"fractional_max_pool2d" not implemented for \'{_short(input.dtype)}\'')
-    k = _pair(kernel_size, 2, "kernel_size")
+    shape = list(xd.shape)
     if output_size is None:
-        if isinstance(output_ratio, (tuple, list)) and len(output_ratio) > 2:
+        if nd == 2 and isinstance(output_ratio, (tuple, list)) and len(output_ratio) > 2:
             raise ValueError("fractional_max_pool2d requires output_ratio to either be a single Int or tuple of Ints.")
-        r = tuple(output_ratio) * (2 // len(output_ratio)) if isinstance(output_ratio, (tuple, list)) else \
-            (output_ratio, output_ratio)
-        output_size = (int(xd.shape[-2] * r[0]), int(xd.shape[-1] * r[1]))
-    o = _pair(output_size, 2, "output_size")
-    x4, batched = _as4d(xd, 2)
-    N, C, H, W = x4.shape
-    for kk, oo, n, what in ((k[0], o[0], H, "height"), (k[1], o[1], W, "width")):
-        if oo + kk - 1 > n:
-            raise RuntimeError(f"fractional_max_pool2d(): pool {what} {kk} too large relative to input {what} {n}")
+        r = tuple(output_ratio) if isinstance(output_ratio, (tuple, list)) else (output_ratio,)
+        r = r * nd if len(r) == 1 else r
+        if len(r) != nd:
+            raise IndexError("tuple index out of range")
+        output_size = [int(shape[i - nd] * r[i]) for i in range(nd)]
     if _random_samples is None:
+        if len(shape) < nd + 1:
+            raise IndexError(f"Dimension out of range (expected to be in range of [{-len(shape)}, {len(shape) - 1}], "
+                             f"but got {-nd - 1})")
+        if xd.dtype.kind not in "fV":
+            from ._common import _short
+            raise NotImplementedError(f'"check_uniform_bounds" not implemented for \'{_short(input.dtype)}\'')
         from .._creation import rand
-        _random_samples = rand(N, C, 2, dtype=input.dtype, device=input.device)
+        _random_samples = rand(1 if len(shape) == nd + 1 else shape[0], shape[-nd - 1], nd, dtype=input.dtype,
+                               device=input.device)
+    what = "Ints" if nd == 2 else "three Ints"
+    for arg_name, v in (("kernel_size", kernel_size), ("output_size", output_size)):
+        if isinstance(v, (tuple, list)) and len(v) not in (1, nd):
+            raise RuntimeError(f"{name}: {arg_name} must either be a single Int or tuple of {what}")
+    k = _size_arg(name, nd, kernel_size, "kernel_size")
+    o = _size_arg(name, nd, output_size, "output_size")
+    if len(shape) not in (nd + 1, nd + 2):
+        raise RuntimeError(f"{where}: Expected {nd + 1}D or {nd + 2}D tensor, but got: {shape}")
+    for i in range(1, len(shape)):
+        if shape[i] == 0:
+            raise RuntimeError(f"{where}: Expected input to have non-zero size for non-batch dimensions, but got"
+                               f"{shape} with dimension {i} being empty.")
+    S = tuple(shape[-nd:])
+    for kk, oo, n, dim in zip(k, o, S, ("time", "height", "width")[3 - nd:]):
+        # PyTorch's 3d kernel asks for a strictly smaller output than its 2d one does
+        if oo + kk - 1 > n or (nd == 3 and oo + kk - 1 == n):
+            raise RuntimeError(f"{where}: pool {dim} {kk} too large relative to input {dim} {n}")
     u = _random_samples._data
+    if u.dtype != xd.dtype:
+        raise RuntimeError("Expect _random_samples to have the same dtype as input")
     if u.ndim != 3:
         raise RuntimeError(f"Expect _random_samples to have 3 dimensions, got {u.ndim}")
+    batched = len(shape) == nd + 2
+    N, C = (shape[0] if batched else 1), shape[-nd - 1]
     if u.shape[0] < N:
         raise RuntimeError("Expect _random_samples.size(0) no less then input batch size.")  # sic: PyTorch's words
     if u.shape[1] != C:
         raise RuntimeError("Expect _random_samples.size(1) equals to input channel size.")
-    if u.shape[2] != 2:
-        raise RuntimeError(f"Expect _random_samples.size(2) equals to 2; got {u.shape[2]}.")
-    xp = _xp(x4)
+    if u.shape[2] != nd:
+        raise RuntimeError(f"Expect _random_samples.size(2) equals to {nd}; got {u.shape[2]}.")
+    if xd.dtype.kind not in "fV":
+        from ._common import _short
+        raise NotImplementedError(f'"{name}" not implemented for \'{_short(input.dtype)}\'')
+    xp = _xp(xd)
+    xs = xd if batched else xd[None]
     u = np.asarray(u.get() if xp is not np else u)[:N].astype(xd.dtype if xd.itemsize >= 4 else np.float32)
-    rows = _fractional_starts(u[..., 1], H, o[0], k[0])  # sample 0 places the columns, sample 1 the rows
-    cols = _fractional_starts(u[..., 0], W, o[1], k[1])
-    xf = x4.reshape(N, C, H * W)
+    # 2d: sample 0 places the columns and sample 1 the rows; 3d: samples 0, 1, 2 place time, rows, columns.
+    order = (1, 0) if nd == 2 else (0, 1, 2)
+    starts = [_fractional_starts(u[..., j], n, oo, kk) for j, n, oo, kk in zip(order, S, o, k)]  # (N, C, oo)
+    P, Q = math.prod(S), math.prod(o)
+    xf = xs.reshape(N, C, P)
     best = arg = None
-    for i in range(k[0]):
-        for j in range(k[1]):
-            pos = xp.asarray(((rows + i)[..., :, None] * W + (cols + j)[..., None, :]).reshape(N, C, -1))
-            v = xp.take_along_axis(xf, pos, 2)
-            if best is None:
-                best, arg = v.copy(), pos
-                continue
-            take = (v > best) | xp.isnan(v)  # ties keep the first position; a later NaN wins, as in PyTorch
-            best = xp.where(take, v, best)
-            arg = xp.where(take, pos, arg)
-    best, arg = best.reshape(N, C, o[0], o[1]), arg.reshape(N, C, o[0], o[1])
+    for offs in np.ndindex(*k):
+        flat = np.zeros((N, C) + o, np.int64)
+        for axis in range(nd):
+            st = starts[axis] + offs[axis]
+            flat = flat * S[axis] + st.reshape((N, C) + (1,) * axis + (o[axis],) + (1,) * (nd - 1 - axis))
+        pos = xp.asarray(flat.reshape(N, C, Q))
+        v = xp.take_along_axis(xf, pos, 2)
+        if best is None:
+            best, arg = v.copy(), pos
+            continue
+        take = (v > best) | xp.isnan(v)  # ties keep the first position; a later NaN wins, as in PyTorch
+        best = xp.where(take, v, best)
+        arg = xp.where(take, pos, arg)
+    best, arg = best.reshape((N, C) + o), arg.reshape((N, C) + o)
     out = _wrap(best if batched else best[0])
     if needs_grad(input):
-        def fractional_max_pool2d_backward(g):
-            return _scatter_nd(g, arg, x4.shape, input, batched)
-        record("FractionalMaxPool2DBackward0", fractional_max_pool2d_backward, out, (input,))
+        def fractional_max_pool_backward(g):
+            return _scatter_nd(g, arg, (N, C) + S, input, batched)
+        record(f"FractionalMaxPool{nd}DBackward0", fractional_max_pool_backward, out, (input,))
     return (out, _wrap(arg if batched else arg[0])) if return_indices else out
 
 
@@ -953,13 +1128,26 @@ def fractional_max_pool2d(input: Tensor, kernel_size, output_size=None, output_r
                           return_indices: bool = False, _random_samples: Tensor | None = None):
     """Max over kh x kw windows placed at pseudo-random, increasing starts that give output_size (or the input's
     size times output_ratio) outputs per plane (Graham's fractional max pooling)."""
-    return _fractional_max_pool2d(input, kernel_size, output_size, output_ratio, return_indices, _random_samples)
+    return _fractional_max_pool(2, input, kernel_size, output_size, output_ratio, return_indices, _random_samples)
 
 
 def fractional_max_pool2d_with_indices(input: Tensor, kernel_size, output_size=None, output_ratio=None,
                                        return_indices: bool = False, _random_samples: Tensor | None = None):
     """fractional_max_pool2d returning (output, indices)."""
-    return _fractional_max_pool2d(input, kernel_size, output_size, output_ratio, True, _random_samples)
+    return _fractional_max_pool(2, input, kernel_size, output_size, output_ratio, True, _random_samples)
+
+
+def fractional_max_pool3d(input: Tensor, kernel_size, output_size=None, output_ratio=None,
+                          return_indices: bool = False, _random_samples: Tensor | None = None):
+    """Fractional max pooling over the last three dims of (N, C, T, H, W) input: kt x kh x kw windows at
+    pseudo-random increasing starts giving output_size (or the input's size times output_ratio) outputs."""
+    return _fractional_max_pool(3, input, kernel_size, output_size, output_ratio, return_indices, _random_samples)
+
+
+def fractional_max_pool3d_with_indices(input: Tensor, kernel_size, output_size=None, output_ratio=None,
+                                       return_indices: bool = False, _random_samples: Tensor | None = None):
+    """fractional_max_pool3d returning (output, indices)."""
+    return _fractional_max_pool(3, input, kernel_size, output_size, output_ratio, True, _random_samples)
 
 
 # ------------------------------------------------------------------ power-average (LP) pooling
@@ -999,4 +1187,5 @@ __all__ = ["max_pool1d", "max_pool2d", "max_pool3d", "avg_pool1d", "avg_pool2d",
            "adaptive_max_pool3d", "max_pool1d_with_indices", "max_pool2d_with_indices", "max_pool3d_with_indices",
            "adaptive_max_pool1d_with_indices", "adaptive_max_pool2d_with_indices", "adaptive_max_pool3d_with_indices",
            "max_unpool1d", "max_unpool2d", "max_unpool3d", "lp_pool1d", "lp_pool2d", "lp_pool3d",
-           "fractional_max_pool2d", "fractional_max_pool2d_with_indices"]
+           "fractional_max_pool2d", "fractional_max_pool2d_with_indices", "fractional_max_pool3d",
+           "fractional_max_pool3d_with_indices"]

@@ -312,6 +312,10 @@ def _logsumexp_array(x, axes, keepdim: bool):
     """max + log(sum(exp(x - max))) in four passes, the max and the sum on the intra-op pool where they can be;
     an infinite max counts as 0 (PyTorch's rule: a row of -inf gives -inf, one with +inf gives inf)."""
     big = type(x) is np.ndarray and x.size >= _cpu.MIN_SIZE
+    if big and axes == (x.ndim - 1,):
+        s = _cpu.logsumexp_last(x)
+        if s is not None:
+            return s if keepdim else s.squeeze(-1)
     m = _cpu.extremum(x, axes, True, True) if big else None
     if m is None:
         m = x.max(axis=axes, keepdims=True) if x.size else np.zeros((1,) * x.ndim, x.dtype)
@@ -337,6 +341,8 @@ def norm(a: Tensor, p="fro", dim=None, keepdim: bool = False, dtype=None) -> Ten
         raise RuntimeError(f"norm: unsupported norm type {p}")
     axes = _dims(dim, a._data.ndim)
     x = a if dtype is None else a.to(dtype)
+    if x.dtype.is_complex:  # a complex norm is the real norm of the magnitudes
+        x = x.abs()
     if not x.dtype.is_floating_point:
         from ._common import _short
         raise RuntimeError(f"linalg.vector_norm: Expected a floating point or complex tensor as input. "

@@ -13,12 +13,26 @@ import numpy as np
 
 from .._dtype import get_default_dtype, to_dtype
 from .._tensor import Tensor
-from ._common import _short, attach
+from ._common import attach
 
 __all__ = ["hann_window", "hamming_window", "blackman_window", "bartlett_window", "kaiser_window", "stft", "istft"]
 
 
 # ------------------------------------------------------------------ windows
+
+_C_TYPE_NAMES = {"int64": "long int", "int32": "int", "int16": "short int", "int8": "signed char",
+                 "uint8": "unsigned char", "bool": "bool", "complex64": "c10::complex<float>",
+                 "complex128": "c10::complex<double>"}
+
+
+def _tensor_options(dt, device, requires_grad: bool) -> str:
+    """How PyTorch prints the requested options in a factory's dtype error (its C++ TensorOptions)."""
+    name = str(dt).rsplit(".", 1)[-1]
+    dev = "cpu" if device is None else str(device)
+    grad = "true" if requires_grad else "false (default)"
+    return (f"TensorOptions(dtype={_C_TYPE_NAMES.get(name, name)}, device={dev}, layout=Strided (default), "
+            f"requires_grad={grad}, pinned_memory=false, memory_format=(nullopt))")
+
 
 def _window(name: str, window_length: int, periodic: bool, dtype, device, requires_grad: bool, formula) -> Tensor:
     """A window of window_length points: formula(n, N) over n = 0..N-1 in float64, cast to dtype. A periodic
@@ -27,7 +41,7 @@ def _window(name: str, window_length: int, periodic: bool, dtype, device, requir
         raise RuntimeError(f"{name} requires non-negative window_length, got window_length={window_length}")
     dt = to_dtype(dtype) if dtype is not None else get_default_dtype()
     if not dt.is_floating_point:
-        raise RuntimeError(f"{name} expects floating point dtypes, got: {_short(dt)}")
+        raise RuntimeError(f"{name} expects floating point dtypes, got: {_tensor_options(dt, device, requires_grad)}")
     if window_length <= 1:
         w = np.ones(window_length)
     else:
@@ -56,7 +70,8 @@ def blackman_window(window_length: int, periodic: bool = True, *, dtype=None, la
                     requires_grad: bool = False) -> Tensor:
     """The Blackman window 0.42 - 0.5 cos(2 pi n / (N - 1)) + 0.08 cos(4 pi n / (N - 1))."""
     return _window("blackman_window", window_length, periodic, dtype, device, requires_grad,
-                   lambda n, N: 0.42 - 0.5 * np.cos(2 * math.pi * n / (N - 1)) + 0.08 * np.cos(4 * math.pi * n / (N - 1)))
+                   lambda n, N: (0.42 - 0.5 * np.cos(2 * math.pi * n / (N - 1))
+                                 + 0.08 * np.cos(4 * math.pi * n / (N - 1))))
 
 
 def bartlett_window(window_length: int, periodic: bool = True, *, dtype=None, layout=None, device=None,
@@ -82,15 +97,12 @@ def _frame_index(n_frames: int, n_fft: int, hop_length: int, device) -> Tensor:
     return tensor(idx, device=device)
 
 
-def _full_window(window: Tensor | None, win_length: int, n_fft: int, like: Tensor, fn: str) -> Tensor:
+def _full_window(window: Tensor | None, win_length: int, n_fft: int, like: Tensor) -> Tensor:
     """The window, centred and zero-padded to n_fft (a rectangular one when None)."""
     from .._creation import ones
     if window is None:
         dt = like.dtype.to_real() if like.is_complex() else like.dtype
         window = ones(win_length, dtype=dt, device=like.device)
-    elif window.dim() != 1 or window.shape[0] != win_length:
-        raise RuntimeError(f"{fn}: expected a 1D window tensor of size equal to win_length={win_length}, but got "
-                           f"window with size {list(window.shape)}")
     if win_length < n_fft:
         from .toplevel import constant_pad_nd
         left = (n_fft - win_length) // 2
@@ -98,9 +110,22 @@ def _full_window(window: Tensor | None, win_length: int, n_fft: int, like: Tenso
     return window
 
 
+def _tensor_repr(t: Tensor | None, braces: bool = False) -> str:
+    """How PyTorch's stft/istft name a tensor argument in an error: Type[sizes] (Type{[sizes]} for the window)."""
+    if t is None:
+        return "None"
+    sizes = list(t.shape)
+    return f"{t.type()}{{{sizes}}}" if braces else f"{t.type()}{sizes}"
+
+
+def _flag(v) -> str:
+    return "None" if v is None else str(int(bool(v)))
+
+
 def stft(input: Tensor, n_fft: int, hop_length: int | None = None, win_length: int | None = None,
          window: Tensor | None = None, center: bool = True, pad_mode: str = "reflect", normalized: bool = False,
-         onesided: bool | None = None, return_complex: bool | None = None) -> Tensor:
+         onesided: bool | None = None, return_complex: bool | None = None,
+         align_to_window: bool | None = None) -> Tensor:
     """The short-time Fourier transform: the FFT of windowed frames, shape (B?, n_fft // 2 + 1 or n_fft, frames)."""
     from .. import fft
     from .nn import pad as F_pad
@@ -111,26 +136,46 @@ def stft(input: Tensor, n_fft: int, hop_length: int | None = None, win_length: i
             raise RuntimeError("stft requires the return_complex parameter be given for real inputs, and will further "
                                "require that return_complex=True in a future PyTorch release.")
         return_complex = True
-    if input.dim() not in (1, 2):
-        raise RuntimeError(f"stft: expected a 1D or 2D tensor, but got a {input.dim()}D tensor")
-    if center:
+    if center and align_to_window is not None:
+        raise RuntimeError("stft align_to_window should only be set when center = false")
+    if window is None:
+        warnings.warn("A window was not provided. A rectangular window will be applied,which is known to cause "
+                      "spectral leakage. Other windows such as torch.hann_window or torch.hamming_window are "
+                      "recommended to reduce spectral leakage.To suppress this warning and use a rectangular window, "
+                      "explicitly set `window=torch.ones(n_fft, device=<device>)`.", UserWarning, stacklevel=2)
+    if center and input.dim() <= 3:
         dim = input.dim()
         half = n_fft // 2
         input = F_pad(input.view((1,) * (3 - dim) + tuple(input.shape)), [half, half], pad_mode)
         input = input.view(tuple(input.shape[-dim:]))
-    batched = input.dim() == 2
-    x = input if batched else input.unsqueeze(0)
     hop_length = n_fft // 4 if hop_length is None else hop_length
     win_length = n_fft if win_length is None else win_length
+    prefix = (f"stft({_tensor_repr(input)}, n_fft={n_fft}, hop_length={hop_length}, win_length={win_length}, "
+              f"window={_tensor_repr(window, True)}, normalized={_flag(normalized)}, onesided={_flag(onesided)}, "
+              f"return_complex={_flag(return_complex)}, align_to_window={_flag(align_to_window)}) : ")
+    if not (input.dtype.is_floating_point or input.is_complex()):
+        raise RuntimeError(prefix + "expected a tensor of floating point or complex values")
+    if input.dim() not in (1, 2):
+        raise RuntimeError(prefix + "expected a 1D or 2D tensor")
+    batched = input.dim() == 2
+    x = input if batched else input.unsqueeze(0)
     length = x.shape[1]
     if not 0 < n_fft <= length:
-        raise RuntimeError(f"stft: expected 0 < n_fft < {length}, but got n_fft={n_fft}")
+        raise RuntimeError(prefix + f"expected 0 < n_fft < {length}, but got n_fft={n_fft}")
     if hop_length <= 0:
-        raise RuntimeError(f"stft: expected hop_length > 0, but got hop_length={hop_length}")
+        raise RuntimeError(prefix + f"expected hop_length > 0, but got hop_length={hop_length}")
     if not 0 < win_length <= n_fft:
-        raise RuntimeError(f"stft: expected 0 < win_length <= n_fft, but got win_length={win_length}")
-    w = _full_window(window, win_length, n_fft, x, "stft")
-    n_frames = 1 + (length - n_fft) // hop_length
+        raise RuntimeError(prefix + f"expected 0 < win_length <= n_fft, but got win_length={win_length}")
+    if window is not None and (window.dim() != 1 or window.shape[0] != win_length):
+        raise RuntimeError(prefix + f"expected a 1D window tensor of size equal to win_length={win_length}, but got "
+                           f"window with size {list(window.shape)}")
+    w = _full_window(window, win_length, n_fft, x)
+    if align_to_window and win_length < n_fft:
+        # frames start where the window starts, not where the zero-padded n_fft frame starts
+        from .toplevel import constant_pad_nd
+        left = (n_fft - win_length) // 2
+        x = constant_pad_nd(x, [left, n_fft - win_length - left])
+    n_frames = 1 + (x.shape[1] - n_fft) // hop_length
     frames = x[:, _frame_index(n_frames, n_fft, hop_length, x.device)] * w  # (B, frames, n_fft)
     onesided = not complex_in if onesided is None else onesided
     norm = "ortho" if normalized else "backward"
@@ -156,27 +201,36 @@ def istft(input: Tensor, n_fft: int, hop_length: int | None = None, win_length: 
     if not input.is_complex():
         raise RuntimeError("istft requires a complex-valued input tensor matching the output from stft with "
                            "return_complex=True.")
-    if input.dim() not in (2, 3):
-        raise RuntimeError(f"istft: expected a tensor with 2 or 3 dimensions of complex, but got {input.dim()}")
+    if input.dim() < 2:
+        raise IndexError(f"Dimension out of range (expected to be in range of [-{max(input.dim(), 1)}, "
+                         f"{max(input.dim(), 1) - 1}], but got -3)")
     hop_length = n_fft // 4 if hop_length is None else hop_length
     win_length = n_fft if win_length is None else win_length
+    prefix = (f"istft(CPU{input.type().rsplit('.', 1)[-1].replace('Tensor', 'Type')}{list(input.shape)}, "
+              f"n_fft={n_fft}, hop_length={hop_length}, win_length={win_length}, window={_tensor_repr(window, True)}, "
+              f"center={_flag(center)}, normalized={_flag(normalized)}, onesided={_flag(onesided)}, "
+              f"length={length}, return_complex={_flag(return_complex)})")
+    if input.dim() > 3:
+        raise RuntimeError(prefix + f" : expected a tensor with 2 or 3 dimensions of complex, but got {input.dim()}")
     batched = input.dim() == 3
     x = input if batched else input.unsqueeze(0)
     fft_size, n_frames = x.shape[1], x.shape[2]
+    if not 0 < win_length <= n_fft:
+        raise RuntimeError(prefix + " : expected 0 < win_length <= n_fft")
+    if not 0 < hop_length <= win_length:
+        raise RuntimeError(prefix + " : expected 0 < hop_length <= win_length")
+    if window is not None and (window.dim() != 1 or window.shape[0] != win_length):
+        raise RuntimeError(prefix + " : Invalid window shape. window has to be 1D and length of `win_length`")
     if onesided is None:
         onesided = fft_size != n_fft
     if onesided:
         if n_fft // 2 + 1 != fft_size:
-            raise RuntimeError("istft: expected the frequency dimension (3rd to the last) of the input tensor to match "
-                               f"n_fft / 2 + 1 when onesided=True, but got {fft_size}")
+            raise RuntimeError(prefix + " : expected the frequency dimension (3rd to the last) of the input tensor "
+                               f"to match n_fft / 2 + 1 when onesided=True, but got {fft_size}")
     elif n_fft != fft_size:
-        raise RuntimeError("istft: expected the frequency dimension (3rd to the last) of the input tensor to match "
-                           f"n_fft when onesided=False, but got {fft_size}")
-    if not 0 < win_length <= n_fft:
-        raise RuntimeError(f"istft: expected 0 < win_length <= n_fft, but got win_length={win_length}")
-    if hop_length <= 0:
-        raise RuntimeError(f"istft: expected hop_length > 0, but got hop_length={hop_length}")
-    w = _full_window(window, win_length, n_fft, x, "istft")
+        raise RuntimeError(prefix + " : expected the frequency dimension (3rd to the last) of the input tensor to "
+                           f"match n_fft when onesided=False, but got {fft_size}")
+    w = _full_window(window, win_length, n_fft, x)
     x = x.transpose(1, 2)  # (B, frames, freq)
     norm = "ortho" if normalized else "backward"
     if return_complex:
@@ -202,7 +256,7 @@ def istft(input: Tensor, n_fft: int, hop_length: int | None = None, win_length: 
     y = y[:, start:stop]
     envelope = envelope[start:stop]
     if bool((envelope.abs() < 1e-11).any()):
-        raise RuntimeError("istft: window overlap add min: 1")
+        raise RuntimeError(prefix + " window overlap add min: 1\n[ CPUBoolType{} ]")
     y = y / envelope
     if end > total:
         warnings.warn("The length of signal is shorter than the length parameter. Result is being padded with zeros "

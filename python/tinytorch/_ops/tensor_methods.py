@@ -1,14 +1,19 @@
 """The remaining Tensor methods: in-place forms, strided views, storage queries, random fills, scatters into views."""
 from __future__ import annotations
 
+import math
+import warnings
+
 import numpy as np
 
 from .. import _C
+from .._meta import MetaArray
 # Imported now, not lazily: _creation attaches its own exponential_ on import, which this module's must replace.
 from .._creation import _exponential_, _generator_for, _overwrite
 from .._creation import bernoulli as _bernoulli_fn, multinomial as _multinomial_fn
 from .._tensor import Tensor, _view_of, _wrap, _wrap_dim
-from ._common import _grad_enabled, _short, attach, check_inplace, inplace_unary, needs_grad, record
+from ._common import (_grad_enabled, _new, _short, attach, check_inplace, inplace_unary, needs_grad, record,
+                      sum_to)
 from .decompositions import _return_type
 from .pointwise import _inplace_call
 
@@ -61,20 +66,51 @@ def _inplace_predicate(name: str, node: str):
     return op
 
 
-def _inplace_view(name: str):
-    """squeeze_, t_, transpose_, ...: x itself takes the view's shape (and, under autograd, its history)."""
+def _inplace_view(name: str, node):
+    """squeeze_, t_, transpose_, ...: x itself takes the view's shape and, under autograd, a node named as PyTorch's
+    for the in-place form (node(args) gives the name; the gradient only undoes the view)."""
     def op(a: Tensor, *args) -> Tensor:
-        if a._requires_grad and _grad_enabled():
+        record_grad = a._requires_grad and _grad_enabled()
+        if record_grad:
             check_inplace(a)
-        r = getattr(a, name)(*args)
+        prev = _grad_enabled()
+        _C._set_grad_enabled(False)
+        try:
+            r = getattr(a, name)(*args)
+        finally:
+            _C._set_grad_enabled(prev)
+        old_shape, x_old = tuple(a._data.shape), _wrap(a._data)
         a._data = r._data
-        if r._grad_fn is not None:
-            a._grad_fn, a._output_nr = r._grad_fn, r._output_nr
         a._bump_version()
+        if record_grad:
+            src = _new_history(a, x_old)
+            if name in ("squeeze", "unsqueeze"):
+                def backward(g: Tensor) -> Tensor:
+                    return g.reshape(old_shape)
+            else:  # t / transpose: swapping the same two dims back
+                dims = (0, 1) if name == "t" else args
+
+                def backward(g: Tensor) -> Tensor:
+                    return g if g._data.ndim < 2 else g.transpose(*dims)
+            record(node(args), backward, a, (src,))
         return a
     op.__name__ = name + "_"
     op.__doc__ = f"In-place {name}: changes x's shape, not its values."
     return op
+
+
+def _new_history(a: Tensor, old) -> Tensor:
+    """A stand-in for a's history before an in-place view op, so that a can be recorded as that op's output."""
+    src = _new(Tensor)
+    src._data = old._data
+    src._grad_fn, src._output_nr, src._requires_grad = a._grad_fn, a._output_nr, True
+    return src
+
+
+def _squeeze_node(args: tuple) -> str:
+    if not args:
+        return "SqueezeBackward3"
+    return "SqueezeBackward5" if isinstance(args[0], (tuple, list)) else "SqueezeBackward4"
 
 
 # ------------------------------------------------------------------ metadata and storage queries
@@ -119,6 +155,7 @@ def _storage(x):
 def storage_offset(a: Tensor) -> int:
     """Where a's first element sits in its storage, in elements."""
     x = a._data
+    # NumPy points every empty view at its base's start, so an empty view's offset is lost: PyTorch's may not be 0
     return _storage(x)[1] if x.size else 0
 
 
@@ -142,7 +179,8 @@ def _H(a: Tensor) -> Tensor:
     if nd == 0:
         return a.conj()
     if nd != 2:
-        raise RuntimeError(f"tensor.H is only supported on matrices (2-D tensors). Got {nd}-D tensor.")
+        raise RuntimeError(f"tensor.H is only supported on matrices (2-D tensors). Got {nd}-D tensor."
+                           + (" For batches of matrices, consider using tensor.mH" if nd > 2 else ""))
     return a.transpose(0, 1).conj()
 
 
@@ -153,7 +191,7 @@ class layout:
         self._name = name
 
     def __repr__(self) -> str:
-        return f"tinytorch.{self._name}"
+        return f"torch.{self._name}"  # PyTorch's spelling, as for dtypes
 
     def __reduce__(self):
         return self._name
@@ -254,9 +292,28 @@ def frexp(a: Tensor):
     return _frexp_t(_wrap(m.astype(x.dtype)), _wrap(e.astype(np.int32)))
 
 
-def ldexp(a: Tensor, other) -> Tensor:
-    """a * 2**other."""
-    return a * (2.0 ** other)
+def ldexp(a: Tensor, other: Tensor) -> Tensor:
+    """a * 2**other, in a and other's promoted floating dtype; 2**other is taken in double precision so that a
+    factor past the dtype's range does not overflow a product within it (ldexp(half 2**-20, 17) is 0.125)."""
+    from .._dtype import get_default_dtype, promote_types
+    if not isinstance(other, Tensor):
+        raise TypeError(f"ldexp(): argument 'other' must be Tensor, not {type(other).__name__}")
+    dt = promote_types(a.dtype, other.dtype)
+    if not (dt.is_floating_point or dt.is_complex):
+        dt = get_default_dtype()
+    wide = np.complex128 if dt.is_complex else np.float64
+    e = other._data
+    out = _wrap((a._data.astype(wide) * _xp(e).exp2(e.astype(wide))).astype(dt.np))
+    if needs_grad(a, other):
+        ra, ro = a._requires_grad, other._requires_grad
+
+        def ldexp_backward(g: Tensor):
+            scale = other.double().exp2().to(g.dtype)
+            ga = sum_to(g * scale, tuple(a._data.shape)).to(a.dtype) if ra else None
+            go = sum_to(g * a * scale * math.log(2.0), tuple(other._data.shape)).to(other.dtype) if ro else None
+            return ga, go
+        record("LdexpBackward0", ldexp_backward, out, (a, other), (a, other))
+    return out
 
 
 # ------------------------------------------------------------------ random fills
@@ -269,10 +326,20 @@ def _fill_with(a: Tensor, arr, name: str) -> Tensor:
     return _overwrite(a, lambda dev, shape: arr, name)
 
 
-def _need_float(a: Tensor, what: str) -> None:
+# The C++ type names PyTorch's cauchy_ puts in its dtype error (exponential_ uses the short names).
+_CPP_NAMES = {"int64": "long int", "int32": "int", "int16": "short int", "int8": "signed char",
+              "uint8": "unsigned char", "bool": "bool"}
+
+
+def _need_float(a: Tensor, what: str, name: str) -> None:
     if a._data.dtype.kind not in "fVc":
         raise RuntimeError(f"{what} distribution is a continuous probability distribution. dtype must be a "
-                           f"floating point but you specified {_short(a.dtype)}")
+                           f"floating point but you specified {name}")
+
+
+def _num(v) -> str:
+    """A number as C++ streams print it in PyTorch's messages (2.0 -> 2, 1e-07 -> 1e-07)."""
+    return f"{float(v):g}"
 
 
 _FLOAT_DIGITS = {"float16": 11, "bfloat16": 8, "float32": 24, "float64": 53}
@@ -293,6 +360,9 @@ def random_(a: Tensor, *args, generator=None, **kwargs) -> Tensor:
         lo, hi = args
     elif len(args) > 2:
         raise TypeError(f"random_() takes at most 2 positional arguments ({len(args)} given)")
+    for v in (lo, hi):
+        if v is not None and (isinstance(v, bool) or not isinstance(v, (int, np.integer))):
+            raise TypeError(f"random_(): 'from' and 'to' must be ints, got {type(v).__name__}")
     dt = a._data.dtype
     endpoint = hi is None
     if hi is None:
@@ -310,7 +380,9 @@ def random_(a: Tensor, *args, generator=None, **kwargs) -> Tensor:
 
 def cauchy_(a: Tensor, median: float = 0.0, sigma: float = 1.0, *, generator=None) -> Tensor:
     """Fill with samples from Cauchy(median, sigma), in place."""
-    _need_float(a, "Cauchy")
+    _need_float(a, "Cauchy", _CPP_NAMES.get(a.dtype.name, a.dtype.name))
+    if not sigma > 0:
+        raise RuntimeError(f"cauchy_ expects sigma > 0.0, but found sigma={_num(sigma)}")
     return _fill_with(a, median + sigma * _rng(a, generator).standard_cauchy(a._data.shape), "CauchyBackward0")
 
 
@@ -319,20 +391,22 @@ def log_normal_(a: Tensor, mean: float = 1.0, std: float = 2.0, *, generator=Non
     if a._data.dtype.kind not in "fV":
         raise NotImplementedError(f"\"log_normal_cpu\" not implemented for '{_short(a.dtype)}'")
     if std <= 0:
-        raise RuntimeError(f"log_normal_ expects std > 0.0, but found std={std}")
+        raise RuntimeError(f"log_normal_ expects std > 0.0, but found std={_num(std)}")
     return _fill_with(a, _rng(a, generator).lognormal(mean, std, a._data.shape), "LogNormalBackward0")
 
 
 def geometric_(a: Tensor, p: float, *, generator=None) -> Tensor:
     """Fill with the number of Bernoulli(p) trials up to the first success (>= 1), in place."""
     if not 0 < p < 1:
-        raise RuntimeError(f"geometric_ expects p to be in (0, 1), but got p={p}")
+        raise RuntimeError(f"geometric_ expects p to be in (0, 1), but got p={_num(p)}")
     return _fill_with(a, _rng(a, generator).geometric(p, a._data.shape), "GeometricBackward0")
 
 
 def exponential_(a: Tensor, lambd: float = 1.0, *, generator=None) -> Tensor:
     """Fill with samples from Exp(lambd), in place (floating dtypes only, as in PyTorch)."""
-    _need_float(a, "Exponential")
+    _need_float(a, "Exponential", _short(a.dtype))
+    if not lambd > 0:
+        raise RuntimeError(f"exponential_ expects lambda > 0.0, but found lambda={_num(lambd)}")
     return _exponential_(a, lambd, generator=generator)
 
 
@@ -355,7 +429,7 @@ def put(a: Tensor, index: Tensor, source: Tensor, accumulate: bool = False) -> T
     if bad.size:
         raise IndexError(f"out of range: tried to access index {int(bad[0])} on a tensor of {n} elements.")
     if index._data.size != source._data.size:
-        raise RuntimeError(f"put_(): Expected source and index to have the same number of elements, but got "
+        raise IndexError(f"put_(): Expected source and index to have the same number of elements, but got "
                            f"source.numel() = {source._data.size}, index.numel() = {index._data.size}")
     i = _wrap(idx % max(n, 1))
     src = source.reshape(-1)
@@ -391,8 +465,138 @@ def new_empty_strided(a: Tensor, size, stride, *, dtype=None, device=None, requi
                          requires_grad=requires_grad)
 
 
+# ------------------------------------------------------------------ index_reduce
+
+_INDEX_REDUCTIONS = ("prod", "mean", "amax", "amin")
+_index_reduce_warned = [False]
+
+
+def index_reduce(a: Tensor, dim: int, index: Tensor, source: Tensor, reduce: str, *,
+                 include_self: bool = True) -> Tensor:
+    """A copy of a with the slices of source reduced ('prod', 'mean', 'amax', 'amin') into a's slices at `index`
+    along dim; include_self=False leaves a's own values out of the slices that receive any."""
+    from .._dtype import int32, int64
+    from .shape import _scatter_reduce_grads, scatter_reduce
+    if not _index_reduce_warned[0]:  # PyTorch warns once per process
+        _index_reduce_warned[0] = True
+        warnings.warn("index_reduce() is in beta and the API may change at any time.", UserWarning, stacklevel=2)
+    if reduce not in _INDEX_REDUCTIONS:
+        raise RuntimeError(f"index_reduce(): Expected reduce to be one of prod, mean, amax or amin but got {reduce}.")
+    if not isinstance(index, Tensor):
+        raise TypeError(f"index_reduce(): argument 'index' (position 2) must be Tensor, not {type(index).__name__}")
+    if not isinstance(source, Tensor):
+        raise TypeError(f"index_reduce(): argument 'source' (position 3) must be Tensor, not {type(source).__name__}")
+    x, src = a._data, source._data
+    d = _wrap_dim(dim, x.ndim)
+    if index._data.ndim > 1:
+        raise IndexError(f"index_reduce_(): Index is supposed to be a vector, but got dim: {index._data.ndim} with "
+                         f"type: {_short(index.dtype)} and size: {list(index._data.shape)}")
+    if index.dtype not in (int32, int64):
+        raise RuntimeError(f"index_reduce_(): Expected dtype int32/int64 for index but got: {_short(index.dtype)}")
+    if a.dtype is not source.dtype:
+        raise RuntimeError(f"index_reduce_(): self ({_short(a.dtype)}) and source ({_short(source.dtype)}) must have "
+                           f"the same scalar type")
+    n = index._data.size
+    along = src.shape[d] if src.ndim else 1
+    if n != along:
+        raise RuntimeError(f"index_reduce_(): Number of indices ({n}) should be equal to source.size(dim): "
+                           f"({along}), for dim: {d}")
+    if src.ndim != x.ndim or any(i != d and p != q for i, (p, q) in enumerate(zip(x.shape, src.shape))):
+        raise RuntimeError(f"source tensor shape must match self tensor shape, excluding the specified dimension. "
+                           f"Got self.shape = {list(x.shape)} source.shape = {list(src.shape)}")
+    if x.dtype.kind in "bc":
+        raise NotImplementedError(f"\"index_func_\" not implemented for '{_short(a.dtype)}'")
+    idx = index.reshape(-1).to(int64)
+    size = x.shape[d] if x.ndim else 1
+    if n and (int(idx._data.min()) < 0 or int(idx._data.max()) >= size):
+        raise IndexError("index out of range in self")
+    if x.ndim == 0:
+        return index_reduce(a.reshape(1), 0, idx, source.reshape(1), reduce, include_self=include_self).reshape(())
+    # index_reduce is scatter_reduce with index spread over source's shape: slice i of source goes to index[i]
+    spread = idx.reshape((1,) * d + (n,) + (1,) * (x.ndim - d - 1)).expand(*src.shape)
+    prev = _grad_enabled()
+    _C._set_grad_enabled(False)
+    try:
+        out = scatter_reduce(a, d, spread, source, reduce, include_self=include_self)
+    finally:
+        _C._set_grad_enabled(prev)
+    if needs_grad(a, source):
+        from ._common import alias, saved_output
+        ra, rs = a._requires_grad, source._requires_grad
+        out_alias = alias(out)
+
+        def index_reduce_backward(g: Tensor):
+            result = saved_output(out_alias, lambda: index_reduce(a, d, idx, source, reduce,
+                                                                  include_self=include_self))
+            ga, gs = _scatter_reduce_grads(g, a, d, spread, source, reduce, include_self, result)
+            if not include_self:
+                ga = ga.index_fill(d, idx, 0.0)
+            return (ga if ra else None), (gs if rs else None)
+        record("IndexReduceBackward0", index_reduce_backward, out, (a, source), (a, source, out_alias))
+    return out
+
+
+def index_reduce_(a: Tensor, dim: int, index: Tensor, source: Tensor, reduce: str, *,
+                  include_self: bool = True) -> Tensor:
+    """index_reduce, in place."""
+    return _inplace_call(a, lambda s: index_reduce(s, dim, index, source, reduce, include_self=include_self),
+                         (source,))
+
+
+# ------------------------------------------------------------------ resize_
+
+def _resize_sizes(sizes: tuple) -> tuple:
+    if len(sizes) == 1 and isinstance(sizes[0], (tuple, list)):
+        sizes = tuple(sizes[0])
+    out = []
+    for s in sizes:
+        if isinstance(s, bool) or not isinstance(s, (int, np.integer)):
+            raise TypeError(f"resize_(): argument 'size' (position 1) must be tuple of ints, not {type(s).__name__}")
+        out.append(int(s))
+    if any(s < 0 for s in out):
+        raise RuntimeError(f"numel: integer multiplication overflow (resize_ got the negative size {out}; sizes must "
+                           f"be >= 0)")
+    return tuple(out)
+
+
+def resize_(a: Tensor, *sizes, memory_format=None) -> Tensor:
+    """Give a the shape `sizes`, contiguous from its storage offset: the elements already there keep their values, a
+    larger size grows the storage (new elements are uninitialised; other tensors keep the old storage).
+    memory_format is accepted for PyTorch's signature: tinytorch lays every resized tensor out row-major."""
+    if not sizes:
+        raise TypeError('resize_() missing 1 required positional arguments: "size"')
+    shape = _resize_sizes(sizes)
+    if a._requires_grad:
+        raise RuntimeError("cannot resize variables that require grad")
+    x = a._data
+    if tuple(x.shape) == shape:
+        return a
+    if type(x) is MetaArray:
+        a._data = MetaArray(shape, x.dtype)
+    else:
+        flat, off = _storage(x)
+        need = off + int(np.prod(shape, dtype=np.int64))
+        if need > flat.size:
+            grown = _xp(x).zeros(need, dtype=x.dtype)
+            grown[:flat.size] = flat
+            flat = grown
+        strides = tuple(int(np.prod(shape[i + 1:], dtype=np.int64)) * x.itemsize for i in range(len(shape)))
+        a._data = _stride_tricks(x).as_strided(flat[off:], shape, strides)
+    a._bump_version()
+    return a
+
+
+def resize_as_(a: Tensor, the_template: Tensor, *, memory_format=None) -> Tensor:
+    """resize_ to the_template's shape (a keeps its dtype)."""
+    if not isinstance(the_template, Tensor):
+        raise TypeError(f"resize_as_(): argument 'the_template' (position 1) must be Tensor, not "
+                        f"{type(the_template).__name__}")
+    return resize_(a, tuple(the_template._data.shape), memory_format=memory_format)
+
+
 attach(
-    put=put, put_=put_, msort=msort, split_with_sizes=split_with_sizes, new_empty_strided=new_empty_strided,
+    put=put, put_=put_, index_reduce=index_reduce, index_reduce_=index_reduce_, resize_=resize_,
+    resize_as_=resize_as_, msort=msort, split_with_sizes=split_with_sizes, new_empty_strided=new_empty_strided,
     absolute_=_inplace_method("abs"), acos_=_inplace_method("acos"), arccos_=_inplace_method("acos"),
     asin_=_inplace_method("asin"), arcsin_=_inplace_method("asin"), atan_=_inplace_method("atan"),
     arctan_=_inplace_method("atan"), atan2_=_inplace_method("atan2"), arctan2_=_inplace_method("atan2"),
@@ -413,10 +617,13 @@ attach(
     logical_or_=_inplace_predicate("logical_or", "LogicalOrBackward0"),
     logical_xor_=_inplace_predicate("logical_xor", "LogicalXorBackward0"),
     logical_not_=_inplace_predicate("logical_not", "LogicalNotBackward0"),
-    squeeze_=_inplace_view("squeeze"), unsqueeze_=_inplace_view("unsqueeze"), t_=_inplace_view("t"),
-    transpose_=_inplace_view("transpose"), swapaxes_=_inplace_view("transpose"),
-    swapdims_=_inplace_view("transpose"),
-    positive=positive, is_signed=is_signed, storage_offset=storage_offset, is_nonzero=is_nonzero,
+    squeeze_=_inplace_view("squeeze", _squeeze_node),
+    unsqueeze_=_inplace_view("unsqueeze", lambda args: "UnsqueezeBackward1"),
+    t_=_inplace_view("t", lambda args: "TBackward1"),
+    transpose_=_inplace_view("transpose", lambda args: "TransposeBackward1"),
+    swapaxes_=_inplace_view("transpose", lambda args: "TransposeBackward1"),
+    swapdims_=_inplace_view("transpose", lambda args: "TransposeBackward1"),
+    positive=positive, __pos__=positive, is_signed=is_signed, storage_offset=storage_offset, is_nonzero=is_nonzero,
     is_same_size=is_same_size, as_strided=as_strided, unfold=unfold, fill_diagonal_=fill_diagonal_,
     frexp=frexp, ldexp=ldexp, random_=random_, cauchy_=cauchy_, log_normal_=log_normal_, geometric_=geometric_,
     exponential_=exponential_, bernoulli=_bernoulli, multinomial=_multinomial,
@@ -426,4 +633,5 @@ attach(
     layout=property(lambda a: strided, doc="The memory layout (always tinytorch.strided)."),
 )
 
-__all__ = ["as_strided", "frexp", "ldexp", "positive", "is_nonzero", "is_same_size", "msort", "layout", "strided"]
+__all__ = ["index_reduce", "as_strided", "frexp", "ldexp", "positive", "is_nonzero", "is_same_size", "msort", "layout",
+           "strided"]

@@ -9,7 +9,7 @@ import warnings
 
 import numpy as np
 
-from .._dtype import bool_
+from .._tensor_str import set_printoptions
 from .._tensor import Tensor, _wrap, _wrap_dim
 from .conv import conv1d, conv2d, conv_transpose1d, conv_transpose2d
 from .ctc import ctc_loss as _ctc_loss
@@ -25,7 +25,7 @@ from .normalization import (batch_norm as _batch_norm, group_norm as _group_norm
                             rms_norm)
 from .pooling import (adaptive_avg_pool1d, adaptive_max_pool1d_with_indices, avg_pool1d, max_pool1d,
                       max_pool1d_with_indices, max_pool2d)
-from .tensor_methods import is_nonzero, is_same_size, is_signed, msort, split_with_sizes
+from .tensor_methods import index_reduce, is_nonzero, is_same_size, is_signed, msort, split_with_sizes
 from .upsampling import pixel_shuffle, pixel_unshuffle
 
 # ------------------------------------------------------------------ torch.X_(input, ...): the Tensor method X_
@@ -35,7 +35,7 @@ _INPLACE = ("abs_", "acos_", "acosh_", "arccos_", "arccosh_", "arcsin_", "arcsin
             "deg2rad_", "erf_", "erfc_", "exp2_", "exp_", "expm1_", "fix_", "floor_", "frac_", "gcd_", "i0_", "lcm_",
             "log10_", "log1p_", "log2_", "log_", "logit_", "nan_to_num_", "neg_", "negative_", "rad2deg_",
             "reciprocal_", "relu_", "round_", "rsqrt_", "sigmoid_", "sin_", "sinc_", "sinh_", "sqrt_", "square_",
-            "tan_", "tanh_", "trunc_", "xlogy_", "index_put_", "detach_")
+            "tan_", "tanh_", "trunc_", "xlogy_", "index_put_", "detach_", "resize_as_")
 
 
 def _method_call(name: str):
@@ -56,19 +56,32 @@ def detach(input: Tensor) -> Tensor:
 
 # ------------------------------------------------------------------ dropout, with PyTorch's positional `train`
 
+def _check_p(p: float) -> None:
+    # aten's check: a RuntimeError, where F.dropout raises ValueError
+    if not 0.0 <= p <= 1.0:
+        raise RuntimeError(f"dropout probability has to be between 0 and 1, but got {p}")
+
+
 def dropout(input: Tensor, p: float, train: bool) -> Tensor:
     """Elementwise dropout (torch.dropout: train is required and positional)."""
+    _check_p(p)
     return _dropout(input, p, train)
 
 
 def dropout_(input: Tensor, p: float, train: bool) -> Tensor:
     """In-place dropout."""
+    _check_p(p)
     return _dropout(input, p, train, True)
 
 
-def _check_feature(input: Tensor) -> None:
+def _feature_applies(input: Tensor, p: float, train: bool) -> bool:
+    """Whether channel dropout changes input, checked in aten's order: p, then train/p == 0/empty, then the rank."""
+    _check_p(p)
+    if p == 0.0 or not train or input._data.size == 0:
+        return False
     if input._data.ndim < 2:
         raise RuntimeError("Feature dropout requires at least 2 dimensions in the input")
+    return True
 
 
 def _feature_mask(input: Tensor, p: float) -> Tensor:
@@ -80,27 +93,27 @@ def _feature_mask(input: Tensor, p: float) -> Tensor:
 
 def feature_dropout(input: Tensor, p: float, train: bool) -> Tensor:
     """Dropout of whole channels (dim 1) of an (N, C, *) input."""
-    _check_feature(input)
-    if not train or p == 0.0:
+    if not _feature_applies(input, p, train):
         return input
     return input * _feature_mask(input, p)
 
 
 def feature_dropout_(input: Tensor, p: float, train: bool) -> Tensor:
     """In-place channel dropout."""
-    _check_feature(input)
-    if not train or p == 0.0:
+    if not _feature_applies(input, p, train):
         return input
     return input.mul_(_feature_mask(input, p))
 
 
 def alpha_dropout(input: Tensor, p: float, train: bool) -> Tensor:
     """Alpha dropout (keeps SELU's mean and variance)."""
+    _check_p(p)
     return _alpha_dropout(input, p, train)
 
 
 def alpha_dropout_(input: Tensor, p: float, train: bool) -> Tensor:
     """In-place alpha dropout."""
+    _check_p(p)
     return _alpha_dropout(input, p, train, True)
 
 
@@ -109,10 +122,7 @@ _SELU_NEG = -1.6732632423543772848170429916717 * 1.05070098735548049341933498529
 
 def _feature_alpha(input: Tensor, p: float, train: bool) -> Tensor | None:
     """Alpha dropout of whole channels; None when it leaves input unchanged."""
-    _check_feature(input)
-    if p < 0.0 or p > 1.0:
-        raise ValueError(f"dropout probability has to be between 0 and 1, but got {p}")
-    if not train or p == 0.0:
+    if not _feature_applies(input, p, train):
         return None
     if p == 1.0:
         return input * 0.0
@@ -134,15 +144,25 @@ def feature_alpha_dropout_(input: Tensor, p: float, train: bool) -> Tensor:
 
 
 def native_dropout(input: Tensor, p: float, train: bool | None):
-    """(output, bool keep mask): dropout that also hands back which elements it kept."""
-    from .._creation import _generator_for, ones_like
-    if not train:
-        return input.clone(), ones_like(input, dtype=bool_)
-    u = _generator_for(input.device, None).random(input._data.shape, dtype=np.float32)
-    keep = u >= p
-    scale = 0.0 if p >= 1.0 else 1.0 / (1.0 - p)
-    xp_keep = keep if type(input._data) is np.ndarray else _to_device(keep, input)
-    return input * _wrap((xp_keep * scale).astype(input._data.dtype)), _wrap(xp_keep)
+    """(output, bool keep mask): dropout that also hands back which elements it kept; train=None means training.
+    Out of training the output is a copy of input and the mask all True."""
+    from .._creation import _generator_for
+    from ._common import needs_grad, record
+    x = input._data
+    if train is None or train:
+        if not 0.0 <= 1.0 - p <= 1.0:
+            raise RuntimeError(f"bernoulli_ expects p to be in [0, 1], but got p={1.0 - p}")
+        keep = _generator_for(input.device, None).random(x.shape, dtype=np.float32) >= p
+        keep = _to_device(keep, input)
+        scale = 0.0 if p >= 1.0 else 1.0 / (1.0 - p)
+    else:
+        keep = _to_device(np.ones(x.shape, dtype=np.bool_), input)
+        scale = 1.0
+    out = _wrap((x * keep * scale).astype(x.dtype, copy=False))
+    if needs_grad(input):
+        mask = _wrap(keep)
+        record("NativeDropoutBackward0", lambda g: g * mask * scale, out, (input,))
+    return out, _wrap(keep)
 
 
 def _to_device(array, like: Tensor):
@@ -218,68 +238,75 @@ def constant_pad_nd(input: Tensor, pad, value: float = 0) -> Tensor:
 
 # ------------------------------------------------------------------ losses: torch.* takes reduction as an int enum
 
-_REDUCTIONS = {0: "none", 1: "mean", 2: "sum"}
+# The torch.* loss bindings declare `int reduction=Mean`, but PyTorch's argument parser reads that default as 0:
+# called without reduction they do not reduce. Any int other than 1 (mean) and 2 (sum) also leaves the loss unreduced.
+_UNREDUCED = 0
 
 
-def _reduction(r: int) -> str:
-    if isinstance(r, bool) or not isinstance(r, (int, np.integer)) or int(r) not in _REDUCTIONS:
-        raise ValueError(f"{r} is not a valid value for reduction (0: none, 1: mean, 2: sum)")
-    return _REDUCTIONS[int(r)]
+def _reduction(r: int, op: str) -> str:
+    if isinstance(r, bool) or not isinstance(r, (int, np.integer)):
+        raise TypeError(f"{op}(): argument 'reduction' must be int, not {type(r).__name__}")
+    return {1: "mean", 2: "sum"}.get(int(r), "none")
 
 
-def _reduce(loss: Tensor, reduction: int) -> Tensor:
-    r = _reduction(reduction)
+def _reduce(loss: Tensor, reduction: int, op: str) -> Tensor:
+    r = _reduction(reduction, op)
     return loss.mean() if r == "mean" else loss.sum() if r == "sum" else loss
 
 
 def binary_cross_entropy_with_logits(input: Tensor, target: Tensor, weight: Tensor | None = None,
-                                     pos_weight: Tensor | None = None, reduction: int = 1) -> Tensor:
+                                     pos_weight: Tensor | None = None, reduction: int = _UNREDUCED) -> Tensor:
     """F.binary_cross_entropy_with_logits with aten's arguments (reduction 0/1/2)."""
-    return _bce_with_logits(input, target, weight, reduction=_reduction(reduction), pos_weight=pos_weight)
+    r = _reduction(reduction, "binary_cross_entropy_with_logits")
+    return _bce_with_logits(input, target, weight, reduction=r, pos_weight=pos_weight)
 
 
 def cosine_embedding_loss(input1: Tensor, input2: Tensor, target: Tensor, margin: float = 0.0,
-                          reduction: int = 1) -> Tensor:
+                          reduction: int = _UNREDUCED) -> Tensor:
     """F.cosine_embedding_loss with reduction 0/1/2."""
-    return _cosine_embedding_loss(input1, input2, target, margin, reduction=_reduction(reduction))
+    r = _reduction(reduction, "cosine_embedding_loss")
+    return _cosine_embedding_loss(input1, input2, target, margin, reduction=r)
 
 
 def ctc_loss(log_probs: Tensor, targets: Tensor, input_lengths, target_lengths, blank: int = 0,
-             reduction: int = 1, zero_infinity: bool = False) -> Tensor:
+             reduction: int = _UNREDUCED, zero_infinity: bool = False) -> Tensor:
     """F.ctc_loss with reduction 0/1/2."""
-    return _ctc_loss(log_probs, targets, input_lengths, target_lengths, blank, _reduction(reduction), zero_infinity)
+    r = _reduction(reduction, "ctc_loss")
+    return _ctc_loss(log_probs, targets, input_lengths, target_lengths, blank, r, zero_infinity)
 
 
-def hinge_embedding_loss(input: Tensor, target: Tensor, margin: float = 1.0, reduction: int = 1) -> Tensor:
+def hinge_embedding_loss(input: Tensor, target: Tensor, margin: float = 1.0, reduction: int = _UNREDUCED) -> Tensor:
     """F.hinge_embedding_loss with reduction 0/1/2."""
-    return _hinge_embedding_loss(input, target, margin, reduction=_reduction(reduction))
+    return _hinge_embedding_loss(input, target, margin, reduction=_reduction(reduction, "hinge_embedding_loss"))
 
 
-def kl_div(input: Tensor, target: Tensor, reduction: int = 1, *, log_target: bool = False) -> Tensor:
-    """Pointwise KL divergence target * (log target - input); reduction 1 is the plain elementwise mean."""
+def kl_div(input: Tensor, target: Tensor, reduction: int = _UNREDUCED, *, log_target: bool = False) -> Tensor:
+    """Pointwise KL divergence target * (log target - input); reduction 1 is the plain elementwise mean, 2 the sum."""
     if log_target:
         loss = target.exp() * (target - input)
     else:
         loss = target.xlogy(target) - target * input
-    return _reduce(loss, reduction)
+    return _reduce(loss, reduction, "kl_div")
 
 
 def margin_ranking_loss(input1: Tensor, input2: Tensor, target: Tensor, margin: float = 0.0,
-                        reduction: int = 1) -> Tensor:
+                        reduction: int = _UNREDUCED) -> Tensor:
     """F.margin_ranking_loss with reduction 0/1/2."""
-    return _margin_ranking_loss(input1, input2, target, margin, reduction=_reduction(reduction))
+    return _margin_ranking_loss(input1, input2, target, margin, reduction=_reduction(reduction, "margin_ranking_loss"))
 
 
 def poisson_nll_loss(input: Tensor, target: Tensor, log_input: bool, full: bool, eps: float,
                      reduction: int) -> Tensor:
     """F.poisson_nll_loss with every argument required and reduction 0/1/2."""
-    return _poisson_nll_loss(input, target, log_input, full, eps=eps, reduction=_reduction(reduction))
+    r = _reduction(reduction, "poisson_nll_loss")
+    return _poisson_nll_loss(input, target, log_input, full, eps=eps, reduction=r)
 
 
 def triplet_margin_loss(anchor: Tensor, positive: Tensor, negative: Tensor, margin: float = 1.0, p: float = 2,
-                        eps: float = 1e-6, swap: bool = False, reduction: int = 1) -> Tensor:
+                        eps: float = 1e-6, swap: bool = False, reduction: int = _UNREDUCED) -> Tensor:
     """F.triplet_margin_loss with reduction 0/1/2."""
-    return _triplet_margin_loss(anchor, positive, negative, margin, p, eps, swap, reduction=_reduction(reduction))
+    r = _reduction(reduction, "triplet_margin_loss")
+    return _triplet_margin_loss(anchor, positive, negative, margin, p, eps, swap, reduction=r)
 
 
 # ------------------------------------------------------------------ functional RNN cells
@@ -440,21 +467,33 @@ def gradient(input: Tensor, *, spacing=1, dim=None, edge_order: int = 1) -> tupl
 
 # ------------------------------------------------------------------ small utilities
 
-def unravel_index(indices, shape) -> tuple:
-    """The multi-dimensional coordinates (int64 tensors) of flat indices into shape; out-of-range and negative
-    indices wrap modulo each size, as in PyTorch."""
+def unravel_index(indices: Tensor, shape) -> tuple:
+    """The multi-dimensional coordinates (int64 tensors shaped like indices) of flat indices into shape; out-of-range
+    and negative indices wrap modulo each size, as in PyTorch."""
     from .._creation import tensor as make_tensor
     idx = indices if isinstance(indices, Tensor) else make_tensor(indices)
     if idx._data.dtype.kind not in "iu":
         raise TypeError(f"expected 'indices' to be integer dtype, but got {idx.dtype}")
-    sizes = (int(shape),) if isinstance(shape, (int, np.integer)) else tuple(int(s) for s in shape)
+    if isinstance(shape, (int, np.integer)):
+        sizes = (int(shape),)
+    elif isinstance(shape, (tuple, list)):
+        for s in shape:
+            if isinstance(s, bool) or not isinstance(s, (int, np.integer)):
+                raise TypeError(f"expected 'shape' sequence to only contain ints, but got {type(s)}")
+        sizes = tuple(int(s) for s in shape)
+    else:
+        raise TypeError(f"expected 'shape' to be int or sequence of ints, but got {type(shape)}")
     if any(s < 0 for s in sizes):
-        raise ValueError("'shape' cannot have negative values, but got " + str(tuple(sizes)))
-    rest = idx._data.astype(np.int64)
-    coords = []
+        raise ValueError(f"'shape' cannot have negative values, but got {sizes}")
+    if 0 in sizes:
+        raise RuntimeError(f"ZeroDivisionError: no flat index falls inside shape {sizes}, which has a zero size")
+    x = idx._data
+    flat = x.astype(np.int64)
+    xp = np if type(x) is np.ndarray else x.__array_namespace__()
+    coords, stride = [], 1
     for size in reversed(sizes):
-        coords.append(rest % size if size else rest * 0)
-        rest = rest // size if size else rest
+        coords.append(xp.asarray(flat // stride % size))
+        stride *= size
     return tuple(_wrap(c) for c in reversed(coords))
 
 
@@ -476,7 +515,7 @@ def range(start=0, end=None, step=1, *, out=None, dtype=None, layout=None, devic
     if step == 0:
         raise RuntimeError("step must be nonzero")
     if (step > 0 and start > end) or (step < 0 and start < end):
-        raise RuntimeError("upper bound and larger bound inconsistent with step sign")
+        raise RuntimeError("upper bound and lower bound inconsistent with step sign")
     from .._creation import tensor as make_tensor
     from .._dtype import get_default_dtype
     n = int(math.floor((end - start) / step)) + 1
@@ -577,29 +616,6 @@ def binomial(count: Tensor, prob: Tensor, generator=None) -> Tensor:
     return _wrap(_to_device(np.asarray(sample).astype(prob._data.dtype), prob))
 
 
-_PROFILES = {"default": (4, 1000, 3, 80), "short": (2, 1000, 2, 80), "full": (4, math.inf, 3, 80)}
-
-
-def set_printoptions(precision: int | None = None, threshold: float | None = None, edgeitems: int | None = None,
-                     linewidth: int | None = None, profile: str | None = None, sci_mode: bool | None = None) -> None:
-    """Set how tensors print: digits after the point, the element count past which output is summarised, the
-    items kept at each edge when summarised, characters per line; profile sets all four at once."""
-    from .. import _tensor_str as ts
-    if profile is not None:
-        ts.PRECISION, ts.THRESHOLD, ts.EDGEITEMS, ts.LINEWIDTH = _PROFILES[profile]
-    if precision is not None:
-        ts.PRECISION = precision
-    if threshold is not None:
-        ts.THRESHOLD = threshold
-    if edgeitems is not None:
-        ts.EDGEITEMS = edgeitems
-    if linewidth is not None:
-        ts.LINEWIDTH = linewidth
-    if sci_mode is not None:
-        warnings.warn("set_printoptions: sci_mode is not supported by tinytorch's printer and is ignored",
-                      stacklevel=2)
-
-
 def typename(obj, /) -> str:
     """The type name of obj: a tensor's type() string, else module.qualname (bare for builtins)."""
     if isinstance(obj, Tensor):
@@ -623,7 +639,7 @@ def nuclear_norm(input: Tensor, dim=None, keepdim: bool = False) -> Tensor:
     return linalg.matrix_norm(input, "nuc", dim=(-2, -1) if dim is None else tuple(dim), keepdim=keepdim)
 
 
-def frobenius_norm(input: Tensor, dim=(-2, -1), keepdim: bool = False) -> Tensor:
+def frobenius_norm(input: Tensor, dim, keepdim: bool = False) -> Tensor:
     """The square root of the sum of squares over dims dim."""
     from .. import linalg
     return linalg.vector_norm(input, 2, dim=dim, keepdim=keepdim)
@@ -643,12 +659,13 @@ def ger(input: Tensor, vec2: Tensor) -> Tensor:
 
 # ------------------------------------------------------------------ scatters of a tensor into a view of a copy
 
-def _scatter_into(input: Tensor, src: Tensor, key, part: Tensor, what: str, src_dim: int | None = None) -> Tensor:
+def _scatter_into(input: Tensor, src: Tensor, key, part: Tensor, src_dim: int | None = None) -> Tensor:
     """A copy of input whose part input[key] is replaced by src (differentiable in both). src_dim moves src's last
     dim there first (where NumPy puts the dim of adjacent advanced indices)."""
     if tuple(src._data.shape) != tuple(part._data.shape):
-        raise RuntimeError(f"expected src to have a size equal to the {what} of self. src size = "
-                           f"{list(src._data.shape)}, {what} size = {list(part._data.shape)}")
+        # PyTorch says "slice" for select_scatter and diagonal_scatter too
+        raise RuntimeError(f"expected src to have a size equal to the slice of self. src size = "
+                           f"{list(src._data.shape)}, slice size = {list(part._data.shape)}")
     out = input.clone()
     out[key] = src if src_dim is None else src.movedim(-1, src_dim)
     return out
@@ -657,7 +674,7 @@ def _scatter_into(input: Tensor, src: Tensor, key, part: Tensor, what: str, src_
 def select_scatter(input: Tensor, src: Tensor, dim: int, index: int) -> Tensor:
     """input with input.select(dim, index) replaced by src."""
     d = _wrap_dim(dim, input._data.ndim)
-    return _scatter_into(input, src, (slice(None),) * d + (index,), input.select(d, index), "slice")
+    return _scatter_into(input, src, (slice(None),) * d + (index,), input.select(d, index))
 
 
 def slice_scatter(input: Tensor, src: Tensor, dim: int = 0, start: int | None = None, end: int | None = None,
@@ -665,7 +682,7 @@ def slice_scatter(input: Tensor, src: Tensor, dim: int = 0, start: int | None = 
     """input with input[..., start:end:step, ...] (on dim) replaced by src."""
     d = _wrap_dim(dim, input._data.ndim)
     key = (slice(None),) * d + (slice(start, end, step),)
-    return _scatter_into(input, src, key, input[key], "slice")
+    return _scatter_into(input, src, key, input[key])
 
 
 def diagonal_scatter(input: Tensor, src: Tensor, offset: int = 0, dim1: int = 0, dim2: int = 1) -> Tensor:
@@ -678,7 +695,7 @@ def diagonal_scatter(input: Tensor, src: Tensor, offset: int = 0, dim1: int = 0,
     key[d1], key[d2] = _wrap(k + max(-offset, 0)), _wrap(k + max(offset, 0))
     # NumPy keeps adjacent advanced indices' dim in place and moves separated ones to the front.
     src_dim = min(d1, d2) if abs(d1 - d2) == 1 else 0
-    return _scatter_into(input, src, tuple(key), part, "diagonal", src_dim)
+    return _scatter_into(input, src, tuple(key), part, src_dim)
 
 
 __all__ = list(_INPLACE) + [
@@ -692,6 +709,6 @@ __all__ = list(_INPLACE) + [
     "gru_cell", "trapezoid", "trapz", "cumulative_trapezoid", "gradient", "unravel_index", "scalar_tensor", "range",
     "get_num_interop_threads", "set_num_interop_threads", "is_inference", "is_nonzero", "is_same_size", "is_signed",
     "frombuffer", "to_dlpack", "from_dlpack", "poisson", "binomial", "set_printoptions", "typename", "nuclear_norm",
-    "frobenius_norm", "matrix_rank", "ger", "msort", "split_with_sizes", "select_scatter", "slice_scatter",
-    "diagonal_scatter",
+    "frobenius_norm", "matrix_rank", "ger", "index_reduce", "msort", "split_with_sizes", "select_scatter",
+    "slice_scatter", "diagonal_scatter",
 ]

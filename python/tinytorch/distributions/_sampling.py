@@ -16,30 +16,33 @@ def _rng():
     return _generator_for(CPU, None)
 
 
+def _as(x, like: Tensor) -> Tensor:
+    # NumPy returns a scalar (not a 0-d array) for a 0-d parameter; the tensor needs an array
+    return _wrap(move(np.asarray(x).astype(like._data.dtype), like.device))
+
+
 def standard_gamma(concentration: Tensor) -> Tensor:
     """Gamma(concentration, 1) samples of concentration's shape; differentiable in concentration."""
     alpha = host(concentration)
     x = _rng().standard_gamma(alpha)
-    x = np.maximum(x, np.finfo(concentration._data.dtype).tiny)  # a zero sample would have no log density
-    out = _wrap(move(x.astype(concentration._data.dtype), concentration.device))
+    x = np.maximum(np.asarray(x), np.finfo(concentration._data.dtype).tiny)  # a zero sample would have no log density
+    out = _as(x, concentration)
     if needs_grad(concentration):
         def standard_gamma_backward(g):
-            return g * _wrap(move(standard_gamma_grad(x, alpha).astype(concentration._data.dtype),
-                                  concentration.device))
+            return g * _as(standard_gamma_grad(x, alpha), concentration)
         record("StandardGammaBackward0", standard_gamma_backward, out, (concentration,))
     return out
 
 
 def poisson(rate: Tensor) -> Tensor:
     """Poisson(rate) counts, in rate's dtype (torch.poisson)."""
-    return _wrap(move(_rng().poisson(host(rate)).astype(rate._data.dtype), rate.device))
+    return _as(_rng().poisson(host(rate)), rate)
 
 
 def binomial(total_count: Tensor, probs: Tensor) -> Tensor:
     """Binomial(total_count, probs) counts, in probs' dtype (torch.binomial)."""
     n = host(total_count).astype(np.int64)
-    return _wrap(move(_rng().binomial(n, np.clip(host(probs), 0.0, 1.0)).astype(probs._data.dtype),
-                      probs.device))
+    return _as(_rng().binomial(n, np.clip(host(probs), 0.0, 1.0)), probs)
 
 
 def categorical(probs: Tensor, sample_shape: tuple) -> Tensor:
@@ -49,4 +52,32 @@ def categorical(probs: Tensor, sample_shape: tuple) -> Tensor:
     cdf = np.cumsum(p, axis=-1)
     u = _rng().random(tuple(sample_shape) + p.shape[:-1]) * cdf[..., -1]
     idx = (cdf <= u[..., None]).sum(-1)
-    return _wrap(move(np.minimum(idx, p.shape[-1] - 1).astype(np.int64), probs.device))
+    return _wrap(move(np.asarray(np.minimum(idx, p.shape[-1] - 1), dtype=np.int64), probs.device))
+
+
+def von_mises(loc: Tensor, concentration: Tensor, shape: tuple) -> Tensor:
+    """VonMises(loc, concentration) angles in [-pi, pi) of the given shape, by Best and Fisher's (1979) wrapped
+    Cauchy rejection sampler, run in float64 for every point at once until all are accepted."""
+    kappa = np.broadcast_to(host(concentration), shape)
+    mu = np.broadcast_to(host(loc), shape)
+    rng = _rng()
+    tau = 1 + np.sqrt(1 + 4 * kappa ** 2)
+    rho = (tau - np.sqrt(2 * tau)) / (2 * kappa)
+    # small kappa: the proposal constant by its series, the closed form cancels catastrophically
+    r = np.where(kappa < 1e-5, 1 / kappa + kappa, (1 + rho ** 2) / (2 * rho))
+    x = np.empty(shape)
+    pending = np.ones(shape, dtype=bool)
+    while pending.any():
+        n = int(pending.sum())
+        u1, u2, u3 = rng.random(n), rng.random(n), rng.random(n)
+        rp, kp = r[pending], kappa[pending]
+        z = np.cos(np.pi * u1)
+        f = (1 + rp * z) / (rp + z)
+        c = kp * (rp - f)
+        accept = (c * (2 - c) > u2) | (np.log(c / u2) + 1 - c >= 0)
+        theta = np.sign(u3 - 0.5) * np.arccos(f)
+        idx = np.flatnonzero(pending)[accept]
+        x.flat[idx] = theta[accept]
+        pending.flat[idx] = False
+    x = np.mod(x + mu + np.pi, 2 * np.pi) - np.pi
+    return _as(x, loc)

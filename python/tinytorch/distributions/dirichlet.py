@@ -54,9 +54,10 @@ class Dirichlet(ExponentialFamily):
     def mode(self) -> Tensor:
         concentrationm1 = (self.concentration - 1).clamp(min=0.0)
         mode = concentrationm1 / concentrationm1.sum(-1, True)
-        # every concentration below 1: the density peaks at a vertex, the one of the largest concentration
+        # every concentration below 1: the density is unbounded at every vertex; PyTorch reports the first one
+        # (the argmax of the all-zero clamped concentrations)
         mask = (self.concentration < 1).all(-1, keepdim=True)
-        vertex = tinytorch.nn.functional.one_hot(self.concentration.argmax(-1), self.concentration.shape[-1])
+        vertex = tinytorch.nn.functional.one_hot(concentrationm1.argmax(-1), self.concentration.shape[-1])
         return tinytorch.where(mask, vertex.to(mode.dtype), mode)
 
     @property

@@ -11,10 +11,13 @@ import tinytorch
 from .._tensor import Tensor
 from ..nn.functional import softplus
 from . import constraints
-from .utils import _sum_rightmost, finfo, lazy_property
+from .utils import _sum_rightmost, broadcast_all, finfo, lazy_property, tril_matrix_to_vec, vec_to_tril_matrix
 
-__all__ = ["AffineTransform", "ComposeTransform", "ExpTransform", "IndependentTransform", "SigmoidTransform",
-           "TanhTransform", "Transform", "identity_transform"]
+__all__ = ["AbsTransform", "AffineTransform", "CatTransform", "ComposeTransform", "CorrCholeskyTransform",
+           "CumulativeDistributionTransform", "ExpTransform", "IndependentTransform", "LowerCholeskyTransform",
+           "PositiveDefiniteTransform", "PowerTransform", "ReshapeTransform", "SigmoidTransform", "SoftmaxTransform",
+           "SoftplusTransform", "StackTransform", "StickBreakingTransform", "TanhTransform", "Transform",
+           "identity_transform"]
 
 
 class Transform:
@@ -454,3 +457,456 @@ class AffineTransform(Transform):
 
     def inverse_shape(self, shape):
         return self.forward_shape(shape)
+
+
+class AbsTransform(Transform):
+    """y = |x| (not bijective: the inverse returns the non-negative preimage)."""
+
+    domain = constraints.real
+    codomain = constraints.positive
+
+    def __eq__(self, other) -> bool:
+        return isinstance(other, AbsTransform)
+
+    def _call(self, x):
+        return x.abs()
+
+    def _inverse(self, y):
+        return y
+
+
+class PowerTransform(Transform):
+    """y = x ** exponent on the positive reals."""
+
+    domain = constraints.positive
+    codomain = constraints.positive
+    bijective = True
+
+    def __init__(self, exponent, cache_size: int = 0) -> None:
+        super().__init__(cache_size=cache_size)
+        (self.exponent,) = broadcast_all(exponent)
+
+    def with_cache(self, cache_size: int = 1) -> Transform:
+        if self._cache_size == cache_size:
+            return self
+        return PowerTransform(self.exponent, cache_size=cache_size)
+
+    @lazy_property
+    def sign(self):
+        return self.exponent.sign()
+
+    def __eq__(self, other) -> bool:
+        if not isinstance(other, PowerTransform):
+            return False
+        return bool(self.exponent.eq(other.exponent).all())
+
+    def _call(self, x):
+        return x.pow(self.exponent)
+
+    def _inverse(self, y):
+        return y.pow(1 / self.exponent)
+
+    def log_abs_det_jacobian(self, x, y):
+        return (self.exponent * y / x).abs().log()
+
+    def forward_shape(self, shape):
+        return tinytorch.broadcast_shapes(shape, getattr(self.exponent, "shape", ()))
+
+    def inverse_shape(self, shape):
+        return tinytorch.broadcast_shapes(shape, getattr(self.exponent, "shape", ()))
+
+
+class SoftplusTransform(Transform):
+    """y = log(1 + exp(x)); the inverse is x = y + log(-expm1(-y))."""
+
+    domain = constraints.real
+    codomain = constraints.positive
+    bijective = True
+    sign = +1
+
+    def __eq__(self, other) -> bool:
+        return isinstance(other, SoftplusTransform)
+
+    def _call(self, x):
+        return softplus(x)
+
+    def _inverse(self, y):
+        return (-y).expm1().neg().log() + y
+
+    def log_abs_det_jacobian(self, x, y):
+        return -softplus(-x)
+
+
+class SoftmaxTransform(Transform):
+    """Unconstrained vectors to the simplex by exp and normalization (not bijective: the inverse is log)."""
+
+    domain = constraints.real_vector
+    codomain = constraints.simplex
+
+    def __eq__(self, other) -> bool:
+        return isinstance(other, SoftmaxTransform)
+
+    def _call(self, x):
+        probs = (x - x.max(-1, True)[0]).exp()
+        return probs / probs.sum(-1, True)
+
+    def _inverse(self, y):
+        return y.log()
+
+    def forward_shape(self, shape):
+        if len(shape) < 1:
+            raise ValueError("Too few dimensions on input")
+        return shape
+
+    def inverse_shape(self, shape):
+        if len(shape) < 1:
+            raise ValueError("Too few dimensions on input")
+        return shape
+
+
+class StickBreakingTransform(Transform):
+    """R^(K-1) to the K-simplex by stick breaking: the k-th coordinate takes a sigmoid fraction (offset so that
+    zero maps to the centre) of what the first k left. Bijective, with a triangular Jacobian."""
+
+    domain = constraints.real_vector
+    codomain = constraints.simplex
+    bijective = True
+
+    def __eq__(self, other) -> bool:
+        return isinstance(other, StickBreakingTransform)
+
+    def _offset(self, n: int, like: Tensor) -> Tensor:
+        return (n - tinytorch.arange(n, dtype=like.dtype, device=like.device)).log()
+
+    def _call(self, x):
+        z = _clipped_sigmoid(x - self._offset(x.shape[-1], x))
+        z_cumprod = (1 - z).cumprod(-1)
+        return tinytorch.nn.functional.pad(z, [0, 1], value=1) * tinytorch.nn.functional.pad(z_cumprod, [1, 0],
+                                                                                               value=1)
+
+    def _inverse(self, y):
+        y_crop = y[..., :-1]
+        sf = 1 - y_crop.cumsum(-1)
+        # the remaining stick may round to zero or below: keep the logit finite
+        sf = tinytorch.clamp(sf, min=float(finfo(y.dtype).tiny))
+        return y_crop.log() - sf.log() + self._offset(y_crop.shape[-1], y)
+
+    def log_abs_det_jacobian(self, x, y):
+        x = x - self._offset(x.shape[-1], x)
+        return (-x + tinytorch.nn.functional.logsigmoid(x) + y[..., :-1].log()).sum(-1)
+
+    def forward_shape(self, shape):
+        if len(shape) < 1:
+            raise ValueError("Too few dimensions on input")
+        return tuple(shape[:-1]) + (shape[-1] + 1,)
+
+    def inverse_shape(self, shape):
+        if len(shape) < 1:
+            raise ValueError("Too few dimensions on input")
+        return tuple(shape[:-1]) + (shape[-1] - 1,)
+
+
+class LowerCholeskyTransform(Transform):
+    """Unconstrained square matrices to lower-triangular ones with a positive (exponentiated) diagonal."""
+
+    domain = constraints.independent(constraints.real, 2)
+    codomain = constraints.lower_cholesky
+
+    def __eq__(self, other) -> bool:
+        return isinstance(other, LowerCholeskyTransform)
+
+    def _call(self, x):
+        return x.tril(-1) + x.diagonal(dim1=-2, dim2=-1).exp().diag_embed()
+
+    def _inverse(self, y):
+        return y.tril(-1) + y.diagonal(dim1=-2, dim2=-1).log().diag_embed()
+
+
+class ReshapeTransform(Transform):
+    """Reshape the rightmost dims from in_shape to out_shape (same number of elements)."""
+
+    bijective = True
+
+    def __init__(self, in_shape, out_shape, cache_size: int = 0) -> None:
+        self.in_shape = tinytorch.Size(in_shape)
+        self.out_shape = tinytorch.Size(out_shape)
+        if self.in_shape.numel() != self.out_shape.numel():
+            raise ValueError("in_shape, out_shape have different numbers of elements")
+        super().__init__(cache_size=cache_size)
+
+    @constraints.dependent_property
+    def domain(self):
+        return constraints.independent(constraints.real, len(self.in_shape))
+
+    @constraints.dependent_property
+    def codomain(self):
+        return constraints.independent(constraints.real, len(self.out_shape))
+
+    def with_cache(self, cache_size: int = 1) -> Transform:
+        if self._cache_size == cache_size:
+            return self
+        return ReshapeTransform(self.in_shape, self.out_shape, cache_size=cache_size)
+
+    def _call(self, x):
+        batch_shape = x.shape[:x.dim() - len(self.in_shape)]
+        return x.reshape(tuple(batch_shape) + tuple(self.out_shape))
+
+    def _inverse(self, y):
+        batch_shape = y.shape[:y.dim() - len(self.out_shape)]
+        return y.reshape(tuple(batch_shape) + tuple(self.in_shape))
+
+    def log_abs_det_jacobian(self, x, y):
+        batch_shape = x.shape[:x.dim() - len(self.in_shape)]
+        return x.new_zeros(tuple(batch_shape))
+
+    def forward_shape(self, shape):
+        if len(shape) < len(self.in_shape):
+            raise ValueError("Too few dimensions on input")
+        cut = len(shape) - len(self.in_shape)
+        if tuple(shape[cut:]) != tuple(self.in_shape):
+            raise ValueError(f"Shape mismatch: expected {tuple(shape[cut:])} but got {tuple(self.in_shape)}")
+        return tuple(shape[:cut]) + tuple(self.out_shape)
+
+    def inverse_shape(self, shape):
+        if len(shape) < len(self.out_shape):
+            raise ValueError("Too few dimensions on input")
+        cut = len(shape) - len(self.out_shape)
+        if tuple(shape[cut:]) != tuple(self.out_shape):
+            raise ValueError(f"Shape mismatch: expected {tuple(shape[cut:])} but got {tuple(self.out_shape)}")
+        return tuple(shape[:cut]) + tuple(self.in_shape)
+
+
+class CumulativeDistributionTransform(Transform):
+    """y = F(x) for the cdf F of a univariate distribution: its support onto the unit interval."""
+
+    bijective = True
+    codomain = constraints.unit_interval
+    sign = +1
+
+    def __init__(self, distribution, cache_size: int = 0) -> None:
+        super().__init__(cache_size=cache_size)
+        self.distribution = distribution
+
+    @property
+    def domain(self):
+        return self.distribution.support
+
+    def with_cache(self, cache_size: int = 1) -> Transform:
+        if self._cache_size == cache_size:
+            return self
+        return type(self)(self.distribution, cache_size=cache_size)
+
+    def _call(self, x):
+        return self.distribution.cdf(x)
+
+    def _inverse(self, y):
+        return self.distribution.icdf(y)
+
+    def log_abs_det_jacobian(self, x, y):
+        return self.distribution.log_prob(x)
+
+
+class PositiveDefiniteTransform(Transform):
+    """Unconstrained square matrices to positive-definite ones: L L^T for L = LowerCholeskyTransform(x)."""
+
+    domain = constraints.independent(constraints.real, 2)
+    codomain = constraints.positive_definite
+
+    def __eq__(self, other) -> bool:
+        return isinstance(other, PositiveDefiniteTransform)
+
+    def _call(self, x):
+        x = LowerCholeskyTransform()(x)
+        return x @ x.mT
+
+    def _inverse(self, y):
+        y = tinytorch.linalg.cholesky(y)
+        return LowerCholeskyTransform().inv(y)
+
+
+class CorrCholeskyTransform(Transform):
+    """Unconstrained vectors of length D(D-1)/2 to Cholesky factors of D x D correlation matrices: tanh to
+    (-1, 1), then each row of the lower triangle scaled by stick breaking to unit norm, with a positive diagonal."""
+
+    domain = constraints.real_vector
+    codomain = constraints.corr_cholesky
+    bijective = True
+
+    def __eq__(self, other) -> bool:
+        return isinstance(other, CorrCholeskyTransform)
+
+    def _call(self, x):
+        x = tinytorch.tanh(x)
+        eps = float(finfo(x.dtype).eps)
+        x = x.clamp(min=-1 + eps, max=1 - eps)
+        r = vec_to_tril_matrix(x, diag=-1)
+        # each row keeps the part of the unit norm its earlier entries left over
+        z = r ** 2
+        z1m_cumprod_sqrt = (1 - z).sqrt().cumprod(-1)
+        r = r + tinytorch.eye(r.shape[-1], dtype=r.dtype, device=r.device)
+        return r * tinytorch.nn.functional.pad(z1m_cumprod_sqrt[..., :-1], [1, 0], value=1)
+
+    def _inverse(self, y):
+        y_cumsum = 1 - tinytorch.cumsum(y * y, dim=-1)
+        y_cumsum_shifted = tinytorch.nn.functional.pad(y_cumsum[..., :-1], [1, 0], value=1)
+        y_vec = tril_matrix_to_vec(y, diag=-1)
+        y_cumsum_vec = tril_matrix_to_vec(y_cumsum_shifted, diag=-1)
+        t = y_vec / y_cumsum_vec.sqrt()
+        return (t.log1p() - t.neg().log1p()).div(2)
+
+    def log_abs_det_jacobian(self, x, y, intermediates=None):
+        y1m_cumsum = 1 - (y * y).cumsum(dim=-1)
+        y1m_cumsum_tril = tril_matrix_to_vec(y1m_cumsum, diag=-2)
+        stick_breaking_logdet = 0.5 * (y1m_cumsum_tril).log().sum(-1)
+        tanh_logdet = -2 * (x + softplus(-2 * x) - math.log(2.0)).sum(dim=-1)
+        return stick_breaking_logdet + tanh_logdet
+
+    def forward_shape(self, shape):
+        if len(shape) < 1:
+            raise ValueError("Too few dimensions on input")
+        N = shape[-1]
+        D = round((0.25 + 2 * N) ** 0.5 + 0.5)
+        if D * (D - 1) // 2 != N:
+            raise ValueError("Input is not a flattened lower-diagonal number")
+        return tuple(shape[:-1]) + (D, D)
+
+    def inverse_shape(self, shape):
+        if len(shape) < 2:
+            raise ValueError("Too few dimensions on input")
+        if shape[-2] != shape[-1]:
+            raise ValueError("Input is not square")
+        D = shape[-1]
+        return tuple(shape[:-2]) + (D * (D - 1) // 2,)
+
+
+class CatTransform(Transform):
+    """Apply transform k to the k-th piece (of length lengths[k]) of dim, and concatenate."""
+
+    def __init__(self, tseq, dim: int = 0, lengths=None, cache_size: int = 0) -> None:
+        if not all(isinstance(t, Transform) for t in tseq):
+            raise AssertionError("tseq must be a sequence of Transforms")
+        if cache_size:
+            tseq = [t.with_cache(cache_size) for t in tseq]
+        super().__init__(cache_size=cache_size)
+        self.transforms = list(tseq)
+        if lengths is None:
+            lengths = [1] * len(self.transforms)
+        self.lengths = list(lengths)
+        if len(self.lengths) != len(self.transforms):
+            raise AssertionError(f"lengths ({len(self.lengths)}) must match the transforms ({len(self.transforms)})")
+        self.dim = dim
+
+    @lazy_property
+    def event_dim(self) -> int:
+        return max(t.event_dim for t in self.transforms)
+
+    @lazy_property
+    def length(self) -> int:
+        return sum(self.lengths)
+
+    def with_cache(self, cache_size: int = 1) -> Transform:
+        if self._cache_size == cache_size:
+            return self
+        return CatTransform(self.transforms, self.dim, self.lengths, cache_size)
+
+    def _check(self, x) -> None:
+        if not -x.dim() <= self.dim < x.dim():
+            raise ValueError(f"dim {self.dim} is out of range for a tensor of {x.dim()} dims")
+        if x.size(self.dim) != self.length:
+            raise ValueError(f"expected size {self.length} along dim {self.dim}, got {x.size(self.dim)}")
+
+    def _map(self, x, inverse: bool):
+        self._check(x)
+        pieces, start = [], 0
+        for trans, length in zip(self.transforms, self.lengths):
+            piece = x.narrow(self.dim, start, length)
+            pieces.append(trans.inv(piece) if inverse else trans(piece))
+            start = start + length
+        return tinytorch.cat(pieces, dim=self.dim)
+
+    def _call(self, x):
+        return self._map(x, False)
+
+    def _inverse(self, y):
+        return self._map(y, True)
+
+    def log_abs_det_jacobian(self, x, y):
+        self._check(x)
+        logdetjacs, start = [], 0
+        for trans, length in zip(self.transforms, self.lengths):
+            logdetjac = trans.log_abs_det_jacobian(x.narrow(self.dim, start, length), y.narrow(self.dim, start, length))
+            if trans.event_dim < self.event_dim:
+                logdetjac = _sum_rightmost(logdetjac, self.event_dim - trans.event_dim)
+            logdetjacs.append(logdetjac)
+            start = start + length
+        # a cat dim inside the event was summed over: add the pieces; outside it, keep them side by side
+        dim = self.dim - x.dim() if self.dim >= 0 else self.dim
+        dim = dim + self.event_dim
+        if dim < 0:
+            return tinytorch.cat(logdetjacs, dim=dim)
+        return functools.reduce(operator.add, logdetjacs)
+
+    @property
+    def bijective(self) -> bool:
+        return all(t.bijective for t in self.transforms)
+
+    @constraints.dependent_property
+    def domain(self):
+        return constraints.cat([t.domain for t in self.transforms], self.dim, self.lengths)
+
+    @constraints.dependent_property
+    def codomain(self):
+        return constraints.cat([t.codomain for t in self.transforms], self.dim, self.lengths)
+
+
+class StackTransform(Transform):
+    """Apply transform k to index k of dim, and stack the results."""
+
+    def __init__(self, tseq, dim: int = 0, cache_size: int = 0) -> None:
+        if not all(isinstance(t, Transform) for t in tseq):
+            raise AssertionError("tseq must be a sequence of Transforms")
+        if cache_size:
+            tseq = [t.with_cache(cache_size) for t in tseq]
+        super().__init__(cache_size=cache_size)
+        self.transforms = list(tseq)
+        self.dim = dim
+
+    def with_cache(self, cache_size: int = 1) -> Transform:
+        if self._cache_size == cache_size:
+            return self
+        return StackTransform(self.transforms, self.dim, cache_size)
+
+    def _slice(self, z):
+        return [z.select(self.dim, i) for i in range(z.size(self.dim))]
+
+    def _check(self, x) -> None:
+        if not -x.dim() <= self.dim < x.dim():
+            raise ValueError(f"dim {self.dim} is out of range for a tensor of {x.dim()} dims")
+        if x.size(self.dim) != len(self.transforms):
+            raise ValueError(f"expected size {len(self.transforms)} along dim {self.dim}, got {x.size(self.dim)}")
+
+    def _call(self, x):
+        self._check(x)
+        return tinytorch.stack([t(xi) for xi, t in zip(self._slice(x), self.transforms)], dim=self.dim)
+
+    def _inverse(self, y):
+        self._check(y)
+        return tinytorch.stack([t.inv(yi) for yi, t in zip(self._slice(y), self.transforms)], dim=self.dim)
+
+    def log_abs_det_jacobian(self, x, y):
+        self._check(x)
+        self._check(y)
+        return tinytorch.stack([t.log_abs_det_jacobian(xi, yi) for xi, yi, t in
+                                zip(self._slice(x), self._slice(y), self.transforms)], dim=self.dim)
+
+    @property
+    def bijective(self) -> bool:
+        return all(t.bijective for t in self.transforms)
+
+    @constraints.dependent_property
+    def domain(self):
+        return constraints.stack([t.domain for t in self.transforms], self.dim)
+
+    @constraints.dependent_property
+    def codomain(self):
+        return constraints.stack([t.codomain for t in self.transforms], self.dim)

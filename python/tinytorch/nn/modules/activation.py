@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import warnings
 
+from ..._ops import activation as _activation
 from ..._tensor import Tensor
 from .. import functional as F
 from .dropout import _DropoutNd
@@ -409,7 +410,8 @@ class Hardtanh(Module):
             raise AssertionError(f"max_val ({self.max_val}) must be greater than min_val ({self.min_val})")
 
     def forward(self, input: Tensor) -> Tensor:
-        return F.hardtanh(input, self.min_val, self.max_val, self.inplace)
+        # activation.hardtanh rather than F's clamp-based one: no gradient at the bounds, as in PyTorch
+        return _activation.hardtanh(input, self.min_val, self.max_val, self.inplace)
 
     def extra_repr(self) -> str:
         return f"min_val={self.min_val}, max_val={self.max_val}{', inplace=True' if self.inplace else ''}"

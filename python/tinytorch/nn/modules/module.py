@@ -29,7 +29,7 @@ class _IncompatibleKeys(namedtuple("IncompatibleKeys", ["missing_keys", "unexpec
 
 
 def _typename(obj) -> str:
-    """PyTorch's torch.typename: 'tinytorch.FloatTensor' for tensors, the qualified class name otherwise."""
+    """PyTorch's torch.typename: 'torch.FloatTensor' for tensors, the qualified class name otherwise."""
     if isinstance(obj, Tensor):
         return obj.type()
     module = getattr(obj, "__module__", "") or ""

@@ -1,5 +1,5 @@
 """Pooling layers: MaxPool1d/2d/3d, AvgPool1d/2d/3d, AdaptiveAvgPool1d/2d/3d, AdaptiveMaxPool1d/2d/3d,
-MaxUnpool1d/2d/3d, LPPool1d/2d/3d, FractionalMaxPool2d."""
+MaxUnpool1d/2d/3d, LPPool1d/2d/3d, FractionalMaxPool2d/3d."""
 from __future__ import annotations
 
 from ..._ops import pooling as P
@@ -8,7 +8,8 @@ from .module import Module
 
 __all__ = ["MaxPool1d", "MaxPool2d", "MaxPool3d", "AvgPool1d", "AvgPool2d", "AvgPool3d", "AdaptiveAvgPool1d",
            "AdaptiveAvgPool2d", "AdaptiveAvgPool3d", "AdaptiveMaxPool1d", "AdaptiveMaxPool2d", "AdaptiveMaxPool3d",
-           "MaxUnpool1d", "MaxUnpool2d", "MaxUnpool3d", "LPPool1d", "LPPool2d", "LPPool3d", "FractionalMaxPool2d"]
+           "MaxUnpool1d", "MaxUnpool2d", "MaxUnpool3d", "LPPool1d", "LPPool2d", "LPPool3d", "FractionalMaxPool2d",
+           "FractionalMaxPool3d"]
 
 
 class _MaxPoolNd(Module):
@@ -251,25 +252,41 @@ class LPPool3d(_LPPoolNd):
         return P.lp_pool3d(input, float(self.norm_type), self.kernel_size, self.stride, self.ceil_mode)
 
 
-class FractionalMaxPool2d(Module):
-    """Max over kh x kw windows at pseudo-random increasing starts, to output_size or input size * output_ratio."""
+class _FractionalMaxPoolNd(Module):
     __constants__ = ["kernel_size", "return_indices", "output_size", "output_ratio"]
+    _nd = 2
 
     def __init__(self, kernel_size, output_size=None, output_ratio=None, return_indices: bool = False,
                  _random_samples=None) -> None:
         super().__init__()
-        self.kernel_size = _ntuple(kernel_size, 2)
+        n = self._nd
+        self.kernel_size = _ntuple(kernel_size, n)
         self.return_indices = return_indices
         self.register_buffer("_random_samples", _random_samples)
-        self.output_size = _ntuple(output_size, 2) if output_size is not None else None
-        self.output_ratio = _ntuple(output_ratio, 2) if output_ratio is not None else None
+        self.output_size = _ntuple(output_size, n) if output_size is not None else None
+        self.output_ratio = _ntuple(output_ratio, n) if output_ratio is not None else None
         if output_size is None and output_ratio is None:
-            raise ValueError("FractionalMaxPool2d requires specifying either an output size, or a pooling ratio")
+            raise ValueError(f"{type(self).__name__} requires specifying either an output size, or a pooling ratio")
         if output_size is not None and output_ratio is not None:
             raise ValueError("only one of output_size and output_ratio may be specified")
-        if self.output_ratio is not None and not (0 < self.output_ratio[0] < 1 and 0 < self.output_ratio[1] < 1):
+        if self.output_ratio is not None and not all(0 < r < 1 for r in self.output_ratio):
             raise ValueError(f"output_ratio must be between 0 and 1 (got {output_ratio})")
+
+
+class FractionalMaxPool2d(_FractionalMaxPoolNd):
+    """Max over kh x kw windows at pseudo-random increasing starts, to output_size or input size * output_ratio."""
+    _nd = 2
 
     def forward(self, input: Tensor):
         return P.fractional_max_pool2d(input, self.kernel_size, self.output_size, self.output_ratio,
+                                       self.return_indices, _random_samples=self._random_samples)
+
+
+class FractionalMaxPool3d(_FractionalMaxPoolNd):
+    """Max over kt x kh x kw windows at pseudo-random increasing starts, to output_size or input size *
+    output_ratio."""
+    _nd = 3
+
+    def forward(self, input: Tensor):
+        return P.fractional_max_pool3d(input, self.kernel_size, self.output_size, self.output_ratio,
                                        self.return_indices, _random_samples=self._random_samples)
