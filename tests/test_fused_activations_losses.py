@@ -142,10 +142,13 @@ def _fold_reference(g, shape, pads, mode):
     return gx
 
 
+@pytest.mark.parametrize("on_pool", [False, True])
 @pytest.mark.parametrize("mode", ["reflect", "replicate"])
 @pytest.mark.parametrize("shape, pads", [((2, 3, 9), (2, 5)), ((2, 3, 7, 9), (3, 2, 0, 4)),
-                                         ((1, 2, 4, 5, 6), (1, 2, 2, 1, 3, 0))])
-def test_edge_padding_by_np_pad_and_its_folded_backward(mode, shape, pads):
+                                         ((1, 2, 4, 5, 6), (1, 2, 2, 1, 3, 0)), ((2, 3, 5), (0, 4))])
+def test_edge_padding_and_its_folded_backward(monkeypatch, mode, shape, pads, on_pool):
+    if on_pool:  # the interior copies on the pool's copy kernel, borders filled (and folded back) around them
+        monkeypatch.setattr(_cpu, "MIN_SIZE", 1)
     rng = np.random.default_rng(5)
     a = rng.standard_normal(shape)
     x = tinytorch.tensor(a, requires_grad=True)

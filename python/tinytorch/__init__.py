@@ -57,7 +57,8 @@ _memory.follow_torch_huge_page_policy()
 
 # Mixed precision, backend switches and determinism (PyTorch's top-level names)
 from . import amp, backends, compiler, cpu  # noqa: E402
-from .amp import autocast  # noqa: E402
+from .amp import GradScaler, autocast  # noqa: E402
+from .cuda import OutOfMemoryError  # noqa: E402
 from ._autocast import (autocast_decrement_nesting, autocast_increment_nesting, clear_autocast_cache,  # noqa: E402
                         get_autocast_cpu_dtype, get_autocast_dtype, get_autocast_gpu_dtype, is_autocast_cache_enabled,
                         is_autocast_cpu_enabled, is_autocast_enabled, set_autocast_cache_enabled,

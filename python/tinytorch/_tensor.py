@@ -12,7 +12,7 @@ import numpy as np
 
 from . import _C
 from ._device import device, device_of
-from ._dtype import dtype, from_numpy_dtype
+from ._dtype import _dtype_by_name, dtype, from_numpy_dtype
 from ._meta import MetaArray
 
 _new = object.__new__
@@ -160,8 +160,8 @@ class Tensor:
         if isinstance(dtype, str):
             for k, v in _LEGACY_TYPE_NAMES.items():
                 if dtype.endswith(v):
-                    return self.to(k)
-        return self.to(dtype)
+                    return self.to(_dtype_by_name(k))
+        return self.to(getattr(dtype, "dtype", dtype))  # a legacy type (torch.DoubleTensor) carries its dtype
 
     # ---------------------------------------------------------------- autograd state
     @property

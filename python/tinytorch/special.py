@@ -5,13 +5,26 @@ from typing import Optional
 
 from ._ops import nn as _nn, pointwise as _pw, reduction as _red
 from ._ops._common import _short
-from ._ops.special import (_public, digamma, entr, erf, erfc, erfcx, erfinv, i0, i0e, i1, i1e, lgamma, log_ndtr,
-                           logit, mvlgamma, ndtr, ndtri, polygamma, sinc, xlog1py, xlogy)
+from ._ops.special import (_public, airy_ai, bessel_j0, bessel_j1, bessel_y0, bessel_y1, chebyshev_polynomial_t,
+                           chebyshev_polynomial_u, chebyshev_polynomial_v, chebyshev_polynomial_w, digamma, entr, erf,
+                           erfc, erfcx, erfinv, gammainc, gammaincc, hermite_polynomial_h, hermite_polynomial_he, i0,
+                           i0e, i1, i1e, laguerre_polynomial_l, legendre_polynomial_p, lgamma, log_ndtr, logit,
+                           modified_bessel_i0, modified_bessel_i1, modified_bessel_k0, modified_bessel_k1, mvlgamma,
+                           ndtr, ndtri, polygamma, scaled_modified_bessel_k0, scaled_modified_bessel_k1,
+                           shifted_chebyshev_polynomial_t, shifted_chebyshev_polynomial_u,
+                           shifted_chebyshev_polynomial_v, shifted_chebyshev_polynomial_w, sinc, spherical_bessel_j0,
+                           xlog1py, xlogy, zeta)
 from ._tensor import Tensor
 
 __all__ = ["erf", "erfc", "erfcx", "erfinv", "expit", "logit", "xlogy", "xlog1py", "gammaln", "digamma", "psi",
            "polygamma", "multigammaln", "i0", "i0e", "i1", "i1e", "ndtr", "ndtri", "log_ndtr", "sinc", "entr",
-           "expm1", "exp2", "log1p", "round", "softmax", "log_softmax", "logsumexp"]
+           "expm1", "exp2", "log1p", "round", "softmax", "log_softmax", "logsumexp", "zeta", "gammainc", "gammaincc",
+           "airy_ai", "bessel_j0", "bessel_j1", "bessel_y0", "bessel_y1", "modified_bessel_i0", "modified_bessel_i1",
+           "modified_bessel_k0", "modified_bessel_k1", "scaled_modified_bessel_k0", "scaled_modified_bessel_k1",
+           "spherical_bessel_j0", "chebyshev_polynomial_t", "chebyshev_polynomial_u", "chebyshev_polynomial_v",
+           "chebyshev_polynomial_w", "shifted_chebyshev_polynomial_t", "shifted_chebyshev_polynomial_u",
+           "shifted_chebyshev_polynomial_v", "shifted_chebyshev_polynomial_w", "hermite_polynomial_h",
+           "hermite_polynomial_he", "laguerre_polynomial_l", "legendre_polynomial_p"]
 
 gammaln = lgamma
 psi = digamma

@@ -245,11 +245,13 @@ def _softmax_op(x: Tensor, dim, dtype, log: bool, safe: bool = False, allowed=No
         dim = _softmax_dim(name, x._data.ndim)
     if dtype is not None:
         x = x.to(dtype)
-    if not x.dtype.is_floating_point:
-        from ._common import _short
-        raise RuntimeError(f"\"{name}_lastdim_kernel_impl\" not implemented for '{_short(x.dtype)}'")
     d = _wrap_dim(dim, x._data.ndim)
     xd = x._data
+    if xd.dtype.kind not in "fV":
+        if xd.size == 0:  # PyTorch's kernels return before their dtype dispatch
+            return x.clone()
+        kernel = f"{name}_lastdim_kernel_impl" if d == max(xd.ndim - 1, 0) else f"{name}_kernel_impl"
+        _float_array(x, kernel)
     if allowed is not None:
         xd = _xp(xd).where(allowed, xd, xd.dtype.type(-np.inf))
     out = _wrap(_softmax_array(xd, d, log, safe))
@@ -285,7 +287,7 @@ def softmin(input: Tensor, dim: int | None = None, _stacklevel: int = 3, dtype=N
     """softmax(-x) along dim."""
     if _autocast.active:
         return _autocast.dispatch("softmin", softmin, input, dim, _stacklevel, dtype=dtype)
-    return _softmax_op(-input if dtype is None else -input.to(dtype), dim, None, log=False)
+    return _softmax_op(-input, dim, dtype, log=False)
 
 
 # ------------------------------------------------------------------ nll_loss / cross_entropy
@@ -707,12 +709,22 @@ def _dt(np_dtype):
 # ------------------------------------------------------------------ activations
 
 
-def _activation(name: str, forward, backward):
+def _float_array(a: Tensor, kernel: str, kinds: str = "fV"):
+    """a's array for an op PyTorch implements for floating types only: its NotImplementedError naming the CPU
+    kernel otherwise ("V" is ml_dtypes' bfloat16)."""
+    d = a._data
+    if d.dtype.kind not in kinds:
+        from ._common import _short
+        raise NotImplementedError(f"\"{kernel}\" not implemented for '{_short(d.dtype)}'")
+    return d
+
+
+def _activation(name: str, forward, backward, kernel: str):
     """An elementwise op: forward(array) -> array; backward(g, x) with tensor ops (so differentiable)."""
     node = name.capitalize() + "Backward0"
 
     def op(a: Tensor) -> Tensor:
-        out = _wrap(forward(float_data(a)))
+        out = _wrap(forward(_float_array(a, kernel, "fVc")))
         if needs_grad(a):
             record(node, lambda g: backward(g, a), out, (a,), (a,))
         return out
@@ -767,7 +779,7 @@ def gelu(input: Tensor, approximate: str = "none") -> Tensor:
     if approximate not in ("none", "tanh"):
         raise RuntimeError("approximate argument must be either none or tanh.")
     x = input
-    xd = float_data(x)
+    xd = _float_array(x, "GeluKernelImpl")
     cdf = slope = None
     if needs_grad(x) and _cpu_fusable(xd):
         # GELU'(x) written beside GELU(x) for the erf both need: the backward is then one multiply (GELU's
@@ -821,7 +833,11 @@ def _sigmoid_array(x):
 
 def _silu_array(x):
     r = _cpu.unary(_cpu.SILU, x) if type(x) is np.ndarray and x.size >= _cpu.MIN_SIZE else None
-    return r if r is not None else x * _sigmoid_array(x)
+    if r is not None:
+        return r
+    if x.dtype.kind == "c":  # _sigmoid_array's sign split needs a real x
+        return x / (1 + _xp(x).exp(-x))
+    return x * _sigmoid_array(x)
 
 
 def _silu_grad(g, x):
@@ -831,7 +847,7 @@ def _silu_grad(g, x):
     return _pw._fused_grad(_cpu.SILU_BACKWARD, g, x, composite)
 
 
-silu_op = _activation("silu", _silu_array, _silu_grad)
+silu_op = _activation("silu", _silu_array, _silu_grad, "silu_cpu")
 
 
 def silu(input: Tensor, inplace: bool = False) -> Tensor:
@@ -841,11 +857,11 @@ def silu(input: Tensor, inplace: bool = False) -> Tensor:
     return silu_op(input)
 
 
-def _kernel_activation(node: str, op: int, params: tuple, forward, backward):
+def _kernel_activation(node: str, op: int, params: tuple, forward, backward, kernel: str):
     """An activation whose forward and input gradient run as one C++ pass each on large float arrays
     (_cpu.activation); forward(array) and backward(g, x) (tensor ops, differentiable again) otherwise."""
     def fn(a: Tensor) -> Tensor:
-        xd = float_data(a)
+        xd = _float_array(a, kernel)
         y = _cpu.activation(op, xd, *params) if type(xd) is np.ndarray else None
         if y is None:
             y = forward(xd)
@@ -869,7 +885,7 @@ def leaky_relu(input: Tensor, negative_slope: float = 0.01, inplace: bool = Fals
     slope = float(negative_slope)
     op = _kernel_activation("LeakyReluBackward0", _cpu.LEAKY_RELU, (slope,),
                             lambda x: _xp(x).where(x > 0, x, x * slope),
-                            lambda g, x: _pw.where(x > 0, g, g * slope))
+                            lambda g, x: _pw.where(x > 0, g, g * slope), "leaky_relu_cpu")
     return inplace_unary(input, op) if inplace else op(input)
 
 
@@ -878,7 +894,7 @@ def elu(input: Tensor, alpha: float = 1.0, inplace: bool = False) -> Tensor:
     alpha = float(alpha)
     op = _kernel_activation("EluBackward0", _cpu.ELU, (alpha, 1.0, 1.0),
                             lambda x: _xp(x).where(x > 0, x, alpha * _xp(x).expm1(_xp(x).minimum(x, 0))),
-                            lambda g, x: _pw.where(x > 0, g, g * x.clamp(max=0).exp() * alpha))
+                            lambda g, x: _pw.where(x > 0, g, g * x.clamp(max=0).exp() * alpha), "elu_cpu")
     return inplace_unary(input, op) if inplace else op(input)
 
 
@@ -893,7 +909,8 @@ def softplus(input: Tensor, beta: float = 1.0, threshold: float = 20.0) -> Tenso
         bx = x * beta
         return xp.where(bx > threshold, x, xp.logaddexp(0, bx) / beta).astype(x.dtype, copy=False)
     op = _kernel_activation("SoftplusBackward0", _cpu.SOFTPLUS, (beta, threshold), fwd,
-                            lambda g, x: _pw.where(x * beta > threshold, g, g * (x * beta).sigmoid()))
+                            lambda g, x: _pw.where(x * beta > threshold, g, g * (x * beta).sigmoid()),
+                            "softplus_cpu")
     return op(input)
 
 
@@ -902,7 +919,8 @@ def logsigmoid(input: Tensor) -> Tensor:
     def fwd(x):
         xp = _xp(x)
         return (xp.minimum(x, 0) - xp.log1p(xp.exp(-xp.abs(x)))).astype(x.dtype, copy=False)
-    return _kernel_activation("LogSigmoidBackward0", _cpu.LOG_SIGMOID, (), fwd, lambda g, x: g * (-x).sigmoid())(input)
+    return _kernel_activation("LogSigmoidBackward0", _cpu.LOG_SIGMOID, (), fwd, lambda g, x: g * (-x).sigmoid(),
+                              "log_sigmoid_cpu")(input)
 
 
 def tanh(input: Tensor) -> Tensor:
@@ -929,8 +947,7 @@ def relu6(input: Tensor, inplace: bool = False) -> Tensor:
 # ------------------------------------------------------------------ dropout
 
 
-def dropout(input: Tensor, p: float = 0.5, training: bool = True, inplace: bool = False, *,
-            generator=None) -> Tensor:
+def dropout(input: Tensor, p: float = 0.5, training: bool = True, inplace: bool = False) -> Tensor:
     """Zero each element with probability p and scale the rest by 1 / (1 - p) (identity when not training)."""
     if p < 0.0 or p > 1.0:
         raise ValueError(f"dropout probability has to be between 0 and 1, but got {p}")
@@ -945,7 +962,7 @@ def dropout(input: Tensor, p: float = 0.5, training: bool = True, inplace: bool 
         mask = xp.zeros(x._data.shape, x._data.dtype)
     else:
         with cuda_context(dev):
-            u = _generator_for(dev, generator).random(x._data.shape, dtype=np.float32)
+            u = _generator_for(dev, None).random(x._data.shape, dtype=np.float32)
         mask = ((u >= p) * (1.0 / (1.0 - p))).astype(float_data(x).dtype, copy=False)
     m = _wrap(mask)
     if inplace:
@@ -1183,6 +1200,10 @@ def pad(input: Tensor, pad, mode: str = "constant", value: float | None = None) 
             "  - 2D or 3D input: padding size = 2 (pads last dimension)\n"
             "  - 3D or 4D input: padding size = 4 (pads last 2 dimensions)\n"
             "  - 4D or 5D input: padding size = 6 (pads last 3 dimensions)")
+    k = len(pad) // 2
+    if mode != "circular" and 0 in input._data.shape[nd - k - 1:]:  # only a batch dimension may be empty
+        raise RuntimeError(f"Expected {k + 1}D or {k + 2}D (batch mode) tensor with possibly 0 batch size and other "
+                           f"non-zero dimensions for input, but got: {list(input.shape)}")
     sources = []  # (dim, positions along it that each output position copies)
     shape = list(input._data.shape)
     for i in range(len(pad) // 2):
@@ -1199,8 +1220,9 @@ def pad(input: Tensor, pad, mode: str = "constant", value: float | None = None) 
             idx = start + np.mod(np.arange(-max(lo, 0), kept + max(hi, 0)), max(kept, 1))
         else:
             if lo >= n or hi >= n:
-                raise RuntimeError(f"Argument #4: Padding size should be less than the corresponding input dimension, "
-                                   f"but got: padding ({lo}, {hi}) at dimension {d} of input {list(input.shape)}")
+                raise RuntimeError(f"Argument #{4 + 2 * i}: Padding size should be less than the corresponding input "
+                                   f"dimension, but got: padding ({lo}, {hi}) at dimension {d} of input "
+                                   f"{list(input.shape)}")
             period = 2 * (n - 1) if n > 1 else 1
             m = np.mod(pos, period)
             idx = np.where(m < n, m, period - m)
@@ -1216,12 +1238,38 @@ def pad(input: Tensor, pad, mode: str = "constant", value: float | None = None) 
     return out
 
 
+def _pad_array(xd, width: list, mode: str):
+    """np.pad(xd, width, reflect or edge) with the interior copied on the pool (np.pad copies on one thread: 2.1x
+    PyTorch's time at 2 threads) and the borders filled from it, one dimension after another as np.pad does."""
+    out = np.empty(tuple(n + lo + hi for n, (lo, hi) in zip(xd.shape, width)), xd.dtype)
+    nd = xd.ndim
+    if _cpu.copy(xd, out[tuple(slice(lo, lo + n) for n, (lo, _) in zip(xd.shape, width))]) is None:
+        return np.pad(xd, width, mode="reflect" if mode == "reflect" else "edge")
+    for d, ((lo, hi), n) in enumerate(zip(width, xd.shape)):
+        if not lo and not hi:
+            continue
+        # dims before d are padded already, dims after it not yet (their borders copy this one's)
+        other = [slice(None)] * d + [None] + [slice(w[0], w[0] + m) for w, m in zip(width[d + 1:], xd.shape[d + 1:])]
+
+        def at(sl):
+            other[d] = sl
+            return tuple(other)
+        if mode == "reflect":  # mirrored about the first and the last interior positions
+            out[at(slice(0, lo))] = out[at(slice(2 * lo, lo, -1))]
+            out[at(slice(lo + n, lo + n + hi))] = out[at(slice(lo + n - 2, lo + n - 2 - hi if lo + n - 2 - hi >= 0
+                                                                else None, -1))]
+        else:
+            out[at(slice(0, lo))] = out[at(slice(lo, lo + 1))]
+            out[at(slice(lo + n, lo + n + hi))] = out[at(slice(lo + n - 1, lo + n))]
+    return out
+
+
 def _pad_edges(x: Tensor, pads: list, mode: str, sources: list) -> Tensor:
-    """Reflection or replication padding by np.pad, and a backward that folds the padded borders back onto the
-    edges in place (as index_select and index_add along each dimension, the backward took 2.7x PyTorch's time)."""
+    """Reflection or replication padding, and a backward that folds the padded borders back onto the edges in
+    place (as index_select and index_add along each dimension, the backward took 2.7x PyTorch's time)."""
     nd = x._data.ndim
     width = [(0, 0)] * (nd - len(pads) // 2) + [(pads[2 * i], pads[2 * i + 1]) for i in reversed(range(len(pads) // 2))]
-    out = _wrap(np.pad(x._data, width, mode="reflect" if mode == "reflect" else "edge"))
+    out = _wrap(_pad_array(x._data, width, mode))
     if needs_grad(x):
         node = f"{'Reflection' if mode == 'reflect' else 'Replication'}Pad{len(pads) // 2}DBackward0"
 
@@ -1238,15 +1286,19 @@ def _pad_edges(x: Tensor, pads: list, mode: str, sources: list) -> Tensor:
             for (d, idx), (lo, hi) in zip(reversed(sources), width[nd - len(sources):]):
                 n = idx.size - lo - hi
                 src = np.moveaxis(gd, d, 0)
-                acc = src[lo:lo + n].copy()
+                folded = np.empty(gd.shape[:d] + (n,) + gd.shape[d + 1:], gd.dtype)  # C-contiguous as it ends
+                inner = gd[(slice(None),) * d + (slice(lo, lo + n),)]  # in memory order: the copy runs along rows
+                if _cpu.copy(inner, folded) is None:  # the interior on the pool, the borders added below
+                    folded[...] = inner
+                acc = np.moveaxis(folded, d, 0)
                 if mode == "reflect":
                     acc[1:lo + 1] += src[lo - 1::-1][:lo] if lo else 0
                     acc[n - 1 - hi:n - 1] += src[lo + n:][::-1]
                 else:
                     acc[0] += src[:lo].sum(axis=0)
                     acc[n - 1] += src[lo + n:].sum(axis=0)
-                gd = np.moveaxis(acc, 0, d)
-            return _wrap(np.ascontiguousarray(gd))
+                gd = folded
+            return _wrap(gd)
         record(node, pad_edges_backward, out, (x,))
     return out
 
@@ -1401,6 +1453,184 @@ def _sdpa_backward_graph(g: Tensor, q: Tensor, k: Tensor, v: Tensor, attn_mask, 
     dq = (ds @ k) * sc
     dk = (ds.transpose(-2, -1) @ q) * sc
     return dq, dk, dv
+
+
+# ------------------------------------------------------------------ conv_tbc, linear_cross_entropy
+
+
+def conv_tbc(input: Tensor, weight: Tensor, bias: Tensor, pad: int = 0) -> Tensor:
+    """1d convolution over (time, batch, channels) input with a (kernel_width, C_in, C_out) weight, the time axis
+    zero-padded (or, if negative, cropped) by pad at each end: one matmul per kernel tap."""
+    if not isinstance(bias, Tensor):
+        raise TypeError(f"conv_tbc(): argument 'bias' (position 3) must be Tensor, not {type(bias).__name__}")
+    if input.dim() != 3:
+        raise RuntimeError("Input must have 3 dims: time, batch, in_channel")
+    if weight.dim() != 3:
+        raise RuntimeError("Weight tensor must have 3 dims: kernel_width, in_channels, out_channels.")
+    if bias.dim() != 1:
+        raise RuntimeError("Bias must be 1-D")
+    t, b, c_in = input.shape
+    k, w_in, c_out = weight.shape
+    if c_in != w_in:
+        raise RuntimeError("Input dim 2 (input channels) is not == dim 1 in the weight tensor")
+    if bias.shape[0] != c_out:
+        raise RuntimeError("Bias size must equal dim 2 in the weight tensor (output channels).")
+    pad = int(pad)
+    length = t + 2 * pad - k + 1
+    if length < 0:
+        raise RuntimeError(f"Trying to create tensor with negative dimension {length}: [{length}, {b}, {c_out}]")
+    x = _pad_constant(input, [0, 0, 0, 0, pad, pad], 0) if pad else input
+    out = bias.expand(length, b, c_out)
+    for i in range(k):
+        out = out + x[i:i + length] @ weight[i]
+    return out
+
+
+def linear_cross_entropy(input: Tensor, linear_weight: Tensor, target: Tensor, *, linear_bias: Tensor | None = None,
+                         weight: Tensor | None = None, reduction: str = "mean", ignore_index: int | None = None,
+                         label_smoothing: float = 0.0, options=None) -> Tensor:
+    """cross_entropy(linear(input, linear_weight, linear_bias), target); with options (a LinearCrossEntropyOptions)
+    the batch is processed options.batch_chunk_size rows at a time, so no full (N, C) logits tensor is kept."""
+    if input.dim() < 1 or input.dim() > 2:
+        raise RuntimeError(f"expected input with dimensionality 1 or 2, got {input.dim()}")
+    if linear_weight.dim() < 2:
+        raise RuntimeError(f"expected linear_weight with dimensionality at least 2, got {linear_weight.dim()}")
+    batch, in_features = tuple(input.shape[:-1]), input.shape[-1]
+    if in_features != linear_weight.shape[-1]:
+        raise RuntimeError("expected equal input and linear_weight last dimensions (in_features), got "
+                           f"{in_features} and {linear_weight.shape[-1]}, respectively")
+    num_classes, out_features = linear_weight.shape[0], tuple(linear_weight.shape[1:-1])
+    if linear_bias is not None and tuple(linear_bias.shape) != (num_classes, *out_features):
+        raise RuntimeError(f"expected linear_bias shape {(num_classes, *out_features)}, got "
+                           f"{tuple(linear_bias.shape)}")
+    if out_features and not batch:
+        raise RuntimeError(f"K-dimensional loss defined by linear_weight shape {tuple(linear_weight.shape)} requires"
+                           f" batched input, (N, {in_features}), got unbatched input with shape "
+                           f"{tuple(input.shape)}")
+    logits_shape = (*batch, num_classes, *out_features)
+    probabilities = tuple(target.shape) == logits_shape  # cross_entropy's own test for class probabilities
+    if probabilities and ignore_index is not None:
+        raise RuntimeError("ignore_index cannot be specified when target contains probabilities")
+    ignore_index = -100 if ignore_index is None else ignore_index
+    if options is not None:
+        from .._dtype import int64
+        chunked = (not out_features and reduction in ("mean", "sum", "none") and label_smoothing == 0.0
+                   and target.dtype == int64)
+        if not chunked:
+            warnings.warn("linear_cross_entropy: ``options`` ignored; chunked path needs reduction in "
+                          "{'mean','sum','none'}, label_smoothing == 0, target.dtype == int64, out_features == (). "
+                          f"Got reduction={reduction!r}, label_smoothing={label_smoothing}, "
+                          f"target.dtype={target.dtype}, out_features={out_features}, tracing=False, "
+                          f"linear_bias.shape={tuple(linear_bias.shape) if linear_bias is not None else None}.",
+                          stacklevel=2)
+        else:
+            return _linear_cross_entropy_chunked(input, linear_weight, target, linear_bias, weight, reduction,
+                                                 ignore_index, getattr(options, "batch_chunk_size", None))
+    w2d, b1d = linear_weight, linear_bias
+    if out_features:
+        w2d = linear_weight.reshape(math.prod(out_features, start=num_classes), in_features)
+        if linear_bias is not None:
+            b1d = linear_bias.reshape(math.prod(out_features, start=num_classes))
+    logits = linear(input, w2d, b1d).reshape(logits_shape)
+    return cross_entropy(logits, target, weight=weight, reduction=reduction, ignore_index=ignore_index,
+                         label_smoothing=label_smoothing)
+
+
+def _linear_cross_entropy_chunked(input: Tensor, linear_weight: Tensor, target: Tensor, linear_bias, weight,
+                                  reduction: str, ignore_index: int, chunk) -> Tensor:
+    """Per-row losses chunk by chunk, summed (and for 'mean' divided by the total target weight) at the end."""
+    unbatched = input.dim() == 1
+    if unbatched:
+        input, target = input.unsqueeze(0), target.unsqueeze(0)
+    n = input.shape[0]
+    # Unset: chunks as long as in_features, so each chunk's logits are no larger than linear_weight.
+    chunk = max(int(chunk) if chunk else input.shape[1], 1)
+    rows = [cross_entropy(linear(input[i:i + chunk], linear_weight, linear_bias), target[i:i + chunk],
+                          weight=weight, reduction="none", ignore_index=ignore_index) for i in range(0, n, chunk)]
+    from .shape import cat
+    losses = cat(rows) if len(rows) != 1 else rows[0]
+    if reduction == "none":
+        return losses.squeeze(0) if unbatched else losses
+    if reduction == "sum":
+        return losses.sum()
+    kept = target != ignore_index
+    total = (weight[target.clamp(min=0) * kept] * kept).sum() if weight is not None else kept.sum()
+    return losses.sum() / total
+
+
+# ------------------------------------------------------------------ antialiased resampling
+
+
+def _aa_filter(mode: str, x):
+    """The resampling kernel at offsets x (in input pixels scaled to the filter's support): PIL's triangle,
+    Keys cubic (a = -0.5) and Lanczos-3 filters."""
+    ax = np.abs(x)
+    if mode == "bilinear":
+        return np.maximum(1.0 - ax, 0.0)
+    if mode == "bicubic":
+        a = -0.5
+        near = ((a + 2) * ax - (a + 3)) * ax * ax + 1
+        far = ((a * ax - 5 * a) * ax + 8 * a) * ax - 4 * a
+        return np.where(ax < 1, near, np.where(ax < 2, far, 0.0))
+    return np.where(ax < 3, np.sinc(x) * np.sinc(x / 3), 0.0)
+
+
+def _aa_weights(in_size: int, out_size: int, scale_factor, align_corners: bool, mode: str):
+    """(out_size, in_size) float64 matrix of one axis's antialiased resampling: each output pixel averages the
+    inputs under the filter stretched by the downscaling factor, its weights normalised to sum to 1."""
+    if align_corners:
+        scale = (in_size - 1) / (out_size - 1) if out_size > 1 else 0.0
+    else:
+        scale = 1.0 / scale_factor if scale_factor is not None and scale_factor > 0 else in_size / out_size
+    half = {"bilinear": 1.0, "bicubic": 2.0, "lanczos": 3.0}[mode]
+    stretch = max(scale, 1.0)
+    support = half * stretch
+    m = np.zeros((out_size, in_size))
+    for i in range(out_size):
+        center = scale * (i + 0.5)
+        lo = max(int(center - support + 0.5), 0)
+        hi = min(int(center + support + 0.5), in_size)
+        w = _aa_filter(mode, (np.arange(lo, hi) - center + 0.5) / stretch)
+        total = w.sum()
+        m[i, lo:hi] = w / total if total != 0 else w
+    return m
+
+
+def interpolate_antialias(input: Tensor, out_size: list, scales: list, mode: str, align_corners: bool) -> Tensor:
+    """Antialiased bilinear/bicubic/lanczos resize of a 4-D input: a separable weight matrix per spatial axis,
+    applied as two matmuls (so autograd gives the adjoint)."""
+    from ._common import _short
+    if input._data.dtype.kind not in "fV":
+        if input._data.dtype != np.uint8:
+            raise NotImplementedError(f"\"compute_index_ranges_weights\" not implemented for "
+                                      f"'{_short(input._data.dtype)}'")
+    (h, w), (oh, ow) = input.shape[2:], out_size
+    if min(h, w, oh, ow) <= 0:
+        raise RuntimeError(f"Input and output sizes should be greater than 0, but got input (H: {h}, W: {w}) "
+                           f"output (H: {oh}, W: {ow})")
+    wh = _aa_weights(h, oh, scales[0], align_corners, mode)
+    ww = _aa_weights(w, ow, scales[1], align_corners, mode)
+    if input._data.dtype == np.uint8:
+        return _wrap(_interpolate_antialias_uint8(_xp(input._data).asnumpy(input._data)
+                                                  if type(input._data) is not np.ndarray else input._data, wh, ww)
+                     ).to(input.device)
+    from .._creation import tensor
+    wh = tensor(wh, dtype=input.dtype, device=input.device)
+    ww = tensor(ww, dtype=input.dtype, device=input.device)
+    return wh @ (input @ ww.transpose(0, 1))
+
+
+def _interpolate_antialias_uint8(x, wh, ww):
+    """PyTorch's (and Pillow's) integer resampling: weights in fixed point with as many fraction bits as int16
+    holds (at most 22), the width pass first, each pass rounded half up and saturated to uint8."""
+    def fixed(m):
+        bits = 0
+        while bits < 22 and np.abs(m).max() * (1 << (bits + 1)) < (1 << 15):
+            bits += 1
+        return np.round(m * (1 << bits)) / (1 << bits)
+    y = np.clip(np.floor(x.astype(np.float64) @ fixed(ww).T + 0.5), 0, 255)
+    y = np.clip(np.floor(fixed(wh) @ y + 0.5), 0, 255)
+    return y.astype(np.uint8)
 
 
 # ------------------------------------------------------------------ methods

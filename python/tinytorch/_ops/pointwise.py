@@ -85,9 +85,11 @@ def _lhs(a, b):
     if isinstance(a, Tensor):
         return a
     from .._creation import tensor
-    ref = b if isinstance(b, Tensor) else None
-    return tensor(a, device=ref.device if ref is not None else None,
-                  dtype=None if ref is None or not isinstance(a, (int, float, bool)) else None)
+    from .._dtype import result_type
+    if isinstance(b, Tensor) and isinstance(a, (bool, int, float, complex)):
+        # the number in the op's result dtype, as PyTorch's wrapped numbers: mul(1.1, float64) keeps 1.1's double
+        return tensor(a, dtype=result_type(b, a), device=b.device)
+    return tensor(a, device=b.device if isinstance(b, Tensor) else None)
 
 
 # ------------------------------------------------------------------ arithmetic

@@ -595,9 +595,9 @@ def repeat(a: Tensor, *sizes) -> Tensor:
     return out
 
 
-def tile(a: Tensor, dims) -> Tensor:
-    """repeat, with missing leading dims taken as 1."""
-    dims = tuple(dims)
+def tile(a: Tensor, *dims) -> Tensor:
+    """repeat, with missing leading dims taken as 1 (dims as a sequence or loose ints, as x.tile(2) takes them)."""
+    dims = _shape_arg(dims)
     if len(dims) < a._data.ndim:
         dims = (1,) * (a._data.ndim - len(dims)) + dims
     return repeat(a, dims)

@@ -633,5 +633,411 @@ attach(
     layout=property(lambda a: strided, doc="The memory layout (always tinytorch.strided)."),
 )
 
+
+# ------------------------------------------------------------------ Python callables applied elementwise
+
+def _python_map(a: Tensor, fn, others: tuple, name: str) -> Tensor:
+    """a[i] = fn(a[i], *(o[i] for o in others)), in place, one Python call per element (CPU tensors only)."""
+    if a._requires_grad:
+        raise RuntimeError(f"Can't call {name}() on Variable that requires grad. Use var.detach().{name}() instead.")
+    if not callable(fn):
+        raise TypeError(f"'{type(fn).__name__}' object is not callable")
+    if not a.is_cpu:
+        raise TypeError(f"{name} is only implemented on CPU tensors")
+    x = a._data
+    arrays = []
+    for arg, o in zip(("'other'",) if len(others) == 1 else ("argument 'x'", "argument 'y'"), others):
+        if not isinstance(o, Tensor):
+            raise TypeError(f"{name}(): {arg} must be Tensor, not {type(o).__name__}")
+        if o.dtype is not a.dtype:
+            raise TypeError(f"{name}: expected {a.type()} for {arg} (got {o.type()})")
+        arrays.append(o.detach().expand(*x.shape)._data)
+    for i in np.ndindex(x.shape):
+        v = fn(x[i].item(), *(arr[i].item() for arr in arrays))
+        if not isinstance(v, (bool, int, float, complex, np.generic)):
+            raise TypeError(f"must be real number, not {type(v).__name__}")
+        x[i] = v
+    a._bump_version()
+    return a
+
+
+def apply_(a: Tensor, callable) -> Tensor:  # noqa: A002  (PyTorch's parameter name)
+    """Replace every element v of a with callable(v), in place (slow: one Python call per element)."""
+    return _python_map(a, callable, (), "apply_")
+
+
+def map_(a: Tensor, tensor: Tensor, callable) -> Tensor:  # noqa: A002
+    """a[i] = callable(a[i], tensor[i]) with tensor broadcast to a's shape, in place."""
+    return _python_map(a, callable, (tensor,), "map_")
+
+
+def map2_(a: Tensor, x: Tensor, y: Tensor, callable) -> Tensor:  # noqa: A002
+    """a[i] = callable(a[i], x[i], y[i]) with x and y broadcast to a's shape, in place."""
+    return _python_map(a, callable, (x, y), "map2_")
+
+
+# ------------------------------------------------------------------ bit shifts
+
+def _shift(input, other, left: bool) -> Tensor:
+    """input << other (or >>) in the promoted integer dtype; shifts outside [0, bits) give PyTorch's results (0, or
+    the sign for a right shift) instead of the C undefined behaviour."""
+    from .._dtype import result_type
+    ref = input if isinstance(input, Tensor) else other
+    if not isinstance(ref, Tensor):
+        raise TypeError(f"bitwise_{'left' if left else 'right'}_shift(): expected a Tensor argument")
+    dt = result_type(input, other)
+    if dt.np.kind not in "iu":
+        raise NotImplementedError(f"\"{'l' if left else 'r'}shift_cpu\" not implemented for '{_short(dt)}'")
+    xp = _xp(ref._data)
+    x = input._data.astype(dt.np, copy=False) if isinstance(input, Tensor) else xp.asarray(input, dtype=dt.np)
+    y = other._data.astype(dt.np, copy=False) if isinstance(other, Tensor) else xp.asarray(other, dtype=dt.np)
+    bits = dt.np.itemsize * 8
+    clipped = xp.clip(y, 0, bits - 1)
+    if left:
+        out = xp.where((y < 0) | (y >= bits), 0, xp.left_shift(x, clipped))
+    else:
+        out = xp.right_shift(x, clipped)
+        out = xp.where((y < 0) | ((y >= bits) & (x >= 0)), 0, out)
+    return _wrap(out.astype(dt.np, copy=False))
+
+
+def bitwise_left_shift(input, other) -> Tensor:
+    """input shifted left by other bits, elementwise (integer dtypes)."""
+    return _shift(input, other, True)
+
+
+def bitwise_right_shift(input, other) -> Tensor:
+    """input shifted right by other bits (arithmetic shift for signed dtypes), elementwise."""
+    return _shift(input, other, False)
+
+
+def _shift_(a: Tensor, other, left: bool) -> Tensor:
+    from ._common import commit_inplace
+    return commit_inplace(a, _shift(a, other, left))
+
+
+# ------------------------------------------------------------------ incomplete gamma
+
+def _check_igamma(a: Tensor, other: Tensor, name: str) -> None:
+    from .._dtype import result_type
+    if not isinstance(other, Tensor):
+        raise TypeError(f"{name}(): argument 'other' (position 1) must be Tensor, not {type(other).__name__}")
+    dt = result_type(a, other)
+    if dt.np.kind not in "fV":
+        raise NotImplementedError(f"\"{name}_cpu\" not implemented for '{_short(dt)}'")
+
+
+def _igamma(a: Tensor, other: Tensor, upper: bool) -> Tensor:
+    """P(a, x) (or Q(a, x) = 1 - P when upper), differentiable in x only, as in PyTorch."""
+    from .._dtype import result_type
+    from .._device import move
+    from ..distributions._special import _continued_fraction_q, _lgamma, gammainc_array, host
+    name = "igammac" if upper else "igamma"
+    _check_igamma(a, other, name)
+    dt = result_type(a, other)
+    av, xv = np.broadcast_arrays(host(a), host(other))
+    p = gammainc_array(av, xv)
+    if upper:
+        q = 1 - p
+        tail = (xv >= av + 1) & np.isfinite(xv)  # Q straight from its continued fraction: 1 - P loses Q's digits
+        if tail.any():
+            q[tail] = _continued_fraction_q(av[tail], xv[tail])
+        p = q
+    out = _wrap(move(p.astype(dt.np), other.device))
+    if needs_grad(a, other):
+        ra = a._requires_grad
+        sign = -1.0 if upper else 1.0
+
+        def igamma_backward(g: Tensor):
+            if ra:
+                raise NotImplementedError(f"the derivative for '{name}: input' is not implemented.")
+            with np.errstate(all="ignore"):
+                pdf = np.exp((av - 1) * np.log(xv) - xv - _lgamma(av))
+            d = _wrap(move((sign * np.where(xv > 0, pdf, 0.0)).astype(dt.np), other.device))
+            return None, sum_to(g * d, tuple(other._data.shape))
+        record("IgammacBackward0" if upper else "IgammaBackward0", igamma_backward, out, (a, other))
+    return out
+
+
+def igamma(a: Tensor, other: Tensor) -> Tensor:
+    """The regularized lower incomplete gamma function P(a, other) (torch.special.gammainc)."""
+    return _igamma(a, other, False)
+
+
+def igammac(a: Tensor, other: Tensor) -> Tensor:
+    """The regularized upper incomplete gamma function Q(a, other) = 1 - P(a, other) (torch.special.gammaincc)."""
+    return _igamma(a, other, True)
+
+
+# ------------------------------------------------------------------ storage: set_, storage(), as_strided_
+
+# The C++ names PyTorch's set_ puts in its dtype error.
+_SET_NAMES = {"float32": "float", "float64": "double", "float16": "c10::Half", "bfloat16": "c10::BFloat16",
+              "int64": "long int", "int32": "int", "int16": "short int", "int8": "signed char",
+              "uint8": "unsigned char", "bool": "bool", "complex64": "c10::complex<float>",
+              "complex128": "c10::complex<double>"}
+
+
+def _not_differentiable(name: str):
+    def backward(g: Tensor):
+        raise RuntimeError(f"derivative for aten::{name} is not implemented")
+    return backward
+
+
+def set_(a: Tensor, source=None, storage_offset: int = 0, size=None, stride=None) -> Tensor:
+    """Make a use source's memory: a tensor (a takes its data, shape and strides), a storage (viewed with the given
+    offset, size and stride; the whole storage as 1-D by default) or nothing (a becomes empty). Not differentiable."""
+    from ..storage import TypedStorage
+    x = a._data
+    if source is None:
+        data = _xp(x).empty((0,), dtype=x.dtype)
+    elif isinstance(source, Tensor):
+        if source._data.dtype != x.dtype:
+            raise RuntimeError(f"Could not set tensor of type {_SET_NAMES[source.dtype.name]} to a tensor of type "
+                               f"{_SET_NAMES[a.dtype.name]}")
+        data = source._data
+    elif isinstance(source, TypedStorage):
+        flat = source._array
+        if flat.dtype != x.dtype:
+            if flat.dtype != np.uint8:
+                raise RuntimeError(f"Expected a Storage of type {a.dtype} or an UntypedStorage, but got "
+                                   f"{source.dtype}")
+            flat = flat[:flat.size - flat.size % x.itemsize].view(x.dtype)
+        shape = (flat.size - int(storage_offset),) if size is None else tuple(int(s) for s in size)
+        if stride is None:
+            stride = tuple(int(np.prod(shape[i + 1:], dtype=np.int64)) for i in range(len(shape)))
+        data = as_strided(_wrap(flat), shape, stride, storage_offset)._data
+    else:
+        raise TypeError(f"set_(): argument 'source' must be Tensor or Storage, not {type(source).__name__}")
+    record_grad = _grad_enabled() and (a._requires_grad or (isinstance(source, Tensor) and source._requires_grad))
+    if record_grad:
+        check_inplace(a)
+    a._data = data
+    a._bump_version()
+    if record_grad:
+        ins = tuple(t for t in (a, source) if isinstance(t, Tensor) and t._requires_grad)
+        record("NotImplemented", _not_differentiable("set_"), a, ins)
+    return a
+
+
+def is_set_to(a: Tensor, tensor: Tensor) -> bool:
+    """Whether both tensors view the same memory with the same shape and strides."""
+    x, y = a._data, tensor._data
+    if type(x) is not type(y) or x.dtype != y.dtype or x.shape != y.shape or x.strides != y.strides:
+        return False
+    return _ptr(x) == _ptr(y) and _ptr(_root(x)) == _ptr(_root(y))
+
+
+def untyped_storage(a: Tensor):
+    """The bytes a views (its base array's memory), as an UntypedStorage."""
+    from ..storage import UntypedStorage
+    return UntypedStorage(_storage(a._data)[0])
+
+
+def storage(a: Tensor):
+    """The memory a views, as a TypedStorage of a's dtype."""
+    from ..storage import TypedStorage
+    return TypedStorage(_storage(a._data)[0], a.dtype)
+
+
+def as_strided_(a: Tensor, size, stride, storage_offset: int | None = None) -> Tensor:
+    """a itself becomes as_strided(a, size, stride, storage_offset)."""
+    record_grad = a._requires_grad and _grad_enabled()
+    if record_grad:
+        check_inplace(a)
+        r = as_strided(_new_history(a, _wrap(a._data)), size, stride, storage_offset)
+        view = r
+    else:
+        prev = _grad_enabled()
+        _C._set_grad_enabled(False)
+        try:
+            r = as_strided(a, size, stride, storage_offset)
+        finally:
+            _C._set_grad_enabled(prev)
+    a._data = r._data
+    a._bump_version()
+    if record_grad:
+        # a is the output of a node named as PyTorch's in-place form, behind the out-of-place view's node
+        a._grad_fn = None
+        record("AsStridedBackward1", lambda g: g, a, (view,))
+    return a
+
+
+def as_strided_scatter(input: Tensor, src: Tensor, size, stride, storage_offset: int | None = None) -> Tensor:
+    """A copy of input (read as a contiguous storage) with src written where as_strided(size, stride, offset)
+    would look."""
+    size, stride = tuple(int(s) for s in size), tuple(int(s) for s in stride)
+    if tuple(src._data.shape) != size:
+        raise RuntimeError(f"expected src to have a size equal to the slice of self. src size = "
+                           f"{list(src._data.shape)}, slice size = {list(size)}")
+    base = input.contiguous()
+    off = 0 if storage_offset is None else int(storage_offset)
+    # The out-of-bounds checks of as_strided, on input's own storage.
+    as_strided(base.detach(), size, stride, off)
+    idx = _wrap(_xp(input._data).asarray(_element_index(size, stride, off).reshape(-1)))
+    prev = _grad_enabled()
+    _C._set_grad_enabled(False)
+    try:
+        out = base.reshape(-1).index_copy(0, idx, src.reshape(-1).to(input.dtype)).reshape(input.shape)
+    finally:
+        _C._set_grad_enabled(prev)
+    if needs_grad(input, src):
+        shape = tuple(input._data.shape)
+
+        def as_strided_scatter_backward(g: Tensor):
+            flat = g.reshape(-1)
+            return flat.index_fill(0, idx, 0).reshape(shape), flat.index_select(0, idx).reshape(size)
+        record("AsStridedScatterBackward0", as_strided_scatter_backward, out, (input, src))
+    return out
+
+
+# ------------------------------------------------------------------ legacy constructors: Tensor.new, torch.FloatTensor
+
+def _legacy_new(dtype, device, args: tuple, what: str = "new()") -> Tensor:
+    """PyTorch's legacy constructor: () empty, ints or a Size a shape (uninitialized), a sequence the data, a tensor
+    of this dtype itself (sharing its memory)."""
+    from .._creation import empty, tensor
+    from .._tensor import Size
+    if not args:
+        return empty(0, dtype=dtype, device=device)
+    if len(args) == 1:
+        arg = args[0]
+        if isinstance(arg, Tensor):
+            if arg.dtype is not dtype:
+                raise TypeError(f"{what}: expected a tensor of dtype {dtype} (got {arg.dtype})")
+            out = _new(Tensor)
+            out._data = arg._data
+            out._vc = arg._shared_vc()
+            return out
+        if isinstance(arg, Size):
+            return empty(tuple(arg), dtype=dtype, device=device)
+        if isinstance(arg, (list, tuple, np.ndarray)):
+            return tensor(arg, dtype=dtype, device=device)
+        if not isinstance(arg, (int, np.integer)) or isinstance(arg, bool):
+            raise TypeError(f"new(): data must be a sequence (got {type(arg).__name__})")
+    for s in args:
+        if isinstance(s, bool) or not isinstance(s, (int, np.integer)):
+            raise TypeError(f"{what} received an invalid combination of arguments: sizes must be ints, got "
+                            f"{type(s).__name__}")
+    return empty(tuple(int(s) for s in args), dtype=dtype, device=device)
+
+
+def new(a: Tensor, *args, device=None) -> Tensor:
+    """The legacy constructor with a's dtype and device: x.new(2, 3), x.new([1, 2]), x.new()."""
+    return _legacy_new(a.dtype, a.device if device is None else device, args)
+
+
+# ------------------------------------------------------------------ small queries and aliases
+
+def dim_order(a: Tensor, *, ambiguity_check: bool = False) -> tuple:
+    """The dims from outermost to innermost in memory (largest stride first; ties keep their order)."""
+    if not isinstance(ambiguity_check, bool):
+        raise TypeError("The ambiguity_check argument must be a bool or a list of memory formats.")
+    st = a.stride()
+    return tuple(sorted(range(len(st)), key=lambda d: -st[d]))
+
+
+def module_load(a: Tensor, other: Tensor, assign: bool = False) -> Tensor:
+    """What load_state_dict swaps in for a parameter or buffer a: other detached (assign) or a with other's values."""
+    if assign:
+        return other.detach()
+    prev = _grad_enabled()
+    _C._set_grad_enabled(False)
+    try:
+        return a.copy_(other).detach()
+    finally:
+        _C._set_grad_enabled(prev)
+
+
+def to_dense(a: Tensor, dtype=None, *, masked_grad: bool | None = None) -> Tensor:
+    """a itself (tinytorch's tensors are all dense), cast to dtype if given."""
+    return a if dtype is None else a.to(dtype)
+
+
+def nonzero_static(input: Tensor, *, size: int, fill_value: int = -1) -> Tensor:
+    """nonzero's (n, ndim) indices cut or padded with fill_value to exactly `size` rows (a shape known up front)."""
+    if isinstance(size, bool) or not isinstance(size, (int, np.integer)) or size < 0:
+        raise RuntimeError("nonzero_static: 'size' must be an non-negative integer")
+    prev = _grad_enabled()
+    _C._set_grad_enabled(False)
+    try:
+        idx = input.nonzero()._data[:size]
+    finally:
+        _C._set_grad_enabled(prev)
+    pad = _xp(idx).full((size - idx.shape[0], idx.shape[1]), fill_value, dtype=np.int64)
+    return _wrap(_xp(idx).concatenate([idx, pad]))
+
+
+def _removed(name: str, replacement: str):
+    def fn(*args, **kwargs):
+        raise RuntimeError(f"This function was deprecated since version 1.9 and is now removed. {replacement}")
+    fn.__name__ = fn.__qualname__ = name
+    fn.__doc__ = f"Removed in PyTorch 1.9 (raises, as PyTorch does): {replacement}"
+    return fn
+
+
+eig = _removed("eig", "`torch.linalg.eig` returns complex tensors of dtype `cfloat` or `cdouble` rather than real "
+                      "tensors mimicking complex tensors: use torch.linalg.eig or torch.linalg.eigvals.")
+symeig = _removed("symeig", "Use torch.linalg.eigh or torch.linalg.eigvalsh (they read the lower triangle by "
+                            "default).")
+lstsq = _removed("lstsq", "`torch.lstsq` is deprecated in favor of `torch.linalg.lstsq`. `torch.linalg.lstsq` has "
+                          "reversed arguments and does not return the QR decomposition in the returned tuple.")
+solve = _removed("solve", "`torch.solve` is deprecated in favor of `torch.linalg.solve`. `torch.linalg.solve` has its "
+                          "arguments reversed and does not return the LU factorization.")
+
+
+def _resize_view(a: Tensor, shape: tuple) -> Tensor:
+    n = int(np.prod(shape, dtype=np.int64))
+    if n != a._data.size:
+        raise RuntimeError(f"requested resize to {'x'.join(map(str, shape))} ({n} elements in total), but the given "
+                           f"tensor has a size of {'x'.join(map(str, a._data.shape))} ({a._data.size} elements). "
+                           f"autograd's resize can only change the shape of a given tensor, while preserving the "
+                           f"number of elements. ")
+    return a.contiguous().view(shape)
+
+
+def resize(a: Tensor, *sizes) -> Tensor:
+    """The deprecated out-of-place resize: a tensor sharing a's memory in the new shape (same number of elements)."""
+    warnings.warn("non-inplace resize is deprecated", UserWarning, stacklevel=2)
+    return _resize_view(a, _resize_sizes(sizes))
+
+
+def resize_as(a: Tensor, tensor: Tensor) -> Tensor:
+    """The deprecated out-of-place resize_as."""
+    warnings.warn("non-inplace resize_as is deprecated", UserWarning, stacklevel=2)
+    return _resize_view(a, tuple(tensor._data.shape))
+
+
+def _false(doc: str) -> property:
+    return property(lambda a: False, doc=doc)
+
+
+attach(
+    apply_=apply_, map_=map_, map2_=map2_,
+    bitwise_left_shift=bitwise_left_shift, bitwise_right_shift=bitwise_right_shift,
+    bitwise_left_shift_=lambda a, other: _shift_(a, other, True),
+    bitwise_right_shift_=lambda a, other: _shift_(a, other, False),
+    __lshift__=bitwise_left_shift, __rshift__=bitwise_right_shift,
+    __rlshift__=lambda a, other: _shift(other, a, True), __rrshift__=lambda a, other: _shift(other, a, False),
+    __ilshift__=lambda a, other: _shift_(a, other, True), __irshift__=lambda a, other: _shift_(a, other, False),
+    igamma=igamma, igammac=igammac, igamma_=_inplace_method("igamma"), igammac_=_inplace_method("igammac"),
+    set_=set_, is_set_to=is_set_to, storage=storage, untyped_storage=untyped_storage, as_strided_=as_strided_,
+    as_strided_scatter=as_strided_scatter, new=new, dim_order=dim_order, module_load=module_load, to_dense=to_dense,
+    nonzero_static=nonzero_static, eig=eig, symeig=symeig, lstsq=lstsq, solve=solve,
+    resize=resize, resize_as=resize_as,
+    const_data_ptr=lambda a: a.data_ptr(), is_distributed=lambda a: False,
+    dense_dim=lambda a: a._data.ndim, sparse_dim=lambda a: 0,
+    unsafe_chunk=lambda a, chunks, dim=0: a.chunk(chunks, dim),
+    unsafe_split=lambda a, split_size, dim=0: a.split(split_size, dim),
+    unsafe_split_with_sizes=lambda a, split_sizes, dim=0: split_with_sizes(a, split_sizes, dim),
+    is_sparse=_false("Always False: tinytorch's tensors are dense."),
+    is_sparse_csr=_false("Always False: tinytorch's tensors are dense."),
+    is_quantized=_false("Always False: tinytorch has no quantized tensors."),
+    is_nested=_false("Always False: tinytorch has no nested tensors."),
+    is_mkldnn=_false("Always False: tinytorch has no MKL-DNN layout."),
+    **{f"is_{d}": _false(f"Always False: tinytorch has no {d} device.")
+       for d in ("mps", "xpu", "xla", "vulkan", "mtia", "maia", "ipu")},
+)
+
 __all__ = ["index_reduce", "as_strided", "frexp", "ldexp", "positive", "is_nonzero", "is_same_size", "msort", "layout",
            "strided"]

@@ -25,7 +25,10 @@ from .normalization import (batch_norm as _batch_norm, group_norm as _group_norm
                             rms_norm)
 from .pooling import (adaptive_avg_pool1d, adaptive_max_pool1d_with_indices, avg_pool1d, max_pool1d,
                       max_pool1d_with_indices, max_pool2d)
-from .tensor_methods import index_reduce, is_nonzero, is_same_size, is_signed, msort, split_with_sizes
+from ._common import _short, attach, needs_grad, record
+from .tensor_methods import (_legacy_new, _not_differentiable, as_strided_, as_strided_scatter, bitwise_left_shift,
+                             bitwise_right_shift, eig, igamma, igammac, index_reduce, is_nonzero, is_same_size,
+                             is_signed, lstsq, msort, nonzero_static, put, solve, split_with_sizes, symeig)
 from .upsampling import pixel_shuffle, pixel_unshuffle
 
 # ------------------------------------------------------------------ torch.X_(input, ...): the Tensor method X_
@@ -35,7 +38,8 @@ _INPLACE = ("abs_", "acos_", "acosh_", "arccos_", "arccosh_", "arcsin_", "arcsin
             "deg2rad_", "erf_", "erfc_", "exp2_", "exp_", "expm1_", "fix_", "floor_", "frac_", "gcd_", "i0_", "lcm_",
             "log10_", "log1p_", "log2_", "log_", "logit_", "nan_to_num_", "neg_", "negative_", "rad2deg_",
             "reciprocal_", "relu_", "round_", "rsqrt_", "sigmoid_", "sin_", "sinc_", "sinh_", "sqrt_", "square_",
-            "tan_", "tanh_", "trunc_", "xlogy_", "index_put_", "detach_", "resize_as_")
+            "tan_", "tanh_", "trunc_", "xlogy_", "index_put_", "detach_", "resize_as_", "addmv_", "conj_physical_",
+            "ldexp_")
 
 
 def _method_call(name: str):
@@ -698,6 +702,555 @@ def diagonal_scatter(input: Tensor, src: Tensor, offset: int = 0, dim1: int = 0,
     return _scatter_into(input, src, tuple(key), part, src_dim)
 
 
+# ------------------------------------------------------------------ constants and memory formats
+
+e = math.e
+pi = math.pi
+inf = math.inf
+nan = math.nan
+newaxis = None
+
+
+class memory_format:
+    """How a tensor's dims are ordered in memory. tinytorch accepts every format and lays tensors out row-major
+    (contiguous_format); the others only change strides, never values."""
+
+    def __init__(self, name: str) -> None:
+        self._name = name
+
+    def __repr__(self) -> str:
+        return f"torch.{self._name}"
+
+    def __reduce__(self):
+        return self._name
+
+
+contiguous_format = memory_format("contiguous_format")
+channels_last = memory_format("channels_last")
+channels_last_3d = memory_format("channels_last_3d")
+preserve_format = memory_format("preserve_format")
+legacy_contiguous_format = contiguous_format  # PyTorch's alias
+
+
+# ------------------------------------------------------------------ small functional forms of Tensor methods
+
+def fill(input: Tensor, value) -> Tensor:
+    """A tensor like input filled with value (out-of-place fill_); the gradient reaches a tensor value only."""
+    if isinstance(value, Tensor) and value.ndim:
+        raise RuntimeError(f"fill_ only supports 0-dimension value tensor but got tensor with {value.ndim} "
+                           f"dimensions.")
+    with _no_grad():
+        out = input.detach().clone().fill_(value)
+    if needs_grad(input, value):
+        tensor_value = isinstance(value, Tensor)
+        ins = (input, value) if tensor_value else (input,)
+
+        def fill_backward(g: Tensor):
+            gi = g.mul(0) if input._requires_grad else None
+            return (gi, g.sum().to(value.dtype) if value._requires_grad else None) if tensor_value else gi
+        record("FillBackward1" if tensor_value else "FillBackward0", fill_backward, out, ins)
+    return out
+
+
+def _no_grad():
+    from ..autograd.grad_mode import no_grad
+    return no_grad()
+
+
+def get_device(input: Tensor) -> int:
+    """input's CUDA index, or -1 on the CPU."""
+    return input.get_device()
+
+
+def is_storage(obj, /) -> bool:
+    """Whether obj is a storage (TypedStorage or UntypedStorage)."""
+    from ..storage import TypedStorage
+    return isinstance(obj, TypedStorage)
+
+
+def is_distributed(input: Tensor) -> bool:
+    """Always False (the legacy distributed-tensor flag)."""
+    return False
+
+
+def unsafe_chunk(input: Tensor, chunks: int, dim: int = 0) -> tuple:
+    """chunk (PyTorch's unsafe_ form skips a view check tinytorch does not make)."""
+    return input.chunk(chunks, dim)
+
+
+def unsafe_split(tensor: Tensor, split_size_or_sections, dim: int = 0) -> tuple:
+    """split (PyTorch's unsafe_ form skips a view check tinytorch does not make)."""
+    return tensor.split(split_size_or_sections, dim)
+
+
+def unsafe_split_with_sizes(input: Tensor, split_sizes, dim: int = 0) -> tuple:
+    """split_with_sizes (PyTorch's unsafe_ form skips a view check tinytorch does not make)."""
+    return split_with_sizes(input, split_sizes, dim)
+
+
+def empty_permuted(size, physical_layout, *, dtype=None, layout=None, device=None, requires_grad: bool = False,
+                   pin_memory: bool = False) -> Tensor:
+    """An uninitialized tensor of shape `size` whose dims lie in memory in physical_layout's order (outermost
+    first): empty_permuted((N, C, H, W), (0, 2, 3, 1)) is channels-last."""
+    from .._creation import empty
+    size, perm = tuple(int(s) for s in size), tuple(int(p) for p in physical_layout)
+    if len(size) != len(perm):
+        raise RuntimeError(f"Number of dimensions in size does not match the length of the physical_layout; i.e. "
+                           f"len(size) = {len(size)} is not equal to len(physical_layout) = {len(perm)}")
+    if sorted(perm) != list(builtins.range(len(perm))):
+        raise RuntimeError("Duplicate dim not allowed" if len(set(perm)) < len(perm) else
+                           f"physical_layout must be a permutation of 0..{len(perm) - 1}, got {list(perm)}")
+    phys = empty(tuple(size[p] for p in perm), dtype=dtype, device=device)
+    inverse = [0] * len(perm)
+    for i, p in enumerate(perm):
+        inverse[p] = i
+    out = _wrap(phys._data.transpose(inverse))
+    return out.requires_grad_() if requires_grad else out
+
+
+def norm_except_dim(v: Tensor, pow: float = 2, dim: int = 0) -> Tensor:  # noqa: A002  (PyTorch's name)
+    """The pow-norm over every dim but dim, kept as size-1 dims (weight_norm's g); dim=-1 means the whole norm."""
+    if dim == -1:
+        return v.norm(pow)
+    d = _wrap_dim(dim, v.ndim)
+    return v.norm(pow, dim=[i for i in builtins.range(v.ndim) if i != d], keepdim=True)
+
+
+def embedding_renorm_(input: Tensor, indices: Tensor, max_norm: float, norm_type: float) -> Tensor:
+    """Scale, in place and outside autograd, the rows of input named in indices whose norm_type-norm exceeds
+    max_norm down to max_norm (what F.embedding(max_norm=...) does to its weight)."""
+    if input.ndim != 2:
+        raise RuntimeError(f"embedding_renorm_(): Expected 2-D tensor for argument #1 'self' (while checking "
+                           f"arguments for embedding_renorm_), but got {input.ndim}-D")
+    if indices.dtype.np.kind not in "iu":
+        raise RuntimeError(f"Expected tensor for argument #2 'indices' to have one of the following scalar types: "
+                           f"Long, Int; but got {indices.type()} instead (while checking arguments for "
+                           f"embedding_renorm_)")
+    w = input._data
+    rows = np.unique(indices.detach().cpu()._data.reshape(-1))
+    if rows.size:
+        norms = np.linalg.norm(_host(w[rows]).astype(np.float64), ord=norm_type, axis=1)
+        big = norms > max_norm
+        scale = max_norm / (norms[big] + 1e-7)
+        target = rows[big]
+        w[target] = w[target] * _to_device(scale.astype(w.dtype), input)[:, None]
+    input._bump_version()
+    return input
+
+
+def _host(x):
+    return x if type(x) is np.ndarray else x.get()
+
+
+def histogramdd(input: Tensor, bins=10, *, range=None, weight: Tensor | None = None,  # noqa: A002
+                density: bool = False):
+    """The D-dimensional histogram of the points in input's last dim (shape (..., D)): bins is one count, a count
+    per dim or a tensor of edges per dim; range is [min_0, max_0, min_1, max_1, ...]."""
+    from .decompositions import _return_type
+    if input.dtype.np.kind not in "fV":
+        raise NotImplementedError(f"\"histogramdd\" not implemented for '{_short(input.dtype)}'")
+    if input.ndim < 1:
+        raise RuntimeError("torch.histogramdd: input tensor should have at least 1 dimension, but got 0")
+    d = input.shape[-1]
+    pts = _host(input.detach()._data).reshape(-1, d).astype(np.float64)
+    if isinstance(bins, builtins.int):
+        np_bins = [bins] * d
+    else:
+        np_bins = [_host(b.detach()._data).astype(np.float64) if isinstance(b, Tensor) else builtins.int(b)
+                   for b in bins]
+        if len(np_bins) != d:
+            raise RuntimeError(f"torch.histogramdd: expected {d} sequences of bin edges for each of the {d} "
+                               f"dimensions of the input, but got {len(np_bins)} bin edges sequences")
+    rng = None
+    if range is not None:
+        if len(range) != 2 * d:
+            raise RuntimeError(f"torch.histogramdd: for a {d}-dimensional histogram range should have {2 * d} "
+                               f"elements, but got {len(range)}")
+        rng = [(builtins.float(range[2 * i]), builtins.float(range[2 * i + 1])) for i in builtins.range(d)]
+    elif pts.shape[0] == 0:
+        rng = [(0.0, 1.0)] * d  # PyTorch's (and NumPy's) edges for an empty input
+    w = None if weight is None else _host(weight.detach()._data).reshape(-1).astype(np.float64)
+    hist, edges = np.histogramdd(pts, bins=np_bins, range=rng, weights=w, density=density)
+    dt = input.dtype.np
+    result = _return_type("histogramdd", "hist bin_edges")
+    return result(_wrap(_to_device(hist.astype(dt), input)),
+                  tuple(_wrap(_to_device(np.asarray(ed).astype(dt), input)) for ed in edges))
+
+
+# ------------------------------------------------------------------ *_copy: view ops that return fresh memory
+
+def _copy_of(view_name: str):
+    """torch.<view>_copy: the view op's result in its own memory; autograd goes through the view's node and a node
+    named as PyTorch's (<ViewNode>_copy)."""
+    def op(input: Tensor, *args, **kwargs):
+        views = getattr(input, view_name)(*args, **kwargs)
+        return tuple(_fresh(v, view_name) for v in views) if isinstance(views, tuple) else _fresh(views, view_name)
+    op.__name__ = op.__qualname__ = view_name + "_copy"
+    op.__doc__ = f"torch.{view_name}, copied into new memory (no aliasing)."
+    return op
+
+
+def _fresh(view: Tensor, view_name: str) -> Tensor:
+    xp = np if type(view._data) is np.ndarray else view._data.__array_namespace__()
+    out = _wrap(xp.array(view._data, copy=True, order="C"))
+    if view._grad_fn is not None:
+        node = "".join(w.capitalize() for w in view_name.split("_")) + "Backward0_copy"
+        record(node, lambda g: g, out, (view,))
+    return out
+
+
+_VIEW_COPIES = ("alias", "as_strided", "diagonal", "expand", "permute", "select", "slice", "split",
+                "split_with_sizes", "squeeze", "t", "transpose", "unbind", "unfold", "unsqueeze", "view",
+                "view_as_complex", "view_as_real")
+
+
+def _alias(input: Tensor) -> Tensor:
+    return input.view(input.shape)
+
+
+def _slice(input: Tensor, dim: int = 0, start: int | None = None, end: int | None = None, step: int = 1) -> Tensor:
+    key = [slice(None)] * input.ndim
+    key[_wrap_dim(dim, input.ndim)] = slice(start, end, step)
+    return input[tuple(key)]
+
+
+def _view_as_complex(input: Tensor) -> Tensor:
+    from .complex import view_as_complex
+    return view_as_complex(input)
+
+
+def _view_as_real(input: Tensor) -> Tensor:
+    from .complex import view_as_real
+    return view_as_real(input)
+
+
+_VIEW_FNS = {"alias": _alias, "slice": _slice, "view_as_complex": _view_as_complex, "view_as_real": _view_as_real}
+
+
+def _copy_of_fn(name: str):
+    fn = _VIEW_FNS.get(name)
+    if fn is None:
+        return _copy_of(name)
+
+    def op(input: Tensor, *args, **kwargs):
+        return _fresh(fn(input, *args, **kwargs), name)
+    op.__name__ = op.__qualname__ = name + "_copy"
+    op.__doc__ = f"torch.{name}, copied into new memory (no aliasing)."
+    return op
+
+
+globals().update({name + "_copy": _copy_of_fn(name) for name in _VIEW_COPIES})
+
+
+def detach_copy(input: Tensor) -> Tensor:
+    """input's values in new memory; as in PyTorch, an input that requires grad gives an output whose backward
+    raises (detach_copy has no derivative)."""
+    out = _fresh(input.detach(), "detach")
+    if needs_grad(input):
+        record("NotImplemented", _not_differentiable("detach_copy"), out, (input,))
+    return out
+
+
+# ------------------------------------------------------------------ LAPACK's QR pieces
+
+def geqrf(input: Tensor):
+    """LAPACK's geqrf: R on and above the diagonal of `a`, the Householder vectors below it, and their scales tau
+    (not differentiable, as in PyTorch)."""
+    from .decompositions import _return_type
+    if input.ndim < 2:
+        raise RuntimeError("torch.geqrf: input must have at least 2 dimensions.")
+    if input.dtype.np.kind not in "fc":
+        raise NotImplementedError(f"\"geqrf_cpu\" not implemented for '{_short(input.dtype)}'")
+    x = _host(input.detach()._data)
+    m, n = x.shape[-2:]
+    k = min(m, n)
+    batch = x.shape[:-2]
+    a = np.empty(x.shape, dtype=x.dtype)
+    tau = np.empty(batch + (k,), dtype=x.dtype)
+    for idx in np.ndindex(batch):
+        h, t = np.linalg.qr(x[idx], mode="raw")
+        a[idx], tau[idx] = h.T, t[:k]
+    result = _return_type("geqrf", "a tau")
+    out_a, out_tau = _wrap(_to_device(a, input)), _wrap(_to_device(tau, input))
+    if needs_grad(input):
+        def geqrf_backward(g_a, g_tau):
+            raise RuntimeError("derivative for geqrf is not implemented")
+        record("GeqrfBackward0", geqrf_backward, (out_a, out_tau), (input,))
+    return result(out_a, out_tau)
+
+
+def orgqr(input: Tensor, tau: Tensor) -> Tensor:
+    """The first n columns of Q from geqrf's (a, tau): torch.linalg.householder_product."""
+    from ..linalg import householder_product
+    return householder_product(input, tau)
+
+
+def ormqr(input: Tensor, tau: Tensor, other: Tensor, left: bool = True, transpose: bool = False) -> Tensor:
+    """Q @ other (other @ Q if not left; Q^H if transpose), Q the full m-by-m orthogonal factor of geqrf's (input,
+    tau), without forming Q outside this call."""
+    from ..linalg import householder_product
+    if input.ndim < 2:
+        raise RuntimeError("torch.ormqr: input must have at least 2 dimensions.")
+    if other.ndim != input.ndim:
+        raise RuntimeError(f"torch.ormqr: other.dim() must be equal to input.dim(), but got other.dim() = "
+                           f"{other.ndim} and input.dim() = {input.ndim}")
+    m, n = input.shape[-2:]
+    need = other.shape[-2] if left else other.shape[-1]
+    if need != m:
+        raise RuntimeError(f"torch.ormqr: other.shape[{-2 if left else -1}] must be equal to input.shape[-2]")
+    # Q is the product of tau's reflectors; zero columns (and zero scales) beyond n are identity reflectors.
+    full = input if n == m else input.narrow(-1, 0, min(n, m))
+    if full.shape[-1] < m:
+        from .._creation import zeros
+        pad = zeros(tuple(input.shape[:-1]) + (m - full.shape[-1],), dtype=input.dtype, device=input.device)
+        from .shape import cat
+        full = cat([full, pad], -1)
+    Q = householder_product(full, tau)
+    if transpose:
+        Q = Q.mH
+    return Q @ other if left else other @ Q
+
+
+# ------------------------------------------------------------------ symbolic-shape helpers, eager control flow
+
+def sym_int(a) -> int:
+    """int(a), truncating toward zero (symbolic-shape code calls this on plain numbers too)."""
+    return builtins.int(a)
+
+
+def sym_float(a) -> float:
+    """float(a)."""
+    return builtins.float(a)
+
+
+def sym_max(a, b):
+    """max(a, b)."""
+    return builtins.max(a, b)
+
+
+def sym_min(a, b):
+    """min(a, b)."""
+    return builtins.min(a, b)
+
+
+def sym_not(a) -> bool:
+    """not a."""
+    return not a
+
+
+def sym_sqrt(a) -> float:
+    """math.sqrt(a)."""
+    return math.sqrt(a)
+
+
+def sym_sum(args):
+    """sum(args)."""
+    return builtins.sum(args)
+
+
+def sym_ite(b, t, f):
+    """t if b else f."""
+    return t if b else f
+
+
+def cond(pred, true_fn, false_fn, operands=()):
+    """true_fn(*operands) if pred (a bool or one-element tensor) else false_fn(*operands), run eagerly."""
+    if not isinstance(operands, (tuple, list)):
+        raise RuntimeError(f"Expect operands to be a tuple of possibly nested dict/list/tuple that only consists of "
+                           f"tensor leaves, but got {operands}.")
+    if isinstance(pred, Tensor):
+        if pred.numel() != 1:
+            raise RuntimeError(f"Expected pred to be bool or single-element tensor, but got {pred}.")
+        pred = pred.item()
+    return true_fn(*operands) if pred else false_fn(*operands)
+
+
+def while_loop(cond_fn, body_fn, carried_inputs):
+    """Run body_fn on the carried values while cond_fn holds for them; returns the final values, run eagerly."""
+    if not isinstance(carried_inputs, (tuple, list)):
+        raise RuntimeError(f"carried_inputs must be a tuple or list, got {type(carried_inputs)}")
+    carry = tuple(carried_inputs)
+    while True:
+        c = cond_fn(*carry)
+        if isinstance(c, Tensor):
+            c = c.item()
+        if not c:
+            return carry
+        out = body_fn(*carry)
+        carry = tuple(out) if isinstance(out, (tuple, list)) else (out,)
+
+
+# ------------------------------------------------------------------ process-wide switches and build queries
+
+def is_anomaly_enabled() -> bool:
+    """Whether autograd's anomaly detection is on."""
+    from .. import _C
+    return _C._is_anomaly_enabled()
+
+
+def is_anomaly_check_nan_enabled() -> bool:
+    """Whether anomaly detection also checks backward outputs for NaN."""
+    from .. import _C
+    return _C._anomaly_check_nan()
+
+
+def set_anomaly_enabled(enabled: bool, check_nan: bool = True) -> None:
+    """Turn autograd's anomaly detection on or off (torch.autograd.set_detect_anomaly without the context)."""
+    from .. import _C
+    _C._set_anomaly_enabled(bool(enabled), bool(check_nan))
+
+
+_warn_always = [False]
+
+
+def set_warn_always(b: bool, /) -> None:
+    """Make once-per-process warnings fire every time (what tests ask for)."""
+    _warn_always[0] = bool(b)
+
+
+def is_warn_always_enabled() -> bool:
+    """Whether set_warn_always(True) is in effect."""
+    return _warn_always[0]
+
+
+def set_flush_denormal(mode: bool) -> bool:
+    """Whether flushing denormals was set: False, NumPy cannot change the CPU's denormal mode."""
+    return False
+
+
+def compiled_with_cxx11_abi() -> bool:
+    """Whether the C++ extension uses the C++11 string ABI (always, with today's compilers)."""
+    return True
+
+
+def is_vulkan_available() -> bool:
+    """False: tinytorch has no Vulkan backend."""
+    return False
+
+
+def init_num_threads() -> None:
+    """Initialise the intra-op thread pool for this thread (tinytorch's needs no setup)."""
+
+
+has_lapack = True  # NumPy's linalg
+has_spectral = True  # NumPy's fft
+has_mkl = False
+has_openmp = False
+
+
+def get_device_module(device=None):
+    """The tinytorch submodule for a device type (tinytorch.cuda for 'cuda'); the current accelerator's (or
+    tinytorch.cpu) when device is None."""
+    from .. import cpu, cuda
+    from .._device import device as device_cls
+    if device is None:
+        return cuda if cuda.is_available() else cpu
+    name = device.type if isinstance(device, device_cls) else str(device).split(":")[0]
+    mods = {"cpu": cpu, "cuda": cuda}
+    if name not in mods:
+        raise RuntimeError(f"Device '{name}' does not have a corresponding module registered as 'torch.{name}'.")
+    return mods[name]
+
+
+def thread_safe_generator():
+    """The generator DataLoader thread workers should use: None (the global generator) outside such workers,
+    which is everywhere in tinytorch (its workers are processes)."""
+    return None
+
+
+def from_file(filename: str, shared: bool | None = None, size: int = 0, *, dtype=None, layout=None, device=None,
+              pin_memory: bool = False) -> Tensor:
+    """A 1-D tensor of `size` elements read from a file's bytes; shared=True maps the file, so that writes to the
+    tensor reach the file."""
+    from .._dtype import get_default_dtype
+    dt = (dtype or get_default_dtype()).np
+    nbytes = builtins.int(size) * dt.itemsize
+    have = os.path.getsize(filename)
+    if have < nbytes:
+        raise RuntimeError(f"unable to mmap {nbytes} bytes from file <{filename}>: the file has {have} bytes")
+    if shared:
+        data = np.memmap(filename, dtype=dt, mode="r+", shape=(builtins.int(size),)).view(np.ndarray)
+    else:
+        data = np.fromfile(filename, dtype=dt, count=builtins.int(size))
+    out = _wrap(data)
+    return out if device is None else out.to(device)
+
+
+def convolution(input: Tensor, weight: Tensor, bias: Tensor | None, stride, padding, dilation, transposed: bool,
+                output_padding, groups: int) -> Tensor:
+    """aten's generic convolution: conv{1,2,3}d or conv_transpose{1,2,3}d by weight's rank and `transposed`."""
+    from .conv import conv3d, conv_transpose3d
+    nd = weight.ndim - 2
+    fns = {1: (conv1d, conv_transpose1d), 2: (conv2d, conv_transpose2d), 3: (conv3d, conv_transpose3d)}
+    if nd not in fns:
+        raise RuntimeError(f"Expected 3D, 4D or 5D weight for convolution, but got weight of size "
+                           f"{list(weight.shape)}")
+    conv, conv_t = fns[nd]
+    if transposed:
+        return conv_t(input, weight, bias, stride, padding, output_padding, groups, dilation)
+    return conv(input, weight, bias, stride, padding, dilation, groups)
+
+
+# ------------------------------------------------------------------ legacy tensor types: torch.FloatTensor, ...
+
+class tensortype(type):
+    """The metaclass of torch.FloatTensor and its kin: calling one builds a CPU tensor of its dtype (the legacy
+    constructor), and isinstance(t, torch.FloatTensor) tests t's dtype and device."""
+
+    def __instancecheck__(cls, obj) -> bool:
+        return isinstance(obj, Tensor) and obj.dtype is cls.dtype and obj.is_cpu
+
+    def __call__(cls, *args, device=None) -> Tensor:
+        if device is not None and str(device).split(":")[0] != "cpu":
+            raise RuntimeError(f"legacy constructor expects device type: cpu but device type: "
+                               f"{str(device).split(':')[0]} was passed")
+        return _legacy_new(cls.dtype, None, args, f"{cls.__name__}()")
+
+    def __repr__(cls) -> str:
+        return f"<class 'torch.{cls.__name__}'>"
+
+
+def _legacy_type(name: str, dt) -> type:
+    return tensortype(name, (), {"dtype": dt, "is_cuda": False, "is_sparse": False, "__module__": "tinytorch",
+                                 "__doc__": f"The legacy CPU tensor type of dtype {dt}."})
+
+
+def _legacy_types() -> dict:
+    from .. import _dtype
+    names = {"FloatTensor": "float32", "DoubleTensor": "float64", "HalfTensor": "float16",
+             "BFloat16Tensor": "bfloat16", "LongTensor": "int64", "IntTensor": "int32", "ShortTensor": "int16",
+             "CharTensor": "int8", "ByteTensor": "uint8", "BoolTensor": "bool_"}
+    return {name: _legacy_type(name, getattr(_dtype, dt)) for name, dt in names.items()}
+
+
+_LEGACY_TYPES = _legacy_types()
+globals().update(_LEGACY_TYPES)
+
+
+def set_default_tensor_type(t) -> None:
+    """Deprecated: set the default floating dtype (and device, for 'torch.cuda.*' names) from a legacy tensor
+    type or its name."""
+    from .._device import set_default_device
+    from .._dtype import set_default_dtype
+    warnings.warn("torch.set_default_tensor_type() is deprecated as of PyTorch 2.1, please use "
+                  "torch.set_default_dtype() and torch.set_default_device() as alternatives.", UserWarning,
+                  stacklevel=2)
+    name = t if isinstance(t, str) else f"torch.{getattr(t, '__name__', t)}"
+    parts = name.split(".")
+    if parts[0] != "torch" or len(parts) not in (2, 3) or (len(parts) == 3 and parts[1] != "cuda"):
+        raise TypeError(f"invalid type: '{name}'")
+    cls = _LEGACY_TYPES.get(parts[-1])
+    if cls is None:
+        raise AttributeError(f"module 'torch' has no attribute '{parts[-1]}'")
+    if not cls.dtype.is_floating_point:
+        raise TypeError("only floating-point types are supported as the default type")
+    set_default_dtype(cls.dtype)
+    set_default_device("cuda" if len(parts) == 3 else None)
+
+
+attach(ger=ger, select_scatter=select_scatter, slice_scatter=slice_scatter, diagonal_scatter=diagonal_scatter,
+       geqrf=geqrf, orgqr=orgqr, ormqr=ormqr)
+
 __all__ = list(_INPLACE) + [
     "detach", "dropout", "dropout_", "feature_dropout", "feature_dropout_", "alpha_dropout", "alpha_dropout_",
     "feature_alpha_dropout", "feature_alpha_dropout_", "native_dropout", "layer_norm", "native_layer_norm",
@@ -710,5 +1263,15 @@ __all__ = list(_INPLACE) + [
     "get_num_interop_threads", "set_num_interop_threads", "is_inference", "is_nonzero", "is_same_size", "is_signed",
     "frombuffer", "to_dlpack", "from_dlpack", "poisson", "binomial", "set_printoptions", "typename", "nuclear_norm",
     "frobenius_norm", "matrix_rank", "ger", "index_reduce", "msort", "split_with_sizes", "select_scatter",
-    "slice_scatter", "diagonal_scatter",
-]
+    "slice_scatter", "diagonal_scatter", "put", "fill", "get_device", "is_storage", "is_distributed",
+    "bitwise_left_shift", "bitwise_right_shift", "igamma", "igammac", "as_strided_", "as_strided_scatter",
+    "nonzero_static", "eig", "symeig", "lstsq", "solve", "unsafe_chunk", "unsafe_split", "unsafe_split_with_sizes",
+    "empty_permuted", "norm_except_dim", "embedding_renorm_", "histogramdd", "detach_copy", "geqrf", "orgqr",
+    "ormqr", "e", "pi", "inf", "nan", "newaxis", "memory_format", "contiguous_format", "channels_last",
+    "channels_last_3d", "preserve_format", "legacy_contiguous_format", "sym_int", "sym_float", "sym_max", "sym_min",
+    "sym_not", "sym_sqrt", "sym_sum", "sym_ite", "cond", "while_loop", "is_anomaly_enabled",
+    "is_anomaly_check_nan_enabled", "set_anomaly_enabled", "set_warn_always", "is_warn_always_enabled",
+    "set_flush_denormal", "compiled_with_cxx11_abi", "is_vulkan_available", "init_num_threads", "has_lapack",
+    "has_spectral", "has_mkl", "has_openmp", "get_device_module", "thread_safe_generator", "from_file",
+    "convolution", "set_default_tensor_type",
+] + [name + "_copy" for name in _VIEW_COPIES] + list(_LEGACY_TYPES)

@@ -4,6 +4,10 @@ from __future__ import annotations
 import functools
 
 
+class OutOfMemoryError(RuntimeError):
+    """A device allocation failed (PyTorch's torch.cuda.OutOfMemoryError, also torch.OutOfMemoryError)."""
+
+
 @functools.lru_cache(maxsize=None)
 def is_available() -> bool:
     """Whether CuPy is installed and sees at least one GPU (never raises)."""
