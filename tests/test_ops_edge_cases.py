@@ -107,3 +107,15 @@ def test_edge_cases_match_pytorch():
     F.relu6(a).sum().backward()
     torch.nn.functional.relu6(b).sum().backward()
     assert a.grad.tolist() == b.grad.tolist()
+
+
+def test_a_number_first_in_a_functional_form_keeps_its_precision():
+    x = tinytorch.tensor([2.0], dtype=tinytorch.float64)
+    assert tinytorch.mul(1.1, x).item() == 1.1 * 2.0  # not float32's 1.1
+    assert tinytorch.sub(1.1, x).item() == 1.1 - 2.0 and tinytorch.add(1.1, x).item() == 1.1 + 2.0
+    # and the number still has a wrapped number's low priority in promotion
+    assert tinytorch.mul(1.1, tinytorch.tensor(2.0)).dtype == tinytorch.float32
+    assert tinytorch.mul(1.1, tinytorch.tensor([2, 3])).dtype == tinytorch.float32
+    assert tinytorch.mul(2, tinytorch.tensor([2, 3])).dtype == tinytorch.int64
+    assert tinytorch.mul(1.5, tinytorch.tensor([2.0], dtype=tinytorch.float16)).dtype == tinytorch.float16
+    assert tinytorch.mul(1j, x).dtype == tinytorch.complex128
