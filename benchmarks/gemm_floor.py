@@ -103,7 +103,9 @@ def main(argv=None) -> dict:
         libs.append("torch")
     except ImportError:
         pass
-    results = {"threads": args.threads, "workloads": {}}
+    from tinytorch import _threads
+    results = {"threads": args.threads, "workloads": {}, "tinytorch_blas": _threads.blas}
+    print(f"tinytorch's matrix products: {_threads.blas}")
     print(f"{'workload':9} {'GFLOP':>7} " + " ".join(f"{lib + ' floor ms':>17} {'GFLOP/s':>8}" for lib in libs))
     for w in args.workloads:
         ps = products(w)

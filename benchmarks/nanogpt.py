@@ -403,6 +403,9 @@ def main(argv=None) -> dict:
         results = products(args)
     else:
         results = script(args) if args.script else in_process(args) if args.in_process else processes(args)
+    from tinytorch import _threads
+    results["tinytorch_blas"] = _threads.blas  # the children choose as this process did (same TINYTORCH_BLAS)
+    print(f"tinytorch's matrix products: {_threads.blas}")
     name = "nanogpt_products.json" if args.products else "nanogpt_overhead.json" if args.overhead else "nanogpt.json"
     write_json(args.json or os.path.join(os.path.dirname(os.path.abspath(__file__)), "results", name), results)
     return results

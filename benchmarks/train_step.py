@@ -71,7 +71,10 @@ def main(argv=None) -> dict:
         torch.set_num_threads(args.threads)
     except ImportError:
         torch = None
-    results = {"device": args.device, "steps": args.steps, "threads": args.threads, "workloads": {}}
+    from tinytorch import _threads
+    results = {"device": args.device, "steps": args.steps, "threads": args.threads, "workloads": {},
+               "tinytorch_blas": _threads.blas}
+    print(f"tinytorch's matrix products: {_threads.blas}")
     floor_head = f" {'floor ms':>9} {'tt/floor':>9} {'torch/floor':>11}" if args.floor else ""
     print(f"{'workload':10} {'tinytorch ms':>13} {'torch ms':>10} {'ratio':>7} {'loss[0] rel diff':>17} "
           f"{'max loss rel diff':>18}{floor_head}")

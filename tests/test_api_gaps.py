@@ -443,3 +443,44 @@ def test_matches_pytorch(expr):
     assert len(ours) == len(theirs)
     for a, b in zip(ours, theirs):
         assert a == b if isinstance(b, str) else math.isclose(a, b, rel_tol=1e-5, abs_tol=1e-6), (a, b)
+
+
+def test_grad_with_batched_grad_outputs_stacks_one_backward_per_seed():
+    """autograd.grad(is_grads_batched=True): the Jacobian rows of x**2 from the identity's rows; with create_graph the result keeps a graph."""
+    x = torch.tensor([1.0, 2.0, 3.0], dtype=torch.float64, requires_grad=True)
+    (jac,) = torch.autograd.grad(x ** 2, x, torch.eye(3, dtype=torch.float64), is_grads_batched=True)
+    np.testing.assert_allclose(jac.numpy(), np.diag([2.0, 4.0, 6.0]))
+    y = x.sin()
+    (hv,) = torch.autograd.grad(y, x, torch.ones(2, 3, dtype=torch.float64), is_grads_batched=True,
+                                    create_graph=True)
+    assert hv.shape == (2, 3) and hv.requires_grad
+    np.testing.assert_allclose(hv.detach().numpy(), np.cos([[1.0, 2.0, 3.0]] * 2))
+    with pytest.raises(RuntimeError, match="batch size 2"):
+        torch.autograd.grad((x * 2, x * 3), x, (torch.ones(2, 3), torch.ones(3, 3)),
+                                is_grads_batched=True)
+
+
+def test_diagonal_is_a_view_one_can_write_through():
+    """A.diagonal().fill_(v) / .add_(eps) change A (NumPy's diagonal views are read-only)."""
+    a = torch.zeros(3, 3, dtype=torch.float64)
+    a.diagonal().fill_(-1.0)
+    a.diagonal(1).add_(2.0)
+    np.testing.assert_allclose(a.numpy(), -np.eye(3) + 2 * np.eye(3, k=1))
+    cov = torch.eye(2, dtype=torch.float64) * 2
+    cov.diagonal().add_(1e-3)  # the usual jitter before a Cholesky
+    np.testing.assert_allclose(cov.numpy(), 2.001 * np.eye(2))
+
+
+def test_multinomial_checks_and_zero_weights_without_replacement():
+    """PyTorch's errors, and without replacement the nonzero weights' indices first, then the zero ones."""
+    got = torch.multinomial(torch.tensor([0.0, 1.0, 0.0, 3.0]), 4).tolist()
+    assert sorted(got[:2]) == [1, 3] and sorted(got[2:]) == [0, 2]
+    assert torch.multinomial(torch.tensor([[0.0, 2.0], [5.0, 0.0]]), 3, replacement=True).tolist() == [[1] * 3, [0] * 3]
+    for args, message in [((torch.ones(3), 4), "cannot sample n_sample > prob_dist.size"),
+                          ((torch.zeros(2), 1), "sum of probabilities <= 0"),
+                          ((torch.tensor([-1.0, 1.0]), 1), "element < 0"),
+                          ((torch.tensor([float("nan"), 1.0]), 1), "`inf`, `nan`"),
+                          ((torch.ones(2, 2, 2), 1), "prob_dist must be 1 or 2 dim"),
+                          ((torch.ones(3), 0), "n_sample <= 0")]:
+        with pytest.raises(RuntimeError, match=message):
+            torch.multinomial(*args)

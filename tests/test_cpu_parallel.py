@@ -78,6 +78,65 @@ def test_openblas_stays_on_one_thread_when_the_pool_runs_the_products():
         tinytorch.set_num_threads(before)
 
 
+def _narrow_operands(dtype):
+    rng = np.random.default_rng(3)
+    return rng.standard_normal((768, 512)).astype(dtype), rng.standard_normal((512, 128)).astype(dtype)
+
+
+def _blas_in_child(env_value):
+    """Import tinytorch in a fresh interpreter with TINYTORCH_BLAS set (None: unset); its chosen BLAS, a product's
+    largest error against float64 NumPy, and stderr."""
+    import subprocess
+    import sys
+    env = {k: v for k, v in os.environ.items() if k != "TINYTORCH_BLAS"}
+    if env_value is not None:
+        env["TINYTORCH_BLAS"] = env_value
+    code = ("import numpy as np, tinytorch as t; from tinytorch import _threads\n"
+            "r = np.random.default_rng(0); a = r.standard_normal((300, 200)); b = r.standard_normal((130, 200))\n"
+            "errs = [float(np.abs((t.from_numpy(x.astype(d)) @ t.from_numpy(y.astype(d))).double().numpy()\n"
+            "        - x @ y).max()) for d in (np.float32, np.float64) for x, y in ((a, b.T), (a.T[:, ::-1].T, b.T),\n"
+            "        (b, a.T), (a[:1], b.T))]\n"
+            "print(_threads.blas, max(errs), t.backends.mkl.is_available())")
+    p = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, timeout=120)
+    return p.returncode, p.stdout.split(), p.stderr
+
+
+def _mkl_installed():
+    from tinytorch import _threads
+    return _threads._mkl_path() is not None
+
+
+def test_tinytorch_blas_chooses_the_products_library():
+    """TINYTORCH_BLAS=openblas keeps NumPy's OpenBLAS; =mkl takes MKL's sequential cblas gemm (or says why it
+    cannot); unset takes MKL when its wheel is installed. Products are right through either."""
+    from tinytorch import _threads
+    if not _threads.blas_on_pool:
+        pytest.skip("NumPy's BLAS has no cblas gemm to call")
+    rc, out, err = _blas_in_child("openblas")
+    assert rc == 0, err
+    assert out == ["openblas", out[1], "False"] and float(out[1]) < 1e-3
+    rc, out, err = _blas_in_child(None)
+    assert rc == 0, err
+    assert out[0] == ("mkl" if _mkl_installed() else "openblas") and float(out[1]) < 1e-3
+    rc, out, err = _blas_in_child("mkl")
+    if _mkl_installed():
+        assert rc == 0, err
+        assert out == ["mkl", out[1], "True"] and float(out[1]) < 1e-3
+    else:
+        assert rc != 0 and "TINYTORCH_BLAS=mkl, but the mkl wheel is not installed" in err
+
+
+def test_mkl_verbose_is_a_context_manager_whatever_the_blas():
+    a = tinytorch.randn(40, 30)
+    with tinytorch.backends.mkl.verbose(tinytorch.backends.mkl.VERBOSE_OFF):
+        np.testing.assert_allclose((a @ a.T).numpy(), a.numpy() @ a.numpy().T, rtol=1e-5, atol=1e-5)
+
+
+def test_tinytorch_blas_rejects_an_unknown_library():
+    rc, _, err = _blas_in_child("atlas")
+    assert rc != 0 and "TINYTORCH_BLAS='atlas': expected 'mkl' or 'openblas'" in err
+
+
 @pytest.mark.skipif(not hasattr(os, "fork"), reason="needs fork")
 def test_a_forked_child_gets_a_working_pool():
     tinytorch.set_num_threads(2)
@@ -562,11 +621,15 @@ def test_matrix_products_by_blas_on_the_pool(threads, dtype):
 
 
 @pytest.mark.parametrize("dtype", [np.float32, np.float64])
-def test_narrow_products_by_the_register_tiled_kernel(threads, dtype):
+def test_narrow_products_by_the_register_tiled_kernel(threads, dtype, monkeypatch):
     """Tall narrow products (linear's forwards x @ W.T and input gradients g @ W up to 512 columns) run on the
-    register-tiled kernel instead of BLAS, weight gradients g.T @ x on BLAS: the same values for ragged row
-    counts, flipped, strided and transposed operands, and in linear's forward and backward."""
+    register-tiled kernel instead of OpenBLAS, weight gradients g.T @ x on BLAS: the same values for ragged row
+    counts, flipped, strided and transposed operands, and in linear's forward and backward. (With MKL loaded
+    they all go to MKL; the route is taken here as an OpenBLAS install takes it.)"""
+    from tinytorch import _threads
     from tinytorch._ops.linalg import _narrow
+    assert _narrow(768, 128, 512, *_narrow_operands(dtype)) == (_threads.blas != "mkl")
+    monkeypatch.setattr(_threads, "blas", "openblas")
     rng = np.random.default_rng(9)
     g = rng.standard_normal((257, 385)).astype(dtype)
     w = rng.standard_normal((385, 96)).astype(dtype)

@@ -316,7 +316,7 @@ REPRS = [
     (lambda: torch.tensor([float("nan"), float("inf"), 1.5]), "tensor([   nan,    inf, 1.5000])"),
     (lambda: torch.arange(2000), "tensor([   0,    1,    2,  ..., 1997, 1998, 1999])"),
     (lambda: torch.tensor([[1.0, 5.0], [3.0, 2.0]]).max(1),
-     "tinytorch.return_types.max(\nvalues=tensor([5., 3.]),\nindices=tensor([1, 0]))"),
+     "torch.return_types.max(\nvalues=tensor([5., 3.]),\nindices=tensor([1, 0]))"),
     (lambda: torch.arange(6.0).reshape(2, 3), "tensor([[0., 1., 2.],\n        [3., 4., 5.]])"),
 ]
 

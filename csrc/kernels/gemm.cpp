@@ -1,8 +1,9 @@
-// Matrix products through the BLAS that NumPy loaded (OpenBLAS), split over the intra-op pool: each thread
-// calls the one-threaded sgemm/dgemm on its block of rows (or columns) of the product, or on whole matrices of a
-// batch. OpenBLAS's own threads are turned off (set_num_threads sets it to one), so that one pool runs every
-// kernel: two pools on the same cores (OpenBLAS's spinning between products, ours between elementwise ops) take
-// the cores from each other. Operands are read in place through their strides: a transposed view is BLAS's
+// Matrix products through a cblas library already loaded (_threads.py picks MKL's sequential layer when the mkl
+// wheel is installed, else the OpenBLAS NumPy loaded), split over the intra-op pool: each thread calls the
+// one-threaded sgemm/dgemm on its block of rows (or columns) of the product, or on whole matrices of a batch.
+// OpenBLAS's own threads are turned off (set_num_threads sets it to one), so that one pool runs every kernel:
+// two pools on the same cores (OpenBLAS's spinning between products, ours between elementwise ops) take the
+// cores from each other. Operands are read in place through their strides: a transposed view is BLAS's
 // transpose flag, never a copy.
 #include <dlfcn.h>
 

@@ -35,6 +35,8 @@ from .autograd.grad_mode import (enable_grad, inference_mode, is_grad_enabled, i
                                  set_grad_enabled)
 from . import autograd, cuda, utils  # noqa: E402
 from . import nn, optim  # noqa: E402
+from . import func, futures, jit, multiprocessing, overrides  # noqa: E402
+from .func import vmap  # noqa: E402
 from . import linalg  # noqa: E402  (torch.linalg)
 from . import accelerator  # noqa: E402  (device-generic: torch.accelerator)
 from .serialization import load, save  # noqa: E402

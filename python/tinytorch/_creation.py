@@ -5,13 +5,16 @@ import numpy as np
 
 from ._device import CPU, cuda_context, device_of, move, to_device, xp_for
 from ._dtype import bool_, dtype as _dtype_cls, from_numpy_dtype, get_default_dtype, int64, to_dtype
-from ._tensor import Tensor, _wrap
+from ._tensor import Tensor, _set_requires_grad, _wrap
 
 
 def _finish(t: Tensor, requires_grad: bool) -> Tensor:
     if requires_grad:
-        t.requires_grad_(True)
+        _set_requires_grad(t, True, _FACTORY_GRAD_ERROR)
     return t
+
+
+_FACTORY_GRAD_ERROR = "Only Tensors of floating point and complex dtype can require gradients"
 
 
 def _infer_dtype(data) -> _dtype_cls:
@@ -414,12 +417,25 @@ def bernoulli(p: Tensor, *, generator=None) -> Tensor:
 def multinomial(probs: Tensor, num_samples: int, replacement: bool = False, *, generator=None) -> Tensor:
     """Sample category indices in proportion to the (unnormalized) weights in each row."""
     p = np.asarray(probs.detach().cpu()._data, dtype=np.float64)
+    if p.ndim not in (1, 2):
+        raise RuntimeError("prob_dist must be 1 or 2 dim")
+    if num_samples <= 0:
+        raise RuntimeError("cannot sample n_sample <= 0 samples")
+    if not replacement and num_samples > p.shape[-1]:
+        raise RuntimeError("cannot sample n_sample > prob_dist.size(-1) samples without replacement")
+    if not np.isfinite(p).all() or (p < 0).any():
+        raise RuntimeError("probability tensor contains either `inf`, `nan` or element < 0")
     rows = p.reshape(-1, p.shape[-1])
+    if (rows.sum(-1) <= 0).any():
+        raise RuntimeError("invalid multinomial distribution (sum of probabilities <= 0)")
     rng = _generator_for(CPU, generator if generator is None or generator.device.type == "cpu" else None)
     out = np.empty((rows.shape[0], num_samples), dtype=np.int64)
     for i, row in enumerate(rows):
-        w = row / row.sum()
-        out[i] = rng.choice(len(w), size=num_samples, replace=replacement, p=w)
+        nonzero = np.flatnonzero(row)
+        k = num_samples if replacement else min(num_samples, len(nonzero))
+        out[i, :k] = nonzero[rng.choice(len(nonzero), size=k, replace=replacement, p=row[nonzero] / row.sum())]
+        if k < num_samples:  # without replacement, past the nonzero weights: PyTorch then draws the zero ones
+            out[i, k:] = rng.permutation(np.flatnonzero(row == 0))[:num_samples - k]
     out = out.reshape(p.shape[:-1] + (num_samples,))
     return _wrap(move(out, probs.device))
 

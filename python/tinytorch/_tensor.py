@@ -170,20 +170,12 @@ class Tensor:
 
     @requires_grad.setter
     def requires_grad(self, flag: bool) -> None:
-        self.requires_grad_(flag)
+        _set_requires_grad(self, flag, "only Tensors of floating point and complex dtype can require gradients")
 
     def requires_grad_(self, requires_grad: bool = True) -> "Tensor":
         """Make a leaf start (or stop) recording its ops."""
-        if self._grad_fn is not None:
-            if not requires_grad:
-                raise RuntimeError(
-                    "you can only change requires_grad flags of leaf variables. If you want to use a computed "
-                    "variable in a subgraph that doesn't require differentiation use var_no_grad = var.detach().")
-            return self
-        if requires_grad and self.dtype._category < 2:
-            raise RuntimeError("only Tensors of floating point and complex dtype can require gradients")
-        self._requires_grad = bool(requires_grad)
-        return self
+        return _set_requires_grad(self, requires_grad,
+                                  "only Tensors of floating point and complex dtype can require gradients")
 
     @property
     def is_leaf(self) -> bool:
@@ -466,6 +458,21 @@ def _rebuild(cls, array, dev, requires_grad):
     if requires_grad:
         t._requires_grad = True
     return t
+
+
+def _set_requires_grad(self: Tensor, requires_grad: bool, integer_error: str) -> Tensor:
+    """requires_grad_() with the integer-dtype error worded as the caller's PyTorch counterpart words it (a
+    function, not a method: DTensor dispatches every Tensor method through its sharding rules)."""
+    if self._grad_fn is not None:
+        if not requires_grad:
+            raise RuntimeError(
+                "you can only change requires_grad flags of leaf variables. If you want to use a computed "
+                "variable in a subgraph that doesn't require differentiation use var_no_grad = var.detach().")
+        return self
+    if requires_grad and self.dtype._category < 2:
+        raise RuntimeError(integer_error)
+    self._requires_grad = bool(requires_grad)
+    return self
 
 
 def _wrap(data) -> Tensor:

@@ -2,9 +2,12 @@
 uses. Starts from OMP_NUM_THREADS (tinytorch-run sets it to 1 when it starts several workers per node, as torchrun
 does), else one per core; torch.set_num_threads changes it.
 
-Matrix products run on the same pool (csrc/kernels/gemm.cpp calls the cblas gemm of the OpenBLAS NumPy loaded,
-one block per thread), so OpenBLAS's own threads are set to one: two thread pools on the same cores take them
-from each other. Where the library has no cblas gemm, OpenBLAS keeps the thread count instead."""
+Matrix products run on the same pool (csrc/kernels/gemm.cpp calls a one-threaded cblas gemm, one block per
+thread), so OpenBLAS's own threads are set to one: two thread pools on the same cores take them from each other.
+The gemm is MKL's when the `mkl` wheel is installed (`pip install tinytorch[mkl]`; its sequential layer, no threads
+of its own), else that of the OpenBLAS NumPy loaded; TINYTORCH_BLAS=openblas or =mkl chooses. MKL is what PyTorch
+calls on the CPU, and on Intel cores it runs the transformer's products 15-25% faster than OpenBLAS
+(docs/benchmarks.md, "tenth pass"). Where no library has a cblas gemm, OpenBLAS keeps the thread count instead."""
 from __future__ import annotations
 
 import atexit
@@ -71,7 +74,50 @@ def set(n: int) -> None:  # noqa: A001 - torch.set_num_threads's counterpart
         setter(1 if blas_on_pool else n)
 
 
-# Whether matrix products run on the pool (gemm.cpp found a cblas gemm in NumPy's OpenBLAS).
-blas_on_pool = any(_C._cpu.set_blas(p) for p in _openblas_paths())
+_MKL_SEQUENTIAL = 1  # MKL_THREADING_SEQUENTIAL: the pool splits the products, MKL must not start threads of its own
+
+
+def _mkl_path() -> Optional[str]:
+    """libmkl_rt of the installed `mkl` wheel, if any."""
+    from importlib import metadata
+    try:
+        files = metadata.distribution("mkl").files or []
+    except metadata.PackageNotFoundError:
+        return None
+    paths = [str(f.locate()) for f in files if f.name.startswith("libmkl_rt.so")]
+    return os.path.realpath(sorted(paths)[-1]) if paths else None
+
+
+def _load_mkl() -> bool:
+    """Point gemm.cpp at MKL's cblas gemm in its sequential layer; False when the wheel is not installed."""
+    path = _mkl_path()
+    if path is None:
+        return False
+    try:
+        lib = ctypes.CDLL(path)
+    except OSError:
+        return False
+    lib.MKL_Set_Threading_Layer.argtypes, lib.MKL_Set_Threading_Layer.restype = [ctypes.c_int], ctypes.c_int
+    lib.MKL_Set_Threading_Layer(_MKL_SEQUENTIAL)
+    return _C._cpu.set_blas(path)
+
+
+def _choose_blas() -> Optional[str]:
+    """Set gemm.cpp's BLAS as TINYTORCH_BLAS asks (mkl, openblas; unset: MKL when installed) and name it."""
+    want = os.environ.get("TINYTORCH_BLAS", "").strip().lower()
+    if want not in ("", "mkl", "openblas"):
+        raise RuntimeError(f"TINYTORCH_BLAS={want!r}: expected 'mkl' or 'openblas' (or unset: MKL when installed)")
+    if want != "openblas" and _load_mkl():
+        return "mkl"
+    if want == "mkl":
+        raise RuntimeError("TINYTORCH_BLAS=mkl, but the mkl wheel is not installed (pip install tinytorch[mkl]) "
+                           "or has no cblas_sgemm")
+    return "openblas" if any(_C._cpu.set_blas(p) for p in _openblas_paths()) else None
+
+
+# The library matrix products call ("mkl", "openblas"; None: NumPy's matmul, with OpenBLAS's own threads).
+blas = _choose_blas()
+# Whether matrix products run on the pool (gemm.cpp found a cblas gemm).
+blas_on_pool = blas is not None
 if blas_on_pool and _blas_setter() is not None:
     _blas_setter()(1)

@@ -126,7 +126,7 @@ def ctc_loss(log_probs: Tensor, targets: Tensor, input_lengths, target_lengths, 
     if (in_lens > T).any():
         n = int(np.argmax(in_lens > T))
         raise RuntimeError(f"Expected input_lengths to have value at most {T}, but got value {int(in_lens[n])} "
-                           f"(while checking arguments for ctc_loss_cpu)")
+                           f"(while checking arguments for ctc_loss_allocate_outputs)")
     seqs = []
     offset = 0
     for n in range(N):
@@ -138,14 +138,13 @@ def ctc_loss(log_probs: Tensor, targets: Tensor, input_lengths, target_lengths, 
             if k > tg.shape[1]:
                 raise RuntimeError(f"Expected tensor to have size at least {k} at dimension 1, but got size "
                                    f"{tg.shape[1]} for argument #2 'targets' (while checking arguments for "
-                                   "ctc_loss_cpu)")
+                                   "ctc_loss_allocate_outputs)")
             seqs.append(tg[n, :k])
     lp = _host(lpt._data).astype(np.float64)
     nll, grad = _ctc_batch(lp, seqs, in_lens, blank)
     dt = np.dtype(lpt._data.dtype)
+    inf = np.isinf(nll) if zero_infinity else None
     if zero_infinity:
-        inf = np.isinf(nll)
-        nll = np.where(inf, 0.0, nll)
         grad = np.where(inf[None, :, None], 0.0, grad)
     xp_data = lpt._data
     losses = _wrap(_to_device(nll.astype(dt), xp_data))
@@ -159,6 +158,10 @@ def ctc_loss(log_probs: Tensor, targets: Tensor, input_lengths, target_lengths, 
                 out = _once_differentiable((out,), (lpt,))[0]
             return out
         record("CtcLossBackward0", ctc_backward, losses, (lpt,))
+    if zero_infinity:
+        # As in PyTorch, a where() after the loss: its grad_fn is WhereBackward0.
+        from .pointwise import where
+        losses = where(_wrap(_to_device(inf, xp_data)), 0.0, losses)
     if reduction == "none":
         return losses.squeeze(0) if unbatched else losses
     if reduction == "sum":

@@ -39,7 +39,7 @@ def _return_type(name: str, fields: str):
 
         def __repr__(self) -> str:
             body = ",\n".join(f"{f}={v!r}" for f, v in zip(self._fields, self))
-            return f"tinytorch.return_types.{name}(\n{body})"
+            return f"torch.return_types.{name}(\n{body})"
     ReturnType.__name__ = ReturnType.__qualname__ = name
     ReturnType.__module__ = "tinytorch.return_types"
     return ReturnType

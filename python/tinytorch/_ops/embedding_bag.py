@@ -21,6 +21,39 @@ def embedding_bag(input: Tensor, weight: Tensor, offsets: Tensor | None = None, 
                   per_sample_weights: Tensor | None = None, include_last_offset: bool = False,
                   padding_idx: int | None = None) -> Tensor:
     """Reduce (sum/mean/max) the embedding rows of each bag: bags are input's rows (2-D) or offsets' spans (1-D)."""
+    from ._common import needs_grad, record
+    from .._tensor import _wrap
+    args = (input, weight, offsets, max_norm, norm_type, scale_grad_by_freq, mode, sparse, per_sample_weights,
+            include_last_offset, padding_idx)
+    if not needs_grad(weight, per_sample_weights):
+        return _embedding_bag(*args)
+    # One node named EmbeddingBagBackward0 (PyTorch's grad_fn, seen in reprs) over the composed ops, which run on
+    # detached aliases: differentiating them must not fire the real inputs' tensor hooks a second time.
+    srcs = tuple(t for t in (weight, per_sample_weights) if t is not None and t._requires_grad)
+    aliases = {id(t): t.detach().requires_grad_() for t in srcs}
+    inner = _embedding_bag(input, aliases.get(id(weight), weight), offsets, max_norm, norm_type, scale_grad_by_freq,
+                           mode, sparse, aliases.get(id(per_sample_weights), per_sample_weights),
+                           include_last_offset, padding_idx)
+    result = _wrap(inner._data)
+    if inner._grad_fn is None:  # only empty bags: nothing flows back
+        return result
+
+    def embedding_bag_backward(g):
+        from ..autograd import grad
+        from ._common import _grad_enabled
+        if _grad_enabled():  # create_graph: gradients as functions of the real inputs, for double backward
+            grads = grad(_embedding_bag(*args), srcs, g, create_graph=True, materialize_grads=True)
+        else:
+            grads = grad(inner, tuple(aliases[id(t)] for t in srcs), g, retain_graph=True, materialize_grads=True)
+        return grads if len(grads) > 1 else grads[0]
+    record("EmbeddingBagBackward0", embedding_bag_backward, result, srcs)
+    return result
+
+
+def _embedding_bag(input: Tensor, weight: Tensor, offsets: Tensor | None, max_norm: float | None, norm_type: float,
+                   scale_grad_by_freq: bool, mode: str, sparse: bool, per_sample_weights: Tensor | None,
+                   include_last_offset: bool, padding_idx: int | None) -> Tensor:
+    """embedding_bag as differentiable tensor ops."""
     from .. import cat, tensor, zeros
     from .indexing import embedding
     from . import pointwise as _pw

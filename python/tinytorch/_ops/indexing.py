@@ -113,6 +113,10 @@ def _convert_key(x: Tensor, key):
             basic = False
         elif isinstance(k, (int, np.integer)):
             out.append(int(k))
+        elif isinstance(k, Tensor) and k._data.ndim == 0 and k._data.dtype.kind in "iu" and \
+                k._data.dtype != np.uint8 and type(k._data) is not MetaArray:
+            # A 0-d integer tensor selects like a Python int (PyTorch: a view, and no advanced dim).
+            out.append(int(k._data))
         elif isinstance(k, Tensor):
             a = k._data
             if a.dtype == np.bool_ or a.dtype == np.uint8:

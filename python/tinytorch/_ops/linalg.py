@@ -88,8 +88,9 @@ def _narrow(M: int, N: int, K: int, x, y) -> bool:
     step by step with BLAS (docs/benchmarks.md, "fifth pass" and "sixth pass"): 2-20% faster each. Weight
     gradients g.T @ x, ragged widths (N = 65) and wider products stay with BLAS: the kernel reads a transposed
     A down its columns, which was 2-9% faster than OpenBLAS on a Zen 4 core but took 1.05-1.8x OpenBLAS's time
-    on an Intel (Emerald Rapids) one (the sixth pass)."""
-    if N > 512 or N % 32 or not 128 <= K <= 1024 or M < 256:
+    on an Intel (Emerald Rapids) one (the sixth pass). With MKL as the BLAS every one of them goes to MKL: it
+    took 0.74-0.85 of the kernel's time on each of them in nanoGPT's step (docs/benchmarks.md, "tenth pass")."""
+    if N > 512 or N % 32 or not 128 <= K <= 1024 or M < 256 or _threads.blas == "mkl":
         return False
     item = x.itemsize
     return x.strides[1] == item and (y.strides[1] == item or y.strides[0] == item)

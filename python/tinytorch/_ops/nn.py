@@ -1175,7 +1175,15 @@ def normalize(input: Tensor, p: float = 2.0, dim: int = 1, eps: float = 1e-12, o
     if _autocast.active:
         return _autocast.dispatch("normalize", normalize, input, p, dim, eps, out)
     denom = input.norm(p, dim, keepdim=True).clamp_min(eps)
-    return input / denom
+    if out is None:
+        return input / denom
+    if _grad_enabled() and (input.requires_grad or out.requires_grad):
+        raise RuntimeError("div(): functions with out=... arguments don't support automatic differentiation, but "
+                           "one of the arguments requires grad.")
+    result = input / denom
+    if tuple(out.shape) != tuple(result.shape):
+        out.resize_(result.shape)
+    return out.copy_(result)
 
 
 def pad(input: Tensor, pad, mode: str = "constant", value: float | None = None) -> Tensor:
@@ -1242,7 +1250,6 @@ def _pad_array(xd, width: list, mode: str):
     """np.pad(xd, width, reflect or edge) with the interior copied on the pool (np.pad copies on one thread: 2.1x
     PyTorch's time at 2 threads) and the borders filled from it, one dimension after another as np.pad does."""
     out = np.empty(tuple(n + lo + hi for n, (lo, hi) in zip(xd.shape, width)), xd.dtype)
-    nd = xd.ndim
     if _cpu.copy(xd, out[tuple(slice(lo, lo + n) for n, (lo, _) in zip(xd.shape, width))]) is None:
         return np.pad(xd, width, mode="reflect" if mode == "reflect" else "edge")
     for d, ((lo, hi), n) in enumerate(zip(width, xd.shape)):

@@ -10,7 +10,7 @@ import math
 
 import numpy as np
 
-from .. import _C, _threads
+from .. import _C, _dtype, _threads
 from .._tensor import Tensor, _wrap
 from ._common import _grad_enabled, needs_grad, record
 from . import _cpu
@@ -300,6 +300,11 @@ def group_norm(input: Tensor, num_groups: int, weight: Tensor | None = None, bia
         if t is not None and (t._data.ndim != 1 or t._data.size != C):
             raise RuntimeError(f"Expected {name} to be a vector of size equal to the number of channels in input, "
                                f"but got {name} of shape {list(t._data.shape)} and input of shape {list(xd.shape)}")
+    if input.dtype in (_dtype.bfloat16, _dtype.float16) and any(
+            t is not None and t.dtype == _dtype.float32 for t in (weight, bias)):
+        # PyTorch's mixed-dtype CPU kernel (a bf16 activation through a float32 GroupNorm, as under autocast):
+        # statistics and affine in float32, the result in the input's dtype.
+        return group_norm(input.float(), num_groups, weight, bias, eps).to(input.dtype)
     arrays = [xd] + [t._data for t in (weight, bias) if t is not None]
     if xd.size >= _cpu.MIN_SIZE and _fusable(*arrays):
         return _group_norm_fused(input, num_groups, weight, bias, eps)

@@ -1000,10 +1000,21 @@ attach(
 
 
 # In-place variants: a NumPy in-place kernel when nothing is recorded, else out of place + rebase.
+def _check_no_internal_overlap(a: Tensor) -> None:
+    """PyTorch refuses in-place writes into a tensor whose elements share memory (an expand()ed view);
+    NumPy marks those arrays read-only."""
+    x = a._data
+    if type(x) is np.ndarray and not x.flags.writeable and \
+            any(st == 0 and n > 1 for st, n in zip(x.strides, x.shape)):
+        raise RuntimeError("unsupported operation: more than one element of the written-to tensor refers to a "
+                           "single memory location. Please clone() the tensor before performing the operation.")
+
+
 def _inplace(a: Tensor, b, kernel, out_of_place) -> Tensor:
     try:
         return inplace_binary(a, b, kernel, out_of_place)
     except ValueError:  # shapes: PyTorch's messages instead of NumPy's
+        _check_no_internal_overlap(a)
         sa, sb = a._data.shape, _shape_of(b)
         try:
             target = np.broadcast_shapes(sa, sb)
@@ -1093,6 +1104,7 @@ def fill_(a: Tensor, value) -> Tensor:
         check_inplace(a)
         return commit_inplace(a, _filled(a, value))
     x = a._data
+    _check_no_internal_overlap(a)
     if isinstance(value, Tensor):
         v = value._data
         x[...] = v if type(v) is type(x) else v.item()  # a CPU 0-d value may fill a CUDA tensor
@@ -1136,6 +1148,7 @@ def copy_(a: Tensor, src: Tensor, non_blocking: bool = False) -> Tensor:
     if needs_grad(a, src):
         check_inplace(a)
         return commit_inplace(a, _copied(a, src))
+    _check_no_internal_overlap(a)
     if type(y) is not type(x):
         from .._device import move
         y = move(y, a.device)

@@ -24,7 +24,7 @@ def _return_type(name: str):
         __slots__ = ()
 
         def __repr__(self) -> str:
-            return f"tinytorch.return_types.{name}(\nvalues={self.values!r},\nindices={self.indices!r})"
+            return f"torch.return_types.{name}(\nvalues={self.values!r},\nindices={self.indices!r})"
     ReturnType.__name__ = ReturnType.__qualname__ = name
     ReturnType.__module__ = "tinytorch.return_types"
     return ReturnType

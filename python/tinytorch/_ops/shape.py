@@ -623,7 +623,10 @@ def diagonal(a: Tensor, offset: int = 0, dim1: int = 0, dim2: int = 1) -> Tensor
     d1, d2 = _wrap_dim(dim1, x.ndim), _wrap_dim(dim2, x.ndim)
     if d1 == d2:
         raise RuntimeError(f"diagonal dimensions cannot be identical {dim1}, {dim2}")
-    out = _view_result(a, x.diagonal(offset, d1, d2))
+    v = x.diagonal(offset, d1, d2)
+    if type(x) is np.ndarray and x.flags.writeable:
+        v.flags.writeable = True  # NumPy hands diagonals out read-only; PyTorch's is a view one may write through
+    out = _view_result(a, v)
     if needs_grad(a):
         shape = x.shape
         record("DiagonalBackward0", lambda g: _diagonal_scatter(g, shape, offset, d1, d2), out, (a,))

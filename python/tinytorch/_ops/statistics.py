@@ -26,7 +26,7 @@ def named_result(name: str, fields: tuple):
 
         def __repr__(self) -> str:
             body = ",\n".join(f"{f}={getattr(self, f)!r}" for f in self._fields)
-            return f"tinytorch.return_types.{name}(\n{body})"
+            return f"torch.return_types.{name}(\n{body})"
     ReturnType.__name__ = ReturnType.__qualname__ = name
     ReturnType.__module__ = "tinytorch.return_types"
     return ReturnType

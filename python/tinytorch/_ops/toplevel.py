@@ -11,6 +11,7 @@ import numpy as np
 
 from .._tensor_str import set_printoptions
 from .._tensor import Tensor, _wrap, _wrap_dim
+from .._creation import _finish
 from .conv import conv1d, conv2d, conv_transpose1d, conv_transpose2d
 from .ctc import ctc_loss as _ctc_loss
 from .dropout import alpha_dropout as _alpha_dropout
@@ -564,7 +565,7 @@ def frombuffer(buffer, *, dtype, count: int = -1, offset: int = 0, requires_grad
         raise ValueError(f"requested buffer length ({count} * {itemsize} bytes) after offset ({offset} bytes) must "
                          f"not be greater than actual buffer length ({nbytes} bytes)")
     out = _wrap(np.frombuffer(buffer, dtype=dtype.np, count=count, offset=offset))
-    return out.requires_grad_() if requires_grad else out
+    return _finish(out, requires_grad)
 
 
 class _Capsule:
@@ -805,7 +806,7 @@ def empty_permuted(size, physical_layout, *, dtype=None, layout=None, device=Non
     for i, p in enumerate(perm):
         inverse[p] = i
     out = _wrap(phys._data.transpose(inverse))
-    return out.requires_grad_() if requires_grad else out
+    return _finish(out, requires_grad)
 
 
 def norm_except_dim(v: Tensor, pow: float = 2, dim: int = 0) -> Tensor:  # noqa: A002  (PyTorch's name)

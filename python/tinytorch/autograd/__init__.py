@@ -119,8 +119,8 @@ def grad(outputs: _TensorOrTensors, inputs: _TensorOrTensors, grad_outputs=None,
          is_grads_batched: bool = False, materialize_grads: bool = False) -> tuple:
     """The gradients of `outputs` with respect to `inputs`, without touching any .grad."""
     if is_grads_batched:
-        raise NotImplementedError("tinytorch.autograd.grad: is_grads_batched=True needs vmap, which tinytorch lacks; "
-                                  "loop over the batch of grad_outputs instead")
+        return _batched_grad(outputs, inputs, grad_outputs, retain_graph, create_graph, allow_unused,
+                             materialize_grads)
     outs = _tensors(outputs)
     ins = _tensors(inputs)
     if allow_unused is None:
@@ -150,7 +150,26 @@ def grad(outputs: _TensorOrTensors, inputs: _TensorOrTensors, grad_outputs=None,
     return tuple(result)
 
 
-from . import functional, graph  # noqa: E402
+def _batched_grad(outputs, inputs, grad_outputs, retain_graph, create_graph, allow_unused, materialize_grads):
+    """grad(..., is_grads_batched=True): the first dimension of every grad_output indexes a batch of seeds; one
+    backward per seed (torch.func.vmap's result, without its batching rules), the gradients stacked along it."""
+    from .._ops.shape import stack
+    seeds = (grad_outputs,) if isinstance(grad_outputs, Tensor) else tuple(grad_outputs or ())
+    if not seeds or any(not isinstance(g, Tensor) or g.dim() == 0 for g in seeds):
+        raise RuntimeError("grad(): is_grads_batched=True expects every grad_output to be a tensor with a batch "
+                           "dimension first")
+    batch = seeds[0].shape[0]
+    if any(g.shape[0] != batch for g in seeds):
+        raise RuntimeError(f"grad(): is_grads_batched=True expects every grad_output to have the batch size {batch}, "
+                           f"got {[g.shape[0] for g in seeds]}")
+    keep = create_graph if retain_graph is None else retain_graph
+    per_seed = [grad(outputs, inputs, tuple(g[i] for g in seeds), retain_graph=keep or i < batch - 1,
+                     create_graph=create_graph, allow_unused=allow_unused, materialize_grads=materialize_grads)
+                for i in range(batch)]
+    return tuple(None if col[0] is None else stack(col) for col in zip(*per_seed))
+
+
+from . import forward_ad, functional, graph  # noqa: E402
 from .anomaly_mode import detect_anomaly, set_detect_anomaly  # noqa: E402
 from .function import Function, FunctionCtx, once_differentiable  # noqa: E402
 from .gradcheck import gradcheck, gradgradcheck  # noqa: E402

@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import functools
+import inspect
 
 from .. import _C
 from .._tensor import Tensor, _new
@@ -89,7 +90,12 @@ class Function:
         from .grad_mode import no_grad
         with no_grad():
             if separate_setup:
-                output = cls.forward(*args, **kwargs)
+                try:
+                    output = cls.forward(*args, **kwargs)
+                except TypeError:
+                    # PyTorch binds the arguments to forward's signature first: report a mismatch as it does.
+                    inspect.signature(cls.forward).bind(*args, **kwargs)
+                    raise
                 cls.setup_context(ctx, args, output)
             else:
                 output = cls.forward(ctx, *args, **kwargs)

@@ -24,8 +24,14 @@ def _register_prehook(self, fn) -> RemovableHandle:
     return add_hook(hooks, fn)
 
 
+def _node_repr(self) -> str:
+    """`<SumBackward0 object at 0x...>`; the C++ namespace of name() (AccumulateGrad's) is not part of it."""
+    return f"<{self.name().rpartition('::')[2]} object at {hex(id(self))}>"
+
+
 Node.register_hook = _register_hook
 Node.register_prehook = _register_prehook
+Node.__repr__ = _node_repr
 
 
 def queue_callback(callback) -> None:

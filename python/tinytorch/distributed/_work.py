@@ -6,6 +6,7 @@ import threading
 from typing import Any, Callable, List, Optional
 
 from tinytorch._C import _distributed as _cdist
+from tinytorch.futures import Future  # noqa: F401  (torch.futures.Future: what get_future() returns)
 
 _KIND_TO_EXC = {
     1: _cdist.DistError,
@@ -20,81 +21,6 @@ def _seconds(timeout: Any) -> float:
     if isinstance(timeout, datetime.timedelta):
         return timeout.total_seconds()
     return float(timeout)
-
-
-class Future:
-    """A value that becomes available later; `then` chains callbacks (they run in the completing thread)."""
-
-    def __init__(self) -> None:
-        self._cond = threading.Condition()
-        self._done = False
-        self._value: Any = None
-        self._exc: Optional[BaseException] = None
-        self._callbacks: List[Callable[["Future"], None]] = []
-
-    def done(self) -> bool:
-        """True once a value or an exception is set."""
-        with self._cond:
-            return self._done
-
-    def wait(self, timeout: Optional[float] = None) -> Any:
-        """Block until done (raising TimeoutError after `timeout` seconds) and return the value or raise its error."""
-        with self._cond:
-            if not self._cond.wait_for(lambda: self._done, timeout):
-                raise _cdist.DistTimeoutError(f"Future not completed within {timeout}s")
-            if self._exc is not None:
-                raise self._exc
-            return self._value
-
-    def value(self) -> Any:
-        """The value of a completed future (raises its error, or if not done yet)."""
-        with self._cond:
-            if not self._done:
-                raise RuntimeError("Future.value() called before the future completed")
-            if self._exc is not None:
-                raise self._exc
-            return self._value
-
-    def _complete(self, value: Any = None, exc: Optional[BaseException] = None) -> None:
-        with self._cond:
-            if self._done:
-                raise RuntimeError("Future already completed")
-            self._value, self._exc, self._done = value, exc, True
-            callbacks, self._callbacks = self._callbacks, []
-            self._cond.notify_all()
-        for cb in callbacks:
-            cb(self)
-
-    def set_result(self, value: Any) -> None:
-        """Complete the future with a value."""
-        self._complete(value=value)
-
-    def set_exception(self, exc: BaseException) -> None:
-        """Complete the future with an error."""
-        self._complete(exc=exc)
-
-    def add_done_callback(self, fn: Callable[["Future"], None]) -> None:
-        """Run fn(self) when done (now, if already done)."""
-        with self._cond:
-            if not self._done:
-                self._callbacks.append(fn)
-                return
-        fn(self)
-
-    def then(self, callback: Callable[["Future"], Any]) -> "Future":
-        """A new future holding callback(self)'s result (or its exception), run once this one completes."""
-        child = Future()
-
-        def run(parent: "Future") -> None:
-            try:
-                result = callback(parent)
-            except BaseException as e:  # noqa: BLE001 - propagated to the child future
-                child.set_exception(e)
-                return
-            child.set_result(result)
-
-        self.add_done_callback(run)
-        return child
 
 
 class Work:

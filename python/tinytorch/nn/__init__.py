@@ -1,5 +1,5 @@
 """tinytorch.nn: modules, parameters, functional ops, initialisation and utilities (PyTorch's torch.nn)."""
-from . import functional, init, utils  # noqa: F401
+from . import attention, functional, grad, init, utils  # noqa: F401
 from .modules import *  # noqa: F401,F403
 from .modules import __all__ as _modules_all
 from .modules.module import Module

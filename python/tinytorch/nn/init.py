@@ -220,3 +220,71 @@ def orthogonal_(tensor: Tensor, gain: float = 1.0, generator=None) -> Tensor:
 
 
 __all__ += ["orthogonal_"]
+
+
+def dirac_(tensor: Tensor, groups: int = 1) -> Tensor:
+    """Fill a 3-, 4- or 5-D conv weight with the Dirac delta, so the conv passes its inputs through
+    (per group of output channels when groups > 1)."""
+    if tensor.dim() not in (3, 4, 5):
+        raise ValueError("Only tensors with 3, 4, or 5 dimensions are supported")
+    sizes = tensor.shape
+    if sizes[0] % groups != 0:
+        raise ValueError("dim 0 must be divisible by groups")
+    data = tensor._data
+    if type(data) is MetaArray:
+        return tensor
+    out_per_group = sizes[0] // groups
+    centre = tuple(s // 2 for s in sizes[2:])
+    data[...] = 0
+    for g in range(groups):
+        for d in range(min(out_per_group, sizes[1])):
+            data[(g * out_per_group + d, d) + centre] = 1
+    tensor._bump_version()
+    return tensor
+
+
+def sparse_(tensor: Tensor, sparsity: float, std: float = 0.01, generator=None) -> Tensor:
+    """Fill a 2-D tensor with N(0, std^2) values, then zero ceil(sparsity * rows) random entries of each
+    column (Martens 2010)."""
+    if tensor.dim() != 2:
+        raise ValueError("Only tensors with 2 dimensions are supported")
+    if type(tensor._data) is MetaArray:
+        return tensor
+    from .._creation import randperm
+    from ..autograd.grad_mode import no_grad
+    rows, cols = tensor.shape
+    num_zeros = math.ceil(sparsity * rows)
+    normal_(tensor, 0.0, std, generator)
+    with no_grad():
+        for col in range(cols):
+            tensor[randperm(rows, generator=generator, device=tensor.device)[:num_zeros], col] = 0
+    return tensor
+
+
+def _make_deprecate(meth):
+    """The pre-0.4 name without the trailing underscore: warns, then calls the in-place function."""
+    new_name = meth.__name__
+    old_name = new_name[:-1]
+
+    def deprecated_init(*args, **kwargs):
+        warnings.warn(f"`nn.init.{old_name}` is now deprecated in favor of `nn.init.{new_name}`.", FutureWarning,
+                      stacklevel=2)
+        return meth(*args, **kwargs)
+    deprecated_init.__doc__ = f"Deprecated alias of {new_name}."
+    deprecated_init.__name__ = old_name
+    return deprecated_init
+
+
+uniform = _make_deprecate(uniform_)
+normal = _make_deprecate(normal_)
+constant = _make_deprecate(constant_)
+eye = _make_deprecate(eye_)
+dirac = _make_deprecate(dirac_)
+xavier_uniform = _make_deprecate(xavier_uniform_)
+xavier_normal = _make_deprecate(xavier_normal_)
+kaiming_uniform = _make_deprecate(kaiming_uniform_)
+kaiming_normal = _make_deprecate(kaiming_normal_)
+orthogonal = _make_deprecate(orthogonal_)
+sparse = _make_deprecate(sparse_)
+
+__all__ += ["dirac_", "sparse_"]

@@ -243,7 +243,8 @@ def checkpoint(function: Callable, *args: Any, use_reentrant: Optional[bool] = N
                early_stop: bool = True, **kwargs: Any) -> Any:
     """Run function(*args, **kwargs) without keeping its activations; they are recomputed during backward."""
     if use_reentrant is None:
-        warnings.warn("torch.utils.checkpoint: the use_reentrant parameter should be passed explicitly. "
+        warnings.warn("torch.utils.checkpoint: the use_reentrant parameter should be passed explicitly. Starting "
+                      "in PyTorch 2.9, calling checkpoint without use_reentrant will raise an exception. "
                       "use_reentrant=False is recommended, but if you need to preserve the current default behavior, "
                       "you can pass use_reentrant=True. Refer to docs for more details on the differences between "
                       "the two variants.", stacklevel=2)

@@ -15,6 +15,7 @@ class _NormBase(Module):
     """Affine parameters and running statistics shared by the batch and instance norms."""
 
     __constants__ = ["track_running_stats", "momentum", "eps", "num_features", "affine"]
+    _version = 2  # version 2 added the num_batches_tracked buffer
 
     def __init__(self, num_features: int, eps: float = 1e-5, momentum: float | None = 0.1, affine: bool = True,
                  track_running_stats: bool = True, device=None, dtype=None, *, bias: bool = True) -> None:
@@ -42,6 +43,19 @@ class _NormBase(Module):
             self.register_buffer("running_var", None)
             self.register_buffer("num_batches_tracked", None)
         self.reset_parameters()
+
+    def _load_from_state_dict(self, state_dict: dict, prefix: str, local_metadata: dict, strict: bool,
+                              missing_keys: list, unexpected_keys: list, error_msgs: list) -> None:
+        # Checkpoints from before version 2 (or plain dicts, which carry no version) have no
+        # num_batches_tracked: keep the current count (0 for a fresh module) rather than report it missing.
+        version = local_metadata.get("version", None)
+        if (version is None or version < 2) and self.track_running_stats:
+            key = prefix + "num_batches_tracked"
+            if key not in state_dict:
+                state_dict[key] = self.num_batches_tracked if self.num_batches_tracked is not None else \
+                    tensor(0, dtype=_long())
+        super()._load_from_state_dict(state_dict, prefix, local_metadata, strict, missing_keys, unexpected_keys,
+                                      error_msgs)
 
     def reset_running_stats(self) -> None:
         """Running mean 0, running variance 1, no batches tracked."""

@@ -493,7 +493,12 @@ class Module:
         return self._apply(lambda t: t.type(dst_type))
 
     def share_memory(self) -> "Module":
-        """No-op kept for API compatibility (NumPy arrays are not moved to shared memory)."""
+        """Move every parameter, buffer and gradient into shared memory (Tensor.share_memory_), so that processes
+        started afterwards (torch.multiprocessing, Hogwild training) update the same storage."""
+        for t in list(self.parameters()) + list(self.buffers()):
+            t.share_memory_()
+            if t.grad is not None:
+                t.grad.share_memory_()
         return self
 
     # ---------------------------------------------------------------- hooks and calling
@@ -638,6 +643,12 @@ class Module:
             keep_vars = args[2] if len(args) > 2 else keep_vars
         if destination is None:
             destination = OrderedDict()
+            # Each module's version, keyed by its prefix: load_state_dict passes it to _load_from_state_dict so
+            # that modules can upgrade checkpoints saved by older versions (BatchNorm's num_batches_tracked).
+            destination._metadata = OrderedDict()
+        local_metadata = dict(version=self._version)
+        if hasattr(destination, "_metadata"):
+            destination._metadata[prefix[:-1]] = local_metadata
         for hook in self._state_dict_pre_hooks.values():
             hook(self, prefix, keep_vars)
         self._save_to_state_dict(destination, prefix, keep_vars)
@@ -645,7 +656,7 @@ class Module:
             if module is not None:
                 module.state_dict(destination=destination, prefix=prefix + name + ".", keep_vars=keep_vars)
         for hook in self._state_dict_hooks.values():
-            res = hook(self, destination, prefix, {})
+            res = hook(self, destination, prefix, local_metadata)
             if res is not None:
                 destination = res
         return destination
@@ -725,10 +736,13 @@ class Module:
         missing_keys: list = []
         unexpected_keys: list = []
         error_msgs: list = []
+        metadata = getattr(state_dict, "_metadata", None)
         state_dict = OrderedDict(state_dict)
 
         def load(module: Module, local_state_dict: dict, prefix: str = "") -> None:
-            module._load_from_state_dict(local_state_dict, prefix, {"assign_to_params_buffers": assign}, True,
+            local_metadata = {} if metadata is None else dict(metadata.get(prefix[:-1], {}))
+            local_metadata["assign_to_params_buffers"] = assign
+            module._load_from_state_dict(local_state_dict, prefix, local_metadata, True,
                                          missing_keys, unexpected_keys, error_msgs)
             for name, child in module._modules.items():
                 if child is not None:
@@ -777,6 +791,18 @@ class Module:
             else:
                 main_str += "\n  " + "\n  ".join(lines) + "\n"
         return main_str + ")"
+
+
+def _stacklevel_outside_tinytorch() -> int:
+    """The warnings.warn stacklevel of the innermost caller outside tinytorch: the hook runs inside
+    backward(), and PyTorch's warning points at the user's backward() call."""
+    import os
+    import sys
+    root = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+    frame, level = sys._getframe(1), 1
+    while frame is not None and os.path.abspath(frame.f_code.co_filename).startswith(root + os.sep):
+        frame, level = frame.f_back, level + 1
+    return level
 
 
 class _BackwardHook:
@@ -859,7 +885,7 @@ class _BackwardHook:
                 warnings.warn("Full backward hook is firing when gradients are computed with respect to module "
                               "outputs since no inputs require gradients. See https://docs.pytorch.org/docs/main/"
                               "generated/torch.nn.Module.html#torch.nn.Module.register_full_backward_hook for more "
-                              "details.", stacklevel=2)
+                              "details.", stacklevel=_stacklevel_outside_tinytorch())
                 none_inputs = (None,) * self.n_inputs
                 for hook in self.hooks:
                     res = hook(self.module, none_inputs, grad_outputs)

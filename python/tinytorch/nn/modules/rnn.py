@@ -418,6 +418,11 @@ class LSTMCell(RNNCellBase):
     def forward(self, input: Tensor, hx: tuple[Tensor, Tensor] | None = None) -> tuple[Tensor, Tensor]:
         if hx is None:
             return self._step("LSTM", input, None, None, lstm=True)
+        if not isinstance(hx, (tuple, list)):
+            raise TypeError(f"lstm_cell(): argument 'hx' (position 2) must be tuple of Tensors, not "
+                            f"{type(hx).__name__}")
+        if len(hx) != 2:
+            raise RuntimeError("lstm_cell expects two hidden states")
         return self._step("LSTM", input, hx[0], hx[1], lstm=True)
 
 

@@ -1,4 +1,4 @@
-"""Gradient clipping: clip_grad_norm_ (with PyTorch's arithmetic) and clip_grad_value_."""
+"""Gradient clipping: clip_grad_norm_ (with PyTorch's arithmetic), clip_grads_with_norm_ and clip_grad_value_."""
 from __future__ import annotations
 
 import math
@@ -12,7 +12,7 @@ from ..._device import cuda_context, cupy, move
 from ..._meta import MetaArray, namespace as meta_namespace
 from ..._tensor import Tensor, _wrap
 
-__all__ = ["clip_grad_norm_", "clip_grad_norm", "clip_grad_value_", "get_total_norm"]
+__all__ = ["clip_grad_norm_", "clip_grad_norm", "clip_grad_value_", "clip_grads_with_norm_", "get_total_norm"]
 
 
 def _xp(a):
@@ -151,8 +151,19 @@ def clip_grad_norm_(parameters: Iterable[Tensor] | Tensor, max_norm: float, norm
         parameters = list(parameters)  # a generator would be exhausted by the norm pass
     grads = _grads(parameters)
     total_norm = get_total_norm(grads, norm_type, error_if_nonfinite, foreach)
+    clip_grads_with_norm_(parameters, max_norm, total_norm, foreach)
+    return total_norm
+
+
+def clip_grads_with_norm_(parameters: Iterable[Tensor] | Tensor, max_norm: float, total_norm: Tensor,
+                          foreach: bool | None = None) -> None:
+    """Scale the gradients by min(max_norm / (total_norm + 1e-6), 1): clip_grad_norm_'s second half, for a total
+    norm computed elsewhere (get_total_norm over several groups, or across ranks)."""
+    grads = _grads(parameters)
     if not grads:
-        return total_norm
+        return
+    if not isinstance(total_norm, Tensor):
+        total_norm = _wrap(np.asarray(total_norm, dtype=grads[0]._data.dtype))
     max_norm = float(max_norm)
     tn = total_norm._data
     xp = _xp(tn)
@@ -162,13 +173,12 @@ def clip_grad_norm_(parameters: Iterable[Tensor] | Tensor, max_norm: float, norm
         _C._cpu.foreach_mul_([g._data for g in grads], float(coef))  # torch._foreach_mul_
         for g in grads:
             g._bump_version()
-        return total_norm
+        return
     for g in grads:
         with cuda_context(g.device):
             c = coef if g.device == total_norm.device else move(coef, g.device)
             _xp(g._data).multiply(g._data, c.astype(g._data.dtype, copy=False), out=g._data)
         g._bump_version()
-    return total_norm
 
 
 def clip_grad_norm(parameters: Iterable[Tensor] | Tensor, max_norm: float, norm_type: float = 2.0,

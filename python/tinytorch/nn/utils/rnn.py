@@ -13,7 +13,7 @@ import numpy as np
 from ..._tensor import Tensor
 
 __all__ = ["PackedSequence", "pack_padded_sequence", "pad_packed_sequence", "pad_sequence", "pack_sequence",
-           "unpad_sequence", "unpack_sequence"]
+           "unpad_sequence", "unpack_sequence", "invert_permutation"]
 
 
 class PackedSequence(namedtuple("PackedSequence", ["data", "batch_sizes", "sorted_indices", "unsorted_indices"])):
@@ -22,7 +22,7 @@ class PackedSequence(namedtuple("PackedSequence", ["data", "batch_sizes", "sorte
     def __new__(cls, data: Tensor, batch_sizes: Tensor | None = None, sorted_indices: Tensor | None = None,
                 unsorted_indices: Tensor | None = None) -> "PackedSequence":
         if unsorted_indices is None and sorted_indices is not None:
-            unsorted_indices = _invert_permutation(sorted_indices)
+            unsorted_indices = invert_permutation(sorted_indices)
         return super().__new__(cls, data, batch_sizes, sorted_indices, unsorted_indices)
 
     def to(self, *args, **kwargs) -> "PackedSequence":
@@ -53,7 +53,10 @@ def _tensor(a, device=None) -> Tensor:
     return tensor(a, device=device)
 
 
-def _invert_permutation(permutation: Tensor) -> Tensor:
+def invert_permutation(permutation: Tensor | None) -> Tensor | None:
+    """The permutation that undoes `permutation` (None stays None): PackedSequence's unsorted_indices."""
+    if permutation is None:
+        return None
     p = np.asarray(permutation._data.get() if hasattr(permutation._data, "get") else permutation._data)
     out = np.empty_like(p)
     out[p] = np.arange(p.size, dtype=p.dtype)
@@ -96,19 +99,23 @@ def pack_padded_sequence(input: Tensor, lengths, batch_first: bool = False,
     if hasattr(lens, "get"):
         lens = lens.get()
     if enforce_sorted:
-        if lens.size > 1 and (np.diff(lens) > 0).any():
-            raise RuntimeError("`lengths` array must be sorted in decreasing order when `enforce_sorted` is True. "
-                               "You can pass `enforce_sorted=False` to pack_padded_sequence and/or pack_sequence to "
-                               "sidestep this requirement if you do not need ONNX exportability.")
         sorted_indices = None
     else:
         order = np.argsort(-lens, kind="stable")
         lens = lens[order]
         sorted_indices = _tensor(order.astype(np.int64), device=input.device)
         input = input.index_select(0 if batch_first else 1, sorted_indices)
+    batch_size = input.shape[0 if batch_first else 1]
+    if lens.size != batch_size:
+        raise RuntimeError(f"Expected `len(lengths)` to be equal to batch_size, but got {lens.size} "
+                           f"(batch_size={batch_size})")
     if lens.size and lens.min() <= 0:
         raise RuntimeError("Length of all samples has to be greater than 0, but found an element in 'lengths' "
                            "that is <= 0")
+    if enforce_sorted and lens.size > 1 and (np.diff(lens) > 0).any():
+        raise RuntimeError("`lengths` array must be sorted in decreasing order when `enforce_sorted` is True. "
+                           "You can pass `enforce_sorted=False` to pack_padded_sequence and/or pack_sequence to "
+                           "sidestep this requirement if you do not need ONNX exportability.")
     if batch_first:
         input = input.transpose(0, 1)
     T = int(lens[0]) if lens.size else 0
@@ -176,7 +183,8 @@ def pad_sequence(sequences, batch_first: bool = False, padding_value: float = 0.
 def unpad_sequence(padded_sequences: Tensor, lengths: Tensor, batch_first: bool = False) -> list[Tensor]:
     """Split a padded batch back into its sequences (the inverse of pad_sequence)."""
     if not batch_first:
-        padded_sequences = padded_sequences.transpose(0, 1)
+        # In place, as PyTorch does: the caller's (T, B, *) tensor is left as (B, T, *).
+        padded_sequences.transpose_(0, 1)
     lens = np.asarray(lengths._data if isinstance(lengths, Tensor) else lengths).reshape(-1)
     return [padded_sequences[i, :int(n)] for i, n in enumerate(lens)]
 

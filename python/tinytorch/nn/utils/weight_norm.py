@@ -55,8 +55,8 @@ class WeightNorm:
 
 def weight_norm(module: Module, name: str = "weight", dim: int = 0) -> Module:
     """Split module.<name> into a magnitude (name_g) and a direction (name_v), recombined before each forward."""
-    warnings.warn("`tinytorch.nn.utils.weight_norm` is deprecated in favor of "
-                  "`tinytorch.nn.utils.parametrizations.weight_norm`.", FutureWarning, stacklevel=2)
+    warnings.warn("`torch.nn.utils.weight_norm` is deprecated in favor of "
+                  "`torch.nn.utils.parametrizations.weight_norm`.", FutureWarning, stacklevel=2)
     WeightNorm.apply(module, name, dim)
     return module
 

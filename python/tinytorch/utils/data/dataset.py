@@ -7,7 +7,8 @@ from typing import Generic, Iterator, Sequence, TypeVar
 
 from ..._tensor import Tensor
 
-__all__ = ["Dataset", "IterableDataset", "TensorDataset", "Subset", "ConcatDataset", "random_split"]
+__all__ = ["Dataset", "IterableDataset", "TensorDataset", "StackDataset", "Subset", "ConcatDataset", "ChainDataset",
+           "random_split"]
 
 T_co = TypeVar("T_co", covariant=True)
 
@@ -41,6 +42,36 @@ class TensorDataset(Dataset[tuple]):
 
     def __len__(self) -> int:
         return self.tensors[0].size(0)
+
+
+class StackDataset(Dataset[T_co]):
+    """Samples are tuples (positional datasets) or dicts (keyword datasets) of the i-th sample of each dataset."""
+
+    def __init__(self, *args: Dataset, **kwargs: Dataset) -> None:
+        if args:
+            if kwargs:
+                raise ValueError("Supported either ``tuple``- (via ``args``) or``dict``- (via ``kwargs``) like input/"
+                                 "output, but both types are given.")
+            self._length = len(args[0])
+            if any(self._length != len(dataset) for dataset in args):
+                raise ValueError("Size mismatch between datasets")
+            self.datasets = args
+        elif kwargs:
+            tmp = list(kwargs.values())
+            self._length = len(tmp[0])
+            if any(self._length != len(dataset) for dataset in tmp):
+                raise ValueError("Size mismatch between datasets")
+            self.datasets = kwargs
+        else:
+            raise ValueError("At least one dataset should be passed")
+
+    def __getitem__(self, index):
+        if isinstance(self.datasets, dict):
+            return {k: dataset[index] for k, dataset in self.datasets.items()}
+        return tuple(dataset[index] for dataset in self.datasets)
+
+    def __len__(self) -> int:
+        return self._length
 
 
 class Subset(Dataset[T_co]):
@@ -84,6 +115,25 @@ class ConcatDataset(Dataset[T_co]):
         dataset_idx = bisect.bisect_right(self.cumulative_sizes, idx)
         sample_idx = idx if dataset_idx == 0 else idx - self.cumulative_sizes[dataset_idx - 1]
         return self.datasets[dataset_idx][sample_idx]
+
+
+class ChainDataset(IterableDataset):
+    """Iterable datasets one after another (chained lazily, for streams)."""
+
+    def __init__(self, datasets) -> None:
+        self.datasets = datasets
+
+    def __iter__(self) -> Iterator:
+        for d in self.datasets:
+            assert isinstance(d, IterableDataset), "ChainDataset only supports IterableDataset"
+            yield from d
+
+    def __len__(self) -> int:
+        total = 0
+        for d in self.datasets:
+            assert isinstance(d, IterableDataset), "ChainDataset only supports IterableDataset"
+            total += len(d)
+        return total
 
 
 def random_split(dataset: Dataset, lengths: Sequence[int | float], generator=None) -> list[Subset]:
