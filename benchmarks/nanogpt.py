@@ -12,7 +12,7 @@ or BLAS): where a gap in the step comes from. --overhead steps the same loop on 
 take nothing (in one process): the Python, op dispatch and engine cost of an iteration, which no core count shortens.
 
     python benchmarks/nanogpt.py [--iters 30] [--warmup 5] [--runs 3] [--threads 1 2] [--json PATH]
-    python benchmarks/nanogpt.py --in-process [--iters 30] [--warmup 5] [--threads 1 2]
+    python benchmarks/nanogpt.py --in-process [--iters 30] [--warmup 5] [--threads 1 2] [--compare-blas]
     python benchmarks/nanogpt.py --script DIR [--iters 30] [--threads 1 2]
     python benchmarks/nanogpt.py --products [--iters 40] [--threads 1]
     python benchmarks/nanogpt.py --overhead [--iters 200] [--threads 1]
@@ -164,6 +164,7 @@ def char_data(n: int = 1 << 20, seed: int = 0) -> np.ndarray:
 
 def in_process(args) -> dict:
     import tinytorch
+    from tinytorch import _threads
     try:
         import torch
     except ImportError:
@@ -178,14 +179,28 @@ def in_process(args) -> dict:
             torch.set_num_threads(threads)
         mine = Trainer(tinytorch, data)
         theirs = Trainer(torch, data, state=mine.state) if torch is not None else None
+        # --compare-blas: the same model stepped again with OpenBLAS's products, between MKL's steps and PyTorch's
+        other = Trainer(tinytorch, data, state=mine.state) if args.compare_blas else None
         for _ in range(args.iters):  # alternate iteration by iteration
+            if other is not None:
+                _threads.use_blas("mkl")
             mine.step()
+            if other is not None:
+                _threads.use_blas("openblas")
+                other.step()
             if theirs is not None:
                 theirs.step()
         runs = {"tinytorch": mine} if theirs is None else {"tinytorch": mine, "torch": theirs}
         row = _row(threads, {lib: t.times[args.warmup:] for lib, t in runs.items()},
                    {lib: t.cpu_times[args.warmup:] for lib, t in runs.items()},
                    {lib: t.losses for lib, t in runs.items()})
+        if other is not None:
+            _threads.use_blas("mkl")
+            row["tinytorch_openblas_ms"] = 1e3 * statistics.median(other.times[args.warmup:])
+            row["mkl_over_openblas"] = row["tinytorch_ms"] / row["tinytorch_openblas_ms"]
+            print(f"{'':7} tinytorch with OpenBLAS {row['tinytorch_openblas_ms']:.2f} ms: MKL / OpenBLAS "
+                  f"{row['mkl_over_openblas']:.2f}" + (f", OpenBLAS / PyTorch "
+                  f"{row['tinytorch_openblas_ms'] / row['torch_ms']:.2f}" if theirs is not None else ""))
         results["threads"][str(threads)] = row
     _print_scaling(results)
     return results
@@ -383,6 +398,9 @@ def main(argv=None) -> dict:
     p.add_argument("--script", help="a nanoGPT checkout to run train.py from, under both libraries")
     p.add_argument("--runs", type=int, default=3, help="runs (processes) of each library per thread count")
     p.add_argument("--in-process", action="store_true", help="both libraries in this process, step by step")
+    p.add_argument("--compare-blas", action="store_true",
+                   help="with --in-process: tinytorch's step with MKL's products (the tinytorch columns) and again "
+                        "with OpenBLAS's, alternating with PyTorch's (needs the mkl extra)")
     p.add_argument("--products", action="store_true",
                    help="the step's matrix products per shape, both libraries in this process (first --threads)")
     p.add_argument("--overhead", action="store_true",

@@ -115,6 +115,16 @@ def _choose_blas() -> Optional[str]:
     return "openblas" if any(_C._cpu.set_blas(p) for p in _openblas_paths()) else None
 
 
+def use_blas(name: str) -> None:
+    """Switch the library matrix products call in this process ("mkl" or "openblas"): for benchmarks that set
+    the two side by side in one process (benchmarks/nanogpt.py --in-process --compare-blas)."""
+    global blas
+    ok = _load_mkl() if name == "mkl" else name == "openblas" and any(_C._cpu.set_blas(p) for p in _openblas_paths())
+    if not ok:
+        raise RuntimeError(f"use_blas({name!r}): expected 'mkl' (with the mkl wheel installed) or 'openblas'")
+    blas = name
+
+
 # The library matrix products call ("mkl", "openblas"; None: NumPy's matmul, with OpenBLAS's own threads).
 blas = _choose_blas()
 # Whether matrix products run on the pool (gemm.cpp found a cblas gemm).

@@ -7,6 +7,8 @@ import os
 import subprocess
 import sys
 
+import pytest
+
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
 
@@ -34,3 +36,22 @@ def test_products_table_counts_and_routes_every_product(tmp_path):
     assert 0 < result["tinytorch_products_ms"] < result["tinytorch_step_ms"]
     if importlib.util.find_spec("torch") is not None:
         assert all(r["torch_us"] > 0 for r in rows.values()) and result["torch_products_ms"] > 0
+
+
+def test_compare_blas_steps_the_model_with_both_libraries(tmp_path):
+    """--in-process --compare-blas times the model's steps with MKL's and with OpenBLAS's products and records both
+    (nothing about speed is asserted); without the mkl wheel, use_blas('mkl') says what it needs."""
+    from tinytorch import _threads
+    if _threads._mkl_path() is None:
+        with pytest.raises(RuntimeError, match="expected 'mkl' \\(with the mkl wheel installed\\) or 'openblas'"):
+            _threads.use_blas("mkl")
+        return
+    out = tmp_path / "cb.json"
+    env = dict(os.environ, PYTHONPATH=os.path.join(ROOT, "python"))
+    res = subprocess.run([sys.executable, os.path.join(ROOT, "benchmarks", "nanogpt.py"), "--in-process",
+                          "--compare-blas", "--iters", "3", "--warmup", "1", "--threads", "1", "--json", str(out)],
+                         capture_output=True, text=True, timeout=300, env=env)
+    assert res.returncode == 0, res.stderr[-3000:]
+    row = json.loads(out.read_text())["threads"]["1"]
+    assert row["tinytorch_openblas_ms"] > 0 and row["mkl_over_openblas"] > 0
+    assert "tinytorch's matrix products: mkl" in res.stdout
