@@ -331,9 +331,11 @@ def test_gradient_for_non_tensor_input_is_an_error():
         Bad.apply(x, 2.0).sum().backward()
 
 
-def test_legacy_function_instantiation_is_rejected():
+def test_legacy_function_instantiation_warns_and_calling_it_is_rejected():
+    with pytest.warns(DeprecationWarning, match="should not be instantiated"):
+        f = Cube()
     with pytest.raises(RuntimeError, match="Legacy autograd function with non-static forward method is deprecated"):
-        Cube()
+        f(torch.ones(2))
 
 
 def test_matches_pytorch_custom_function():

@@ -115,8 +115,8 @@ def test_grad_returns_and_does_not_touch_dot_grad():
 def test_grad_allow_unused_and_materialize_grads():
     x = torch.ones(2, requires_grad=True)
     unused = torch.ones(3, requires_grad=True)
-    with pytest.raises(RuntimeError, match="One of the differentiated Tensors appears to not have been used in the "
-                                           "graph. Set allow_unused=True if this is the desired behavior."):
+    with pytest.raises(RuntimeError, match="The differentiated Tensor at index 1 appears to not have been used in "
+                                           "the graph. Set allow_unused=True if this is the desired behavior."):
         autograd.grad((x * 2).sum(), [x, unused])
     gx, gu = autograd.grad((x * 2).sum(), [x, unused], allow_unused=True)
     assert gu is None and torch.allclose(gx, torch.full((2,), 2.0))

@@ -160,3 +160,40 @@ def test_module_training_under_save_on_cpu_matches():
     out.pow(2).sum().backward()
     for a, p in zip(expected, model.parameters()):
         np.testing.assert_allclose(a.numpy(), p.grad.numpy(), rtol=1e-6)
+
+
+def test_unpacked_tensors_keep_their_place_in_the_graph_for_create_graph():
+    """A pack hook that detaches (what checkpointing does) must not cut a double backward: the unpacked tensor
+    stands where the saved one stood (PyTorch's SavedVariable), for inputs with a history and for leaves."""
+    x = torch.tensor([0.5, 1.0], dtype=torch.float64, requires_grad=True)
+    with torch.autograd.graph.saved_tensors_hooks(lambda t: t.detach(), lambda t: t):
+        y = (x * 3).exp() * x  # saves x * 3 (a history) and x (a leaf)
+    g, = torch.autograd.grad(y.sum(), x, create_graph=True)
+    assert g.requires_grad
+    g.sum().backward()
+    xv = x.detach().numpy()
+    # d/dx [exp(3x) (1 + 3x)] = exp(3x) (6 + 9x)
+    np.testing.assert_allclose(x.grad.numpy(), np.exp(3 * xv) * (6 + 9 * xv), rtol=1e-12)
+
+
+def test_gradient_penalty_through_non_reentrant_checkpoint():
+    from tinytorch.utils.checkpoint import checkpoint
+    lin = torch.nn.Linear(3, 3).double()
+    with torch.no_grad():
+        lin.weight.copy_(torch.tensor([[0.1, -0.2, 0.3], [0.4, 0.5, -0.6], [-0.7, 0.8, 0.9]], dtype=torch.float64))
+        lin.bias.copy_(torch.tensor([0.05, -0.1, 0.2], dtype=torch.float64))
+    x = torch.tensor([[0.5, -1.0, 2.0]], dtype=torch.float64, requires_grad=True)
+
+    def f(t):
+        return torch.tanh(lin(t)).pow(2).sum()
+    results = []
+    for ck in (False, True):
+        x.grad = None
+        lin.zero_grad()
+        y = checkpoint(f, x, use_reentrant=False) if ck else f(x)
+        g, = torch.autograd.grad(y, x, create_graph=True)
+        (g ** 2).sum().backward()
+        results.append((x.grad.clone(), lin.weight.grad.clone()))
+    (gx0, gw0), (gx1, gw1) = results
+    assert torch.allclose(gx0, gx1, rtol=1e-12) and torch.allclose(gw0, gw1, rtol=1e-12)
+    np.testing.assert_allclose(gx0.flatten().tolist(), [1.213046, -0.758281, -1.70125], atol=1e-6)  # PyTorch 2.13

@@ -11,6 +11,8 @@ import pytest
 import tinytorch
 from tinytorch import _C
 from tinytorch._ops import _cpu
+from tinytorch._tensor import _wrap as _raw  # any NumPy view, negative strides too (from_numpy refuses those, as
+#                                            PyTorch's does; tinytorch's own ops make them, e.g. flipped slices)
 
 GRAIN = 1 << 15
 # Below two grains NumPy runs the op; at and above, the C++ kernels split it over the pool (3 chunks at 3 grains).
@@ -361,6 +363,11 @@ def test_relu_backward_and_where(threads, dtype, n):
     assert np.array_equal(got.numpy(), np.where(cond, x, y), equal_nan=True)
     got = tinytorch.where(tinytorch.from_numpy(cond), tinytorch.from_numpy(x), 0.0)
     assert np.array_equal(got.numpy(), np.where(cond, x, dtype(0)), equal_nan=True)
+    got = tinytorch.where(tinytorch.from_numpy(cond), -1.5, tinytorch.from_numpy(y))  # masked_fill's form
+    assert np.array_equal(got.numpy(), np.where(cond, dtype(-1.5), y), equal_nan=True)
+    got = _cpu.where(cond, np.asarray(dtype(2)), np.asarray(dtype(-3)))  # both scalars
+    if got is not None:
+        assert np.array_equal(got, np.where(cond, dtype(2), dtype(-3)))
 
 
 @pytest.mark.parametrize("dtype", [np.float32, np.float64])
@@ -437,9 +444,9 @@ def test_casts_copies_and_fills(threads, n):
     rows = n // 7
     m = x[:rows * 7].reshape(rows, 7)
     for view in (m.T, m[::2], m[:, ::-1], m.T[1:5]):
-        got = tinytorch.from_numpy(view).contiguous()
+        got = _raw(view).contiguous()
         assert got.numpy().flags.c_contiguous and np.array_equal(got.numpy(), view, equal_nan=True)
-        assert np.array_equal(tinytorch.from_numpy(view).clone().numpy(), view, equal_nan=True)
+        assert np.array_equal(_raw(view).clone().numpy(), view, equal_nan=True)
     dst = np.zeros((7, rows), np.float32).T  # into a strided destination (the conv's column matrix)
     _C._cpu.copy(m, dst)
     assert np.array_equal(dst, m, equal_nan=True)
@@ -585,10 +592,37 @@ def test_batched_products_of_strided_views_and_broadcast_batches(threads, dtype)
     cases = [(q, k.swapaxes(-1, -2)), (k.swapaxes(-1, -2), q), (q, w), (w.T[None, None], q.swapaxes(-1, -2)),
              (q[:, :1], k.swapaxes(-1, -2)), (q[:, :, ::-1], w)]
     for a, b in cases:
-        A, Bt = tinytorch.from_numpy(a), tinytorch.from_numpy(b)
+        A, Bt = _raw(a), _raw(b)
         got = (A @ Bt).numpy()
         want = np.matmul(a.astype(np.float64), b.astype(np.float64))
         np.testing.assert_allclose(got, want, rtol=1e-5 if dtype is np.float32 else 1e-12, atol=1e-5)
+
+
+@pytest.mark.parametrize("blas", ["openblas", "mkl"])
+def test_batched_products_route_by_size_and_library(threads, blas, monkeypatch):
+    """Batches of small matrices go to the register-tiled kernel, larger ones to BLAS one matrix per call; with MKL
+    the switch comes at 2^17 multiply-adds a matrix instead of 2^22. W3's attention products (128 x 64 x 128,
+    strided heads) are right through whichever route they take."""
+    from tinytorch import _threads
+    from tinytorch._ops import linalg
+    if blas == "mkl" and _threads.blas != "mkl":
+        pytest.skip("the mkl wheel is not installed")
+    if not _threads.blas_on_pool:
+        pytest.skip("NumPy's BLAS has no cblas gemm to call")
+    monkeypatch.setattr(_threads, "blas", blas)
+    calls = []
+    for name in ("bmm", "gemm"):
+        real = getattr(_C._cpu, name)
+        monkeypatch.setattr(linalg._C._cpu, name, lambda *a, _f=real, _n=name: calls.append(_n) or _f(*a))
+    rng = np.random.default_rng(11)
+    qkv = rng.standard_normal((2, 128, 3 * 4 * 64)).astype(np.float32)
+    q, k = (qkv[..., i * 256:(i + 1) * 256].reshape(2, 128, 4, 64).transpose(0, 2, 1, 3) for i in range(2))
+    small = rng.standard_normal((16, 32, 32)).astype(np.float32)
+    for a, b, route in ((q, k.swapaxes(-1, -2), "gemm" if blas == "mkl" else "bmm"), (small, small, "bmm")):
+        calls.clear()
+        got = (tinytorch.from_numpy(a) @ tinytorch.from_numpy(b)).numpy()
+        assert calls == [route]
+        np.testing.assert_allclose(got, np.matmul(a.astype(np.float64), b.astype(np.float64)), rtol=2e-4, atol=2e-3)
 
 
 def test_batched_products_gradcheck(threads):
@@ -640,7 +674,7 @@ def test_narrow_products_by_the_register_tiled_kernel(threads, dtype, monkeypatc
              (g[:, :128], rng.standard_normal((256, 128)).astype(dtype).T)]  # a wider x @ W.T, K = 128
     for a, b in cases:
         assert _narrow(a.shape[0], b.shape[1], a.shape[1], a, b)
-        got = (tinytorch.from_numpy(a) @ tinytorch.from_numpy(b)).numpy()
+        got = (_raw(a) @ _raw(b)).numpy()
         want = np.matmul(a.astype(np.float64), b.astype(np.float64))
         np.testing.assert_allclose(got, want, rtol=2e-4 if dtype is np.float32 else 1e-12, atol=2e-3)
     assert not _narrow(257, 100, 385, g, w)  # ragged: BLAS

@@ -151,6 +151,26 @@ def test_cat_stack_gradcheck_and_gradgradcheck(name):
     assert gradgradcheck(CATS[name], inputs)
 
 
+def test_stack_of_samples_without_grad_is_one_copy():
+    """Tensors of one dtype are stacked in one copy (a data loader's collate) and, under grad, one StackBackward0
+    node: values, dtype, a fresh array, and the same errors; mixed dtypes take the cat route."""
+    rows = [torch.arange(4) * i for i in range(3)]
+    out = torch.stack(rows, 1)
+    assert out.dtype is torch.int64 and out.tolist() == [[0, 0, 0], [0, 1, 2], [0, 2, 4], [0, 3, 6]]
+    assert out.grad_fn is None and not out.requires_grad
+    rows[1].add_(100)  # the result does not alias its inputs
+    assert out[:, 1].tolist() == [0, 1, 2, 3]
+    assert torch.stack([torch.tensor(True), torch.tensor(False)]).tolist() == [True, False]
+    assert torch.stack([torch.ones(2), torch.ones(2, dtype=torch.float64)]).dtype is torch.float64
+    with pytest.raises(RuntimeError, match="stack expects each tensor to be equal size"):
+        torch.stack([torch.ones(2), torch.ones(3)])
+    x = _t(2)
+    y = torch.stack([x, torch.ones(2, dtype=torch.float64)], 1)
+    assert y.grad_fn.name() == "StackBackward0"
+    (y * torch.tensor([[1.0, 5.0], [2.0, 5.0]], dtype=torch.float64)).sum().backward()
+    assert x.grad.tolist() == [1.0, 2.0]
+
+
 def test_transpose_and_t_of_low_rank_tensors_stay_in_the_graph():
     s, v = _t(), _t(3)  # 0-d and 1-d
     assert s.transpose(0, -1).grad_fn.name() == "TransposeBackward0" and s.t().grad_fn.name() == "TBackward0"
@@ -258,3 +278,26 @@ def test_shape_errors_match_pytorch():
         torch.ones(0).view(-1, 0)
     with pytest.raises(RuntimeError, match="torch.cat\\(\\): expected a non-empty list of Tensors"):
         torch.cat([])
+
+
+def test_view_as_another_dtype_shares_memory_outside_the_graph():
+    """x.view(dtype): the same bytes as another dtype, the last dimension scaled by the element sizes' ratio, PyTorch's
+    errors for a strided or indivisible last dimension, outside the graph, and writes through it seen by x."""
+    x = torch.ones(2, 4, requires_grad=True)
+    y = x.view(torch.int32)
+    assert y.shape == (2, 4) and y.dtype is torch.int32 and not y.requires_grad and y.grad_fn is None
+    assert y[0, 0].item() == 0x3F800000  # 1.0f's bits
+    assert (x * 2).view(torch.float64).shape == (2, 2)
+    assert torch.ones(3).view(torch.int8).shape == (12,)
+    with pytest.raises(RuntimeError, match=r"self.stride\(-1\) must be 1 to view Float as Double"):
+        x.t().view(torch.float64)
+    with pytest.raises(RuntimeError, match=r"self.size\(-1\) must be divisible by 2 to view Float as Double"):
+        torch.ones(3).view(torch.float64)
+    with pytest.raises(RuntimeError, match=r"self.dim\(\) cannot be 0"):
+        torch.tensor(1.0).view(torch.float64)
+    a = torch.zeros(2)
+    a.view(torch.int32).add_(0x3F800000)
+    assert a.tolist() == [1.0, 1.0]
+    torch_ = pytest.importorskip("torch")
+    h = torch_.tensor([1.0, -2.5, 3.25], dtype=torch_.float16)
+    assert torch.from_numpy(h.numpy()).view(torch.int16).tolist() == h.view(torch_.int16).tolist()

@@ -1,10 +1,15 @@
 """Making tensors: from data, filled, ranges, and random (Generator, manual_seed)."""
 from __future__ import annotations
 
+import functools
+import math
+import warnings
+
 import numpy as np
 
 from ._device import CPU, cuda_context, device_of, move, to_device, xp_for
-from ._dtype import bool_, dtype as _dtype_cls, from_numpy_dtype, get_default_dtype, int64, to_dtype
+from ._dtype import (bool_, complex128, dtype as _dtype_cls, from_numpy_dtype, get_default_dtype, int64, promote_types,
+                     to_dtype)
 from ._tensor import Tensor, _set_requires_grad, _wrap
 
 
@@ -18,38 +23,114 @@ _FACTORY_GRAD_ERROR = "Only Tensors of floating point and complex dtype can requ
 
 
 def _infer_dtype(data) -> _dtype_cls:
-    """PyTorch's inference for Python data: any complex -> the default float's complex type, any float -> default
-    float, else int64, all bools -> bool."""
-    kinds = set()
+    """PyTorch's infer_scalar_type: Python floats take the default dtype, ints int64, bools bool, complex numbers the
+    default complex; tensors and NumPy values their own dtype; a sequence the promotion of its items (the default
+    dtype when empty)."""
+    if isinstance(data, (list, tuple, range)):
+        if not len(data):
+            return get_default_dtype()
+        kinds = set(map(type, data))
+        if kinds <= _PY_SCALAR_DTYPES.keys():  # the common case, one pass over plain Python numbers
+            return functools.reduce(promote_types, (_PY_SCALAR_DTYPES[k]() for k in kinds))
+        out = None
+        for v in data:
+            d = _infer_dtype(v)
+            out = d if out is None else promote_types(out, d)
+            if out is complex128:  # nothing promotes further
+                break
+        return out
+    scalar = _PY_SCALAR_DTYPES.get(type(data))
+    if scalar is not None:
+        return scalar()
+    if isinstance(data, Tensor):
+        return data.dtype
+    if isinstance(data, (np.ndarray, np.generic)):
+        return from_numpy_dtype(data.dtype)
+    for t in (bool, int, float, complex):  # subclasses of the Python number types
+        if isinstance(data, t):
+            return _PY_SCALAR_DTYPES[t]()
+    if isinstance(data, str):
+        raise TypeError(f"new(): invalid data type '{type(data).__name__}'")
+    raise RuntimeError(f"Could not infer dtype of {type(data).__name__}")
 
-    def walk(x):
-        if isinstance(x, Tensor):
-            kinds.add(x.dtype)
-        elif isinstance(x, (list, tuple)):
-            for v in x:
-                walk(v)
-        elif isinstance(x, bool) or isinstance(x, np.bool_):
-            kinds.add(bool_)
-        elif isinstance(x, (int, np.integer)):
-            kinds.add(int64)
-        elif isinstance(x, (float, np.floating)):
-            kinds.add(get_default_dtype())
-        elif isinstance(x, (complex, np.complexfloating)):
-            kinds.add(get_default_dtype().to_complex())
-        else:
-            raise TypeError(f"Could not infer dtype of {type(x).__name__}")
-    walk(data)
-    if not kinds:
-        return get_default_dtype()
-    if any(k.is_complex for k in kinds):
-        cplx = [k for k in kinds if k.is_complex]
-        return cplx[0] if len(cplx) == 1 else get_default_dtype().to_complex()
-    if any(k.is_floating_point for k in kinds):
-        floats = [k for k in kinds if k.is_floating_point]
-        return floats[0] if len(floats) == 1 else get_default_dtype()
-    if int64 in kinds or any(k._category == 1 for k in kinds):
-        return int64
-    return bool_
+
+_PY_SCALAR_DTYPES = {bool: lambda: bool_, int: lambda: int64, float: get_default_dtype,
+                     complex: lambda: get_default_dtype().to_complex()}
+
+
+def _is_sequence(x) -> bool:
+    return isinstance(x, (list, tuple, range)) or (isinstance(x, (np.ndarray, Tensor)) and x.ndim > 0)
+
+
+def _raise_not_rectangular(data, dt: _dtype_cls) -> None:
+    """PyTorch's error for nested data that is not rectangular: the shape comes from the first items, and the
+    first item that disagrees with it is reported."""
+    sizes = []
+    x = data
+    while _is_sequence(x):
+        sizes.append(len(x))
+        if not len(x):
+            break
+        x = x[0]
+
+    def walk(x, d: int) -> None:
+        if d == len(sizes):
+            if _is_sequence(x):
+                if dt._category == 1:
+                    raise TypeError(f"'{type(x).__name__}' object cannot be interpreted as an integer")
+                raise TypeError(f"must be real number, not {type(x).__name__}")
+            return
+        if not _is_sequence(x):
+            raise TypeError("not a sequence")
+        if len(x) != sizes[d]:
+            raise ValueError(f"expected sequence of length {sizes[d]} at dim {d} (got {len(x)})")
+        for v in x:
+            walk(v, d + 1)
+    walk(data, 0)
+
+
+def _checked_integers(raw: np.ndarray, dt: _dtype_cls) -> np.ndarray:
+    """raw (Python data as NumPy made it) as integer dtype dt, with PyTorch's overflow errors: a Python int must
+    fit int64 and then dt (negative ones wrap into unsigned types, as C casts do); a float must lie within dt's
+    range (and is truncated)."""
+    kind = raw.dtype.kind
+    if kind == "c":
+        raise TypeError("'complex' object cannot be interpreted as an integer")
+    if kind == "O" or (kind == "u" and raw.size and int(raw.max()) > np.iinfo(np.int64).max):
+        raise ValueError("Overflow when unpacking long long")
+    info = np.iinfo(dt.np)
+    if kind == "f":
+        bad = ~((raw >= info.min) & (raw <= info.max))  # NaN fails both comparisons
+    elif kind in "iu" and dt.np != np.int64:
+        lo = -info.max if info.min == 0 else info.min
+        bad = (raw < lo) | (raw > info.max)
+    else:
+        bad = None
+    if bad is not None and bad.any():
+        raise RuntimeError(f"value cannot be converted to type {dt.name} without overflow")
+    with np.errstate(invalid="ignore"):
+        return raw.astype(dt.np)
+
+
+def _from_python(data, dt: _dtype_cls) -> np.ndarray:
+    """Nested Python data as an array of dtype dt, failing where PyTorch does (ragged nesting, overflow, complex
+    into a real type)."""
+    if isinstance(data, range):
+        data = list(data)
+    try:
+        with warnings.catch_warnings():
+            warnings.simplefilter("error", np.exceptions.ComplexWarning)
+            if dt._category == 1:
+                return _checked_integers(np.array(data), dt)
+            with np.errstate(over="ignore"):  # PyTorch stores an out-of-range float as inf, silently
+                return np.array(data, dtype=dt.np)
+    except np.exceptions.ComplexWarning:
+        raise TypeError("must be real number, not complex") from None
+    except (ValueError, TypeError):
+        _raise_not_rectangular(data, dt)
+        if dt._category == 2 and _infer_dtype(data).is_complex:
+            raise TypeError("must be real number, not complex") from None
+        raise
 
 
 def _to_array(data, dt, dev):
@@ -67,18 +148,17 @@ def _to_array(data, dt, dev):
         return move(arr, dev)
     if dt is None:
         dt = _infer_dtype(data)
-    if isinstance(data, (list, tuple)) and any(isinstance(v, Tensor) for v in _flatten(data)):
+    if isinstance(data, (list, tuple)) and _holds_tensor(data):
         data = _nested_tensors_to_lists(data)
-    arr = np.array(data, dtype=dt.np)
-    return move(arr, dev)
+    return move(_from_python(data, dt), dev)
 
 
-def _flatten(data):
-    if isinstance(data, (list, tuple)):
-        for v in data:
-            yield from _flatten(v)
-    else:
-        yield data
+def _holds_tensor(data) -> bool:
+    """Whether nested lists/tuples hold a Tensor anywhere (one set of item types per list, not a call per item)."""
+    kinds = set(map(type, data))
+    if kinds <= _PY_SCALAR_DTYPES.keys():
+        return False
+    return any(isinstance(v, Tensor) or (isinstance(v, (list, tuple)) and _holds_tensor(v)) for v in data)
 
 
 def _nested_tensors_to_lists(data):
@@ -118,39 +198,57 @@ def from_numpy(array: np.ndarray) -> Tensor:
     if not isinstance(array, np.ndarray):
         raise TypeError(f"expected np.ndarray (got {type(array).__name__})")
     from_numpy_dtype(array.dtype)
+    if any(st < 0 for st in array.strides):
+        raise ValueError("At least one stride in the given numpy array is negative, and tensors with negative strides "
+                         "are not currently supported. (You can probably work around this by making a copy of your "
+                         "array  with array.copy().) ")
     return _wrap(array)
 
 
-def _size(size) -> tuple:
-    if len(size) == 1 and isinstance(size[0], (tuple, list)):
-        size = tuple(size[0])
+def _is_int(x) -> bool:
+    return isinstance(x, (int, np.integer)) or (isinstance(x, Tensor) and x.ndim == 0 and x.dtype._category <= 1)
+
+
+def _size(args: tuple, fn: str, keyword: bool = False) -> tuple:
+    """The shape given as several ints or one sequence of them, with PyTorch's argument errors naming `fn`."""
+    if len(args) == 1 and isinstance(args[0], (tuple, list)):
+        seq = args[0]
+    elif len(args) == 1 and not _is_int(args[0]):
+        where = "" if keyword else " (position 1)"
+        raise TypeError(f"{fn}(): argument 'size'{where} must be tuple of ints, not {type(args[0]).__name__}")
+    else:
+        seq = args
     out = []
-    for s in size:
-        if isinstance(s, Tensor):
-            s = int(s.item())
-        if not isinstance(s, (int, np.integer)):
-            raise TypeError(f"size must be a tuple of ints, but got element of type {type(s).__name__}")
-        if s < 0:
-            raise RuntimeError(f"Trying to create tensor with negative dimension {s}: {list(size)}")
-        out.append(int(s))
+    for i, v in enumerate(seq):
+        if not _is_int(v):
+            raise TypeError(f"{fn}(): argument 'size' failed to unpack the object at pos {i + 1} with error "
+                            f"\"type must be tuple of ints,but got {type(v).__name__}\"")
+        out.append(int(v))
+    for v in out:
+        if v < 0:
+            raise RuntimeError(f"Trying to create tensor with negative dimension {v}: {out}")
     return tuple(out)
 
 
-def _factory(fill):
+def _factory(fill, fn: str):
     def make(*args, size=None, dtype=None, device=None, requires_grad=False, out=None, layout=None,
              pin_memory=False, memory_format=None):
         dt = to_dtype(dtype) if dtype is not None else get_default_dtype()
         dev = to_device(device)
         xp = xp_for(dev)
+        shape = _size(args, fn) if size is None else _size((size,), fn, keyword=True)
         with cuda_context(dev):
-            arr = fill(xp, _size(args if size is None else (size,)), dt.np)
+            arr = fill(xp, shape, dt.np)
         return _finish(_wrap(arr), requires_grad)
+    make.__name__ = make.__qualname__ = fn
     return make
 
 
-zeros = _factory(lambda xp, s, d: xp.zeros(s, d))
-ones = _factory(lambda xp, s, d: xp.ones(s, d))
-empty = _factory(lambda xp, s, d: xp.empty(s, d))
+zeros = _factory(lambda xp, s, d: xp.zeros(s, d), "zeros")
+ones = _factory(lambda xp, s, d: xp.ones(s, d), "ones")
+empty = _factory(lambda xp, s, d: xp.empty(s, d), "empty")
+
+
 zeros.__doc__ = "A tensor of zeros."
 ones.__doc__ = "A tensor of ones."
 empty.__doc__ = "An uninitialized tensor."
@@ -158,12 +256,53 @@ empty.__doc__ = "An uninitialized tensor."
 
 def full(size, fill_value, *, dtype=None, device=None, requires_grad=False) -> Tensor:
     """A tensor filled with fill_value (dtype inferred from it, as in PyTorch)."""
+    return _full(size, fill_value, "full", dtype=dtype, device=device, requires_grad=requires_grad)
+
+
+# The C++ type names PyTorch's checked scalar conversions print.
+_C_TYPE_NAMES = {"int8": "int8_t", "uint8": "uint8_t", "int16": "int16_t", "int32": "int", "int64": "int64_t",
+                 "float16": "c10::Half", "bfloat16": "c10::BFloat16", "float32": "float", "float64": "double",
+                 "bool": "bool", "complex64": "c10::complex<float>", "complex128": "c10::complex<double>"}
+
+
+def _check_scalar_fits(value, dt: _dtype_cls) -> None:
+    """PyTorch's checked_convert of a fill value to dt: an integer type must hold it (negative ints wrap into
+    unsigned types), a finite float must not overflow a float type."""
+    if isinstance(value, Tensor) or isinstance(value, (bool, np.bool_)) or dt is bool_ or dt.is_complex:
+        return
+    if isinstance(value, complex):
+        return
+    v = value.item() if isinstance(value, np.generic) else value
+    if dt._category == 1:
+        info = np.iinfo(dt.np)
+        if isinstance(v, float):
+            bad = not (info.min <= v <= info.max)
+        else:
+            bad = v > info.max or v < (-info.max if info.min == 0 else info.min)
+    else:
+        finfo = np.finfo(dt.np)
+        bad = math.isfinite(v) and abs(v) > float(finfo.max)
+    if bad:
+        raise RuntimeError(f"value cannot be converted to type {_C_TYPE_NAMES[dt.name]} without overflow")
+
+
+def _full(size, fill_value, fn: str, *, dtype=None, device=None, requires_grad=False) -> Tensor:
+    if not isinstance(size, (tuple, list)):
+        raise TypeError(f"{fn}(): argument 'size' (position 1) must be tuple of ints, not {type(size).__name__}")
+    if isinstance(fill_value, np.generic):  # a Scalar to PyTorch: its dtype is inferred as a Python number's
+        fill_value = fill_value.item()
     if dtype is None:
         dtype = _infer_dtype(fill_value) if not isinstance(fill_value, Tensor) else fill_value.dtype
     dt = to_dtype(dtype)
+    _check_scalar_fits(fill_value, dt)
     dev = to_device(device)
-    with cuda_context(dev):
-        arr = xp_for(dev).full(_size((size,) if isinstance(size, int) else tuple(size)), fill_value, dt.np)
+    shape = _size((size,), fn)
+    value = fill_value.item() if isinstance(fill_value, Tensor) else fill_value
+    with cuda_context(dev), np.errstate(over="ignore", invalid="ignore"):
+        if dt._category == 1 and isinstance(value, int) and not isinstance(value, bool) and value < 0 \
+                and np.iinfo(dt.np).min == 0:
+            value += 1 << (8 * dt.itemsize)  # a negative int wraps into an unsigned type, as in C
+        arr = xp_for(dev).full(shape, value, dt.np)
     return _finish(_wrap(arr), requires_grad)
 
 
@@ -200,38 +339,134 @@ def full_like(t: Tensor, fill_value, dtype=None, device=None, requires_grad=Fals
 
 
 def arange(start=0, end=None, step=1, *, dtype=None, device=None, requires_grad=False) -> Tensor:
-    """Values from start to end (exclusive) by step; integer dtype when all arguments are integers."""
+    """Values from start to end (exclusive) by step; integer dtype when all arguments are integers. Follows
+    PyTorch's arange: the bounds and step are cast to the dtype first (an integer dtype truncates them), the length
+    is computed in double, and element i is start + i * step."""
     if end is None:
         start, end = 0, start
     vals = [v.item() if isinstance(v, Tensor) else v for v in (start, end, step)]
-    if step == 0:
-        raise RuntimeError("step must be nonzero")
     if dtype is None:
-        dtype = int64 if all(isinstance(v, (int, np.integer)) and not isinstance(v, bool) for v in vals) \
-            else get_default_dtype()
+        dtype = int64 if all(isinstance(v, (int, np.integer)) for v in vals) else get_default_dtype()
     dt = to_dtype(dtype)
+    if dt is bool_ or dt.is_complex:
+        raise NotImplementedError(f"\"arange_cpu\" not implemented for '{_scalar_name(dt)}'")
+    integral = dt._category == 1
+    if integral:
+        if any(isinstance(v, float) and not math.isfinite(v) for v in vals):
+            raise RuntimeError(f"unsupported range: {_cnum(vals[0])} -> {_cnum(vals[1])}")
+        xstart, xend, xstep = (int(v) for v in vals)
+        if xstep == 0:
+            # a fractional step that truncates to zero is rejected by PyTorch's Python layer, as a ValueError
+            raise (ValueError if vals[2] != 0 else RuntimeError)("step must be nonzero")
+    else:
+        xstart, xend, xstep = (float(v) for v in vals)
+        if not (xstep > 0 or xstep < 0):
+            raise RuntimeError("step must be nonzero")
+        if not (math.isfinite(xstart) and math.isfinite(xend)):
+            raise RuntimeError(f"unsupported range: {_cnum(xstart)} -> {_cnum(xend)}")
+    if not ((xstep > 0 and xend >= xstart) or (xstep < 0 and xend <= xstart)):
+        raise RuntimeError("upper bound and lower bound inconsistent with step sign")
+    if integral:
+        sgn = 1 if xstep > 0 else -1
+        n = abs(xend - xstart + xstep - sgn) // abs(xstep)
+    else:
+        size_d = math.ceil((float(vals[1]) - float(vals[0])) / float(vals[2]))
+        if size_d > np.iinfo(np.int64).max:
+            raise RuntimeError("invalid size, possible overflow?")
+        n = int(size_d)
     dev = to_device(device)
-    with cuda_context(dev):
-        n = max(0, int(np.ceil((vals[1] - vals[0]) / vals[2])))
-        arr = (xp_for(dev).arange(n, dtype=np.float64) * vals[2] + vals[0]).astype(dt.np) if dt.is_floating_point \
-            else xp_for(dev).arange(vals[0], vals[1], vals[2], dtype=dt.np)
+    xp = xp_for(dev)
+    with cuda_context(dev), np.errstate(over="ignore", invalid="ignore"):
+        if integral:
+            arr = (xp.arange(n, dtype=np.int64) * xstep + xstart).astype(dt.np)  # wraps, as PyTorch's cast does
+        else:
+            arr = (xp.arange(n, dtype=np.float64) * xstep + xstart).astype(dt.np)
     return _finish(_wrap(arr), requires_grad)
 
 
+def _cnum(v) -> str:
+    """A number as C++ streams print it in PyTorch's messages (2.0 -> 2, inf -> inf)."""
+    return str(v) if isinstance(v, (int, np.integer)) else f"{float(v):g}"
+
+
+def _scalar_name(dt: _dtype_cls) -> str:
+    """PyTorch's ScalarType name (Float, Long, ...), as its not-implemented errors print it."""
+    from ._ops._common import _short
+    return _short(dt)
+
+
+def _range_values(start, end, steps: int, dt, xp):
+    """PyTorch's linspace kernel: step = (end - start) / (steps - 1); the first half counts up from start and
+    the second half down from end (so both ends are exact), computed in dt (in double for integer dtypes)."""
+    if dt.is_complex:
+        work = np.complex128 if dt.np == np.complex128 else np.complex64
+    elif dt._category <= 1 or dt.np == np.float64:
+        work = np.float64  # PyTorch's step is a double for integer dtypes
+    else:
+        work = np.float32  # (the half types too: PyTorch computes in them, a little less exactly)
+    if dt._category == 1:
+        _check_scalar_fits(start, dt)
+        _check_scalar_fits(end, dt)
+        start, end = int(start), int(end)
+    a, b = work(start), work(end)
+    if steps == 1:
+        return xp.full(1, a, work)
+    idx = xp.arange(steps)
+    step = (b - a) / work(steps - 1)
+    half = steps // 2
+    with np.errstate(invalid="ignore", over="ignore"):
+        up = a + step * idx.astype(work)
+        down = b - step * (steps - idx - 1).astype(work)
+        return xp.where(idx < half, up, down)
+
+
+def _check_steps(start, end, steps, fn: str) -> None:
+    if not _is_int(steps):
+        kinds = ", ".join(type(v).__name__ for v in (start, end, steps))
+        extra = ", float base = 10.0" if fn == "logspace" else ""
+        forms = "".join(f" * ({a} start, {b} end, int steps{extra}, *, Tensor out = None, torch.dtype dtype = None, "
+                        "torch.layout layout = None, torch.device device = None, bool pin_memory = False, "
+                        "bool requires_grad = False)\n"
+                        for a, b in (("Tensor", "Tensor"), ("Number", "Tensor"), ("Tensor", "Number"),
+                                     ("Number", "Number")))
+        raise TypeError(f"{fn}() received an invalid combination of arguments - got ({kinds}), but expected one "
+                        f"of:\n{forms}")
+    if steps < 0:
+        raise RuntimeError("number of steps must be non-negative")
+
+
 def linspace(start, end, steps: int, *, dtype=None, device=None, requires_grad=False) -> Tensor:
-    """`steps` values evenly spaced from start to end (inclusive)."""
-    dt = to_dtype(dtype) if dtype is not None else get_default_dtype()
+    """`steps` values evenly spaced from start to end (inclusive), computed as PyTorch's kernel does."""
+    start, end = (v.item() if isinstance(v, Tensor) else v for v in (start, end))
+    _check_steps(start, end, steps, "linspace")
+    if dtype is None:
+        dtype = get_default_dtype().to_complex() if isinstance(start, complex) or isinstance(end, complex) \
+            else get_default_dtype()
+    dt = to_dtype(dtype)
+    if dt is bool_:
+        raise NotImplementedError(f"\"linspace_cpu\" not implemented for '{_scalar_name(dt)}'")
     dev = to_device(device)
-    with cuda_context(dev):
-        arr = xp_for(dev).linspace(start, end, steps, dtype=np.float64).astype(dt.np)
+    with cuda_context(dev), np.errstate(invalid="ignore", over="ignore"):
+        arr = _range_values(start, end, steps, dt, xp_for(dev)).astype(dt.np)
     return _finish(_wrap(arr), requires_grad)
 
 
 def logspace(start, end, steps: int, base: float = 10.0, *, dtype=None, device=None, requires_grad=False) -> Tensor:
-    """base ** linspace(start, end, steps)."""
-    t = linspace(start, end, steps, dtype=float64_or(dtype), device=device)
-    return _finish(_wrap((base ** t._data).astype(to_dtype(dtype).np if dtype else get_default_dtype().np)),
-                   requires_grad)
+    """base ** (PyTorch's linspace of the exponents, in double)."""
+    start, end = (v.item() if isinstance(v, Tensor) else v for v in (start, end))
+    _check_steps(start, end, steps, "logspace")
+    if dtype is None:
+        dtype = get_default_dtype().to_complex() if isinstance(start, complex) or isinstance(end, complex) \
+            else get_default_dtype()
+    dt = to_dtype(dtype)
+    if dt is bool_:
+        raise NotImplementedError(f"\"logspace_cpu\" not implemented for '{_scalar_name(dt)}'")
+    from ._dtype import float64
+    work = complex128 if dt.is_complex else float64
+    dev = to_device(device)
+    with cuda_context(dev), np.errstate(invalid="ignore", over="ignore"):
+        arr = (base ** _range_values(start, end, steps, work, xp_for(dev))).astype(dt.np)
+    return _finish(_wrap(arr), requires_grad)
 
 
 def float64_or(dtype):
@@ -242,10 +477,17 @@ def float64_or(dtype):
 
 def eye(n: int, m: int | None = None, *, dtype=None, device=None, requires_grad=False) -> Tensor:
     """An n x m identity matrix."""
+    for name, v, pos in (("n", n, 1), ("m", m, 2)):
+        if v is None:
+            continue
+        if not _is_int(v):
+            raise TypeError(f"eye(): argument '{name}' (position {pos}) must be int, not {type(v).__name__}")
+        if int(v) < 0:
+            raise RuntimeError(f"{name} must be greater or equal to 0, got {int(v)}")
     dt = to_dtype(dtype) if dtype is not None else get_default_dtype()
     dev = to_device(device)
     with cuda_context(dev):
-        arr = xp_for(dev).eye(n, m, dtype=dt.np)
+        arr = xp_for(dev).eye(int(n), None if m is None else int(m), dtype=dt.np)
     return _finish(_wrap(arr), requires_grad)
 
 
@@ -345,13 +587,17 @@ def _generator_for(dev, generator):
     return _cuda_generators[key]._rng
 
 
-def _random(sample):
+def _random(sample, fn: str, kernel: str):
     def make(*args, size=None, generator=None, dtype=None, device=None, requires_grad=False, **kw):
         dt = to_dtype(dtype) if dtype is not None else get_default_dtype()
+        if dt._category <= 1:
+            raise NotImplementedError(f"\"{kernel}\" not implemented for '{_scalar_name(dt)}'")
         dev = to_device(device)
+        shape = _size(args, fn) if size is None else _size((size,), fn, keyword=True)
         with cuda_context(dev):
-            arr = sample(_generator_for(dev, generator), _size(args if size is None else (size,)), dt)
+            arr = sample(_generator_for(dev, generator), shape, dt)
         return _finish(_wrap(arr), requires_grad)
+    make.__name__ = make.__qualname__ = fn
     return make
 
 
@@ -359,34 +605,83 @@ def _float_sample(draw):
     def sample(rng, shape, dt):
         if dt.np in (np.float32, np.float64):
             return draw(rng, shape, dt.np)
+        if dt.is_complex:  # real and imaginary parts drawn independently, each with half the variance
+            part = np.float64 if dt.np == np.complex128 else np.float32
+            return (draw(rng, shape + (2,), part) * _COMPLEX_PART_SCALE[draw]).view(dt.np).reshape(shape)
         return draw(rng, shape, np.float32).astype(dt.np)
     return sample
 
 
-rand = _random(_float_sample(lambda rng, s, d: rng.random(s, dtype=d)))
-randn = _random(_float_sample(lambda rng, s, d: rng.standard_normal(s, dtype=d)))
+def _draw_uniform(rng, s, d):
+    return rng.random(s, dtype=d)
+
+
+def _draw_normal(rng, s, d):
+    return rng.standard_normal(s, dtype=d)
+
+
+# PyTorch's complex randn has E|z|^2 = 1 (each part N(0, 1/2)); its complex rand is uniform in each part.
+_COMPLEX_PART_SCALE = {_draw_uniform: 1.0, _draw_normal: math.sqrt(0.5)}
+
+rand = _random(_float_sample(_draw_uniform), "rand", "check_uniform_bounds")
+randn = _random(_float_sample(_draw_normal), "randn", "normal_kernel_cpu")
 rand.__doc__ = "Uniform samples in [0, 1)."
 randn.__doc__ = "Standard normal samples."
 
+_RANDINT_SIGNATURES = "".join(
+    f" * ({args}, *, {gen}Tensor out = None, torch.dtype dtype = None, torch.layout layout = None, torch.device "
+    "device = None, bool pin_memory = False, bool requires_grad = False)\n"
+    for args in ("int high, tuple of ints size", "int low, int high, tuple of ints size")
+    for gen in ("torch.Generator generator, ", ""))
 
-def randint(low, high=None, size=None, *, generator=None, dtype=None, device=None, requires_grad=False) -> Tensor:
-    """Integers uniform in [low, high)."""
+# PyTorch's randint checks [low, high - 1] against the dtype's range and names the C++ type it failed.
+_RANDINT_TYPE_NAMES = {"int8": "signed char", "int16": "short int", "int32": "int", "uint8": "unsigned char",
+                       "bool": "bool", "float16": "c10::Half"}
+
+
+def randint(low=None, high=None, size=None, *, generator=None, dtype=None, device=None,
+            requires_grad=False) -> Tensor:
+    """Integers uniform in [low, high) (randint(high, size) draws from [0, high))."""
     if size is None and isinstance(high, (tuple, list)):  # randint(high, size), PyTorch's short form
-        low, high, size = 0, low, high
+        low, high, size = None, low, high
     if high is None:
-        low, high = 0, low
+        low, high = None, low
     if size is None:
         raise TypeError("randint() missing required argument 'size'")
+    if not isinstance(size, (tuple, list)):
+        kinds = ", ".join(type(v).__name__ for v in (low, high, size) if v is not None)
+        raise TypeError(f"randint() received an invalid combination of arguments - got ({kinds}), but expected one "
+                        f"of:\n{_RANDINT_SIGNATURES}")
+    for name, v, pos in (("low", low, 1), ("high", high, 1 if low is None else 2)):
+        if v is not None and not _is_int(v):
+            raise TypeError(f"randint(): argument '{name}' (position {pos}) must be int, not {type(v).__name__}")
+    low = 0 if low is None else int(low)
+    high = int(high)
+    for v in (low, high):
+        if not -2 ** 63 <= v < 2 ** 63:
+            raise ValueError("Overflow when unpacking long long")
+    if low >= high:
+        raise RuntimeError(f"random_ expects 'from' to be less than 'to', but got from={low} >= to={high}")
     dt = to_dtype(dtype) if dtype is not None else int64
+    bounds = (0, 1) if dt is bool_ else (np.iinfo(dt.np).min, np.iinfo(dt.np).max) if dt._category == 1 \
+        else (-65504, 65504) if dt.name == "float16" else None
+    if bounds is not None and dt.name in _RANDINT_TYPE_NAMES:
+        for name, v in (("from", low), ("to - 1", high - 1)):
+            if not bounds[0] <= v <= bounds[1]:
+                raise RuntimeError(f"{name} is out of bounds for {_RANDINT_TYPE_NAMES[dt.name]}")
     dev = to_device(device)
+    shape = _size((size,), "randint")
     with cuda_context(dev):
-        arr = _generator_for(dev, generator).integers(low, high, size=_size(tuple(size)), dtype=np.int64)
+        arr = _generator_for(dev, generator).integers(low, high, size=shape, dtype=np.int64)
     return _finish(_wrap(arr.astype(dt.np, copy=False)), requires_grad)
 
 
 def randperm(n: int, *, generator=None, dtype=None, device=None, requires_grad=False) -> Tensor:
     """A random permutation of 0..n-1."""
     dt = to_dtype(dtype) if dtype is not None else int64
+    if dt is bool_:
+        raise NotImplementedError(f"\"randperm\" not implemented for '{_scalar_name(dt)}'")
+    _size((n,), "randperm")
     dev = to_device(device)
     with cuda_context(dev):
         arr = _generator_for(dev, generator).permutation(n)
@@ -406,12 +701,21 @@ def randint_like(t: Tensor, low, high=None, *, dtype=None, device=None) -> Tenso
     return randint(low, high, tuple(t.shape), dtype=dtype or t.dtype, device=device or t.device)
 
 
-def bernoulli(p: Tensor, *, generator=None) -> Tensor:
-    """1 with probability p, else 0 (p's shape and dtype)."""
-    rng = _generator_for(p.device, generator)
-    with cuda_context(p.device):
-        u = rng.random(p._data.shape, dtype=np.float64 if p._data.dtype == np.float64 else np.float32)
-    return _wrap((u < p._data).astype(p._data.dtype))
+def bernoulli(input: Tensor, p=None, *, generator=None) -> Tensor:
+    """1 with probability input (or with probability p for every element, in input's shape), else 0; input's
+    dtype."""
+    if p is not None:
+        return input.detach().new_empty(input.shape).bernoulli_(p, generator=generator)
+    if input.dtype._category <= 1:
+        raise NotImplementedError(f"\"bernoulli_tensor_cpu_p_\" not implemented for '{_scalar_name(input.dtype)}'")
+    probs = input._data
+    if probs.size and not bool(((probs >= 0) & (probs <= 1)).all()):
+        raise RuntimeError("Expected p_in >= 0 && p_in <= 1 to be true, but got false.  (Could this error message be "
+                           "improved?  If so, please report an enhancement request to PyTorch.)")
+    rng = _generator_for(input.device, generator)
+    with cuda_context(input.device):
+        u = rng.random(probs.shape, dtype=np.float64 if probs.dtype == np.float64 else np.float32)
+    return _wrap((u < probs).astype(probs.dtype))
 
 
 def multinomial(probs: Tensor, num_samples: int, replacement: bool = False, *, generator=None) -> Tensor:
@@ -440,19 +744,51 @@ def multinomial(probs: Tensor, num_samples: int, replacement: bool = False, *, g
     return _wrap(move(out, probs.device))
 
 
-def normal(mean, std, size=None, *, generator=None) -> Tensor:
-    """Normal samples with the given mean and std (tensors or numbers)."""
+def normal(mean, std=1.0, size=None, *, generator=None, dtype=None, device=None, requires_grad=False,
+           layout=None, pin_memory=False, out=None) -> Tensor:
+    """Normal samples with the given mean and std (tensors, broadcast together, or numbers with a size)."""
+    if isinstance(std, Tensor):
+        if std._data.size and not bool((std._data >= 0).all()):
+            raise RuntimeError("normal expects all elements of std >= 0.0")
+    elif not std >= 0:
+        raise RuntimeError(f"normal expects std >= 0.0, but found std {_cnum(std)}")
     if isinstance(mean, Tensor) or isinstance(std, Tensor):
         ref = mean if isinstance(mean, Tensor) else std
-        return randn_like(ref, generator=generator) * std + mean if generator is None else \
-            randn(*ref.shape, generator=generator, dtype=ref.dtype, device=ref.device) * std + mean
-    return randn(*size, generator=generator) * std + mean
+        shape = _broadcast_pair(tuple(mean.shape) if isinstance(mean, Tensor) else (),
+                                tuple(std.shape) if isinstance(std, Tensor) else ())
+        return randn(*shape, generator=generator, dtype=ref.dtype, device=ref.device) * std + mean
+    if size is None:
+        raise TypeError(_NORMAL_SIGNATURES.format(types=f"{type(mean).__name__}, {type(std).__name__}"))
+    return _finish(randn(*_size((size,), "normal"), generator=generator, dtype=dtype, device=device) * std + mean,
+                   requires_grad)
+
+
+def _broadcast_pair(a: tuple, b: tuple) -> tuple:
+    """The broadcast shape of a and b, or PyTorch's error naming the first dimension that disagrees."""
+    n = max(len(a), len(b))
+    a, b = (1,) * (n - len(a)) + a, (1,) * (n - len(b)) + b
+    for i, (x, y) in enumerate(zip(a, b)):
+        if x != y and x != 1 and y != 1:
+            raise RuntimeError(f"The size of tensor a ({x}) must match the size of tensor b ({y}) at non-singleton "
+                               f"dimension {i}")
+    return tuple(max(x, y) if min(x, y) != 0 else 0 for x, y in zip(a, b))
+
+
+_NORMAL_SIGNATURES = (
+    "normal() received an invalid combination of arguments - got ({types}), but expected one of:\n"
+    " * (Tensor mean, Tensor std, *, torch.Generator generator = None, Tensor out = None)\n"
+    " * (Tensor mean, float std = 1, *, torch.Generator generator = None, Tensor out = None)\n"
+    " * (float mean, Tensor std, *, torch.Generator generator = None, Tensor out = None)\n"
+    " * (float mean, float std, tuple of ints size, *, torch.Generator generator = None, Tensor out = None, "
+    "torch.dtype dtype = None, torch.layout layout = None, torch.device device = None, bool pin_memory = False, "
+    "bool requires_grad = False)\n")
 
 
 # ------------------------------------------------------------------ Tensor methods: new_* and in-place sampling
 
 def _new_like_self(fn):
     def make(self: Tensor, *size, dtype=None, device=None, requires_grad=False, **kw) -> Tensor:
+        _size(size, "new_" + fn.__name__)
         return fn(*size, dtype=dtype or self.dtype, device=device or self.device, requires_grad=requires_grad)
     make.__doc__ = "A new tensor of the given size with self's dtype and device unless told."
     return make
@@ -460,7 +796,8 @@ def _new_like_self(fn):
 
 def _new_full(self: Tensor, size, fill_value, *, dtype=None, device=None, requires_grad=False) -> Tensor:
     """full(size, fill_value) with self's dtype and device unless told."""
-    return full(size, fill_value, dtype=dtype or self.dtype, device=device or self.device, requires_grad=requires_grad)
+    return _full(size, fill_value, "new_full", dtype=dtype or self.dtype, device=device or self.device,
+                 requires_grad=requires_grad)
 
 
 def _new_tensor(self: Tensor, data, dtype=None, device=None, requires_grad=False) -> Tensor:
@@ -488,8 +825,21 @@ def _sample_dtype(t: Tensor):
     return np.float64 if t._data.dtype == np.float64 else np.float32
 
 
+def _check_float_bounds(t: Tensor, v: float, name: str) -> None:
+    finfo = np.finfo(np.float32 if t.dtype.name == "bfloat16" else t._data.dtype)
+    if not -float(finfo.max) <= v <= float(finfo.max):
+        raise RuntimeError(f"{name} is out of bounds for {_C_TYPE_NAMES[t.dtype.name]}")
+
+
 def _uniform_(t: Tensor, a: float = 0.0, b: float = 1.0, *, generator=None) -> Tensor:
     """Fill with samples from U(a, b), in place."""
+    if t.dtype._category <= 1:
+        raise NotImplementedError(f"\"check_uniform_bounds\" not implemented for '{_scalar_name(t.dtype)}'")
+    if not t.dtype.is_complex:
+        _check_float_bounds(t, a, "from")
+        _check_float_bounds(t, b, "to")
+    if not a <= b:
+        raise RuntimeError(f"uniform_ expects to return a [from, to) range, but found from={_cnum(a)} > to={_cnum(b)}")
     dt = _sample_dtype(t)
     return _overwrite(t, lambda dev, shape: _generator_for(dev, generator).random(shape, dtype=dt) * (b - a) + a,
                       "UniformBackward0")
@@ -497,6 +847,10 @@ def _uniform_(t: Tensor, a: float = 0.0, b: float = 1.0, *, generator=None) -> T
 
 def _normal_(t: Tensor, mean: float = 0.0, std: float = 1.0, *, generator=None) -> Tensor:
     """Fill with samples from N(mean, std**2), in place."""
+    if not std >= 0:
+        raise RuntimeError(f"normal expects std >= 0.0, but found std {_cnum(std)}")
+    if t.dtype._category <= 1:
+        raise NotImplementedError(f"\"normal_kernel_cpu\" not implemented for '{_scalar_name(t.dtype)}'")
     dt = _sample_dtype(t)
     return _overwrite(t, lambda dev, shape: _generator_for(dev, generator).standard_normal(shape, dtype=dt) * std
                       + mean, "NormalBackward0")
@@ -504,6 +858,9 @@ def _normal_(t: Tensor, mean: float = 0.0, std: float = 1.0, *, generator=None) 
 
 def _bernoulli_(t: Tensor, p: float = 0.5, *, generator=None) -> Tensor:
     """Fill with 1 (probability p) or 0, in place."""
+    if not isinstance(p, Tensor) and not 0 <= p <= 1:
+        raise RuntimeError(f"bernoulli_ expects p to be in [0, 1], but got p={_cnum(p)}")
+
     def draw(dev, shape):
         u = _generator_for(dev, generator).random(shape, dtype=np.float64)
         return u < (p._data if isinstance(p, Tensor) else p)
@@ -531,7 +888,7 @@ def _legacy_tensor_init(self: Tensor, *args, **kwargs) -> None:
         src = args[0]
         arr = _to_array(src, get_default_dtype() if not isinstance(src, Tensor) else None, dev)
     else:
-        arr = xp_for(dev).empty(_size(args), get_default_dtype().np)
+        arr = xp_for(dev).empty(_size(args, "Tensor"), get_default_dtype().np)
     self._data = arr
 
 

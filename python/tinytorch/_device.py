@@ -23,18 +23,19 @@ class device:
             kind, _, idx = spec.partition(":")
             if index is not None:
                 raise RuntimeError(f"type (string) must not include an index because index was passed explicitly: {spec}")
-            try:
-                index = int(idx)
-            except ValueError:
-                raise RuntimeError(f"Invalid device string: '{spec}'") from None
+            # PyTorch's grammar: plain decimal digits, no sign, spaces or leading zeros ('cpu:-1' is invalid)
+            if not (idx.isascii() and idx.isdigit()) or (len(idx) > 1 and idx[0] == "0"):
+                raise RuntimeError(f"Invalid device string: '{spec}'")
+            index = int(idx)
         else:
             kind = spec
         if kind not in ("cpu", "cuda", "meta"):
             raise RuntimeError(f"Expected one of cpu, cuda, meta device type at start of device string: {spec}")
-        if kind == "cpu" and index not in (None, 0, -1):
-            raise RuntimeError(f"CPU device index must be -1 or zero, got {index}")
+        if index is not None and index < 0:
+            raise RuntimeError("Device index must not be negative")
+        # The index is kept for cpu too, as PyTorch: device('cpu:0').index == 0 and device('cpu:0') != device('cpu')
         self.type = kind
-        self.index = None if kind == "cpu" else index
+        self.index = index
 
     def __enter__(self) -> "device":
         # As PyTorch: inside `with device(...)`, factory functions called without device= make tensors here.
@@ -138,7 +139,8 @@ def cuda_context(dev: device):
 def move(array, dev: device):
     """Copy `array` to `dev` (no copy when it already lives there)."""
     src = device_of(array)
-    if src == dev:
+    # cpu and meta have one memory whatever the index ('cpu:0' is where 'cpu' is)
+    if src == dev or (src.type == dev.type and dev.type != "cuda"):
         return array
     if dev.type == "meta":
         return MetaArray(array.shape, array.dtype)

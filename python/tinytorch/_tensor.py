@@ -6,7 +6,9 @@ methods and operators to Tensor when it is imported, so this file holds only wha
 from __future__ import annotations
 
 import atexit
+import threading
 import warnings
+import weakref
 
 import numpy as np
 
@@ -52,6 +54,8 @@ class Tensor:
       _requires_grad   True for leaves that require grad and for every tensor with a _grad_fn
       _vc              version counter shared with views: None (never modified in place) or [n]
       _base            the tensor this one is a view of, or None
+      _views           {id: weakref} of the views of this (root) tensor taken while it had a history, or None:
+                       an in-place op that gives this tensor a new history gives them one too
       _grad_acc        the AccumulateGrad node of a leaf (created on first use)
     """
 
@@ -60,12 +64,14 @@ class Tensor:
     _requires_grad = False
     _vc = None
     _base = None
+    _views = None
     _grad = None
     _grad_acc = None
     _backward_hooks = None  # leaf tensor hooks {id: hook}; non-leaf hooks live on the grad_fn
     _post_acc_hooks = None
     _retains_grad = False
     _is_param = False
+    _is_inference = False  # set by _mark_inference on tensors made inside inference_mode()
     _placements = None  # a DTensor's layout over its DeviceMesh (distributed/tensor); None for a plain tensor
     __array_priority__ = 1000  # numpy scalars/arrays on the left defer to Tensor's operators
 
@@ -126,9 +132,12 @@ class Tensor:
 
     def stride(self, dim: int | None = None):
         """Strides in elements, like PyTorch (NumPy counts bytes)."""
-        item = self._data.dtype.itemsize
-        st = tuple(s // item for s in self._data.strides)
-        return st if dim is None else st[_wrap_dim(dim, self._data.ndim)]
+        d = self._data
+        item = d.dtype.itemsize
+        st = tuple(s // item for s in d.strides)
+        if d.size == 0 and not any(st):  # NumPy gives a fresh empty array zero strides; PyTorch contiguous ones
+            st = _contiguous_strides(d.shape)
+        return st if dim is None else st[_wrap_dim(dim, d.ndim)]
 
     def is_contiguous(self, memory_format=None) -> bool:
         return bool(self._data.flags.c_contiguous)
@@ -140,7 +149,9 @@ class Tensor:
         return self.dtype.is_complex
 
     def is_inference(self) -> bool:
-        return False
+        """Whether this tensor was made inside inference_mode() (a view: whether its base was, as in PyTorch)."""
+        base = self._base
+        return self._is_inference if base is None else base._is_inference
 
     def data_ptr(self) -> int:
         d = self._data
@@ -479,7 +490,21 @@ def _wrap(data) -> Tensor:
     """A new tensor around an array, outside the graph (the one place tensors are made)."""
     t = _new(Tensor)
     t._data = data
+    if _inference_contexts[0]:
+        _mark_inference(t)
     return t
+
+
+# How many inference_mode(True) blocks are open, over all threads (autograd.grad_mode keeps it): while none is,
+# making a tensor pays one list read for is_inference(); while one is, the per-thread flag decides.
+_inference_contexts = [0]
+_inference_thread = threading.local()
+
+
+def _mark_inference(t: Tensor) -> None:
+    """Make t an inference tensor when this thread is inside inference_mode()."""
+    if getattr(_inference_thread, "on", False):
+        t._is_inference = True
 
 
 def _view_of(base: Tensor, data) -> Tensor:
@@ -487,8 +512,33 @@ def _view_of(base: Tensor, data) -> Tensor:
     t = _new(Tensor)
     t._data = data
     t._vc = base._shared_vc()
-    t._base = base if base._base is None else base._base
+    root = t._base = base if base._base is None else base._base
+    if root._grad_fn is not None:
+        _track_view(root, t)
     return t
+
+
+def _track_view(root: Tensor, view: Tensor) -> None:
+    """Remember a view of a tensor with a history, so that an in-place op giving root a new history can give the
+    view one too (PyTorch regenerates a view's grad_fn once its base has changed)."""
+    views = root._views
+    if views is None:
+        views = root._views = {}
+    else:
+        n = len(views)
+        if n >= 16 and not n & (n - 1):  # prune dead views at powers of two: amortised O(1) per view
+            for k in [k for k, r in views.items() if r() is None]:
+                del views[k]
+    views[id(view)] = weakref.ref(view)
+
+
+def _contiguous_strides(shape: tuple) -> tuple:
+    """Row-major strides in elements, a dimension of size 0 counted as 1 (PyTorch's, for empty tensors too)."""
+    acc, out = 1, []
+    for n in reversed(shape):
+        out.append(acc)
+        acc *= max(n, 1)
+    return tuple(reversed(out))
 
 
 def _wrap_dim(dim: int, ndim: int) -> int:

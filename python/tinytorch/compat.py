@@ -95,7 +95,7 @@ def main(argv: list[str] | None = None) -> None:
         raise SystemExit(f"tinytorch.compat: can't open file '{script}': No such file or directory")
     sys.argv = argv
     sys.path.insert(0, os.path.dirname(os.path.abspath(script)))  # as `python SCRIPT` does
-    runpy.run_path(script, run_name="__main__")
+    runpy.run_path(os.path.abspath(script), run_name="__main__")  # __file__ absolute, as `python SCRIPT` gives
 
 
 if __name__ == "__main__":

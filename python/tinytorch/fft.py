@@ -49,12 +49,27 @@ def _c2c(x: Tensor, dims: tuple, mode: str, forward: bool) -> Tensor:
     return out
 
 
+def _fill_conjugate_symmetric(half, dims: tuple, n: int):
+    """The two-sided spectrum of a real signal from its onesided half, X[k] = conj(X[-k mod n]) per dim, as
+    PyTorch's r2c fills it (so the mirrored bins carry the conjugate's signed zeros, 1-0j, like PyTorch's)."""
+    xp = _xp(half)
+    last = dims[-1]
+    h = half.shape[last]
+    mirror = xp.take(half, xp.arange(n - h, 0, -1), axis=last)
+    for d in dims[:-1]:
+        # index -i mod m along the other transformed dims: flip, then bring bin 0 back to the front
+        mirror = xp.roll(xp.flip(mirror, axis=d), 1, axis=d)
+    return xp.concatenate([half, xp.conj(mirror)], axis=last)
+
+
 def _r2c(x: Tensor, dims: tuple, mode: str, onesided: bool) -> Tensor:
     """The forward DFT of a real tensor over dims; onesided keeps the last dim's first n//2 + 1 bins."""
     a = x._data
     xp = _xp(a)
     norm = _np_norm(mode, True)
-    r = xp.fft.rfftn(a, axes=dims, norm=norm) if onesided else xp.fft.fftn(a, axes=dims, norm=norm)
+    r = xp.fft.rfftn(a, axes=dims, norm=norm)
+    if not onesided:
+        r = _fill_conjugate_symmetric(r, dims, a.shape[dims[-1]])
     out = _result(r.astype(np.complex128 if a.dtype == np.float64 else np.complex64, copy=False))
     if needs_grad(x):
         n = a.shape[dims[-1]]

@@ -41,7 +41,7 @@ class Future(Generic[T]):
         checked = []
         for d in devices or []:
             dev = d if isinstance(d, _device) else _device(d)
-            if dev.type == "cpu":  # holds no stream to synchronize (tinytorch's device("cpu:0") keeps no index)
+            if dev.type == "cpu":  # holds no stream to synchronize
                 continue
             if dev.index is None:
                 raise ValueError(f"Expected devices to have indices, got {d}")

@@ -207,6 +207,9 @@ class _Pickler(pickle._Pickler):
         if not view_of_root:  # an empty, negatively strided or oddly aligned view: saved as its own copy
             root = a.copy(order="C")
             offset, strides = 0, root.strides
+            if a.size == 0:  # PyTorch's strides (NumPy gives an empty array zero strides), as Tensor.stride()
+                from ._tensor import _contiguous_strides
+                strides = tuple(s * item for s in _contiguous_strides(a.shape))
         dtype_name = _from_array_dtype(a.dtype).name
         key = (id(root), dtype_name)
         hit = self._refs.get(key)

@@ -8,7 +8,7 @@ from .. import _C
 from .._C import _grad_enabled, _record  # noqa: F401  (re-exported for the op modules)
 from .._meta import MetaArray
 from .._dtype import from_numpy_dtype, get_default_dtype, promote_types, result_type
-from .._tensor import Tensor, _view_of, _wrap  # noqa: F401
+from .._tensor import Tensor, _track_view, _view_of, _wrap  # noqa: F401
 
 _new = object.__new__
 
@@ -148,22 +148,45 @@ def alias(t: Tensor) -> Tensor:
 
 
 # ------------------------------------------------------------------ in-place ops
+#
+# An in-place op that autograd records runs out of place; commit_inplace writes the result back. On a tensor
+# that owns its memory, the tensor takes over the result's history. On a view (PyTorch's CopySlices), the write
+# lands in the base's memory, so the *base* takes a new history: a "CopySlices" node whose inputs are the base's
+# old history and the result, and whose backward hands the old base the gradient with the view's region zeroed
+# and the result the gradient's view region. The view then becomes an as_strided view of the new base. The
+# region is found from the view's place in the base's memory (pointers, strides), so every view kind is covered.
+#
+# Differences from PyTorch: CopySlices' second input is the op's own node (PyTorch splices in that node's inputs,
+# so next_functions differ; gradients do not). Other views of the base get a new history eagerly, at the in-place
+# op, where PyTorch regenerates it when read; only views taken while the base had a history are known, so a view
+# taken before its base joined the graph (v = buf[0]; buf[:, 0].copy_(x)) keeps requires_grad=False, where
+# PyTorch's turns True. PyTorch refuses in-place ops on the outputs of split/chunk/unbind and on views made under
+# no_grad; tinytorch records them (it cannot tell those views from others).
 
 def check_inplace(t: Tensor) -> None:
-    """Errors for in-place ops that autograd can't follow (PyTorch's messages where it has them)."""
+    """Errors for in-place ops that autograd can't follow (PyTorch's messages); on a view, its history is renewed
+    from the base's current one, so that the op's out-of-place form reads the view's latest value."""
     if t._grad_fn is None and t._requires_grad:
         raise RuntimeError("a leaf Variable that requires grad is being used in an in-place operation.")
     base = t._base
     if base is not None:
         if base._grad_fn is None and base._requires_grad:
             raise RuntimeError("a view of a leaf Variable that requires grad is being used in an in-place operation.")
-        raise RuntimeError(
-            "tinytorch does not record in-place operations on views while grad is on (PyTorch's CopySlices): "
-            "apply the op out of place, or index-assign into the base tensor (x[idx] = value).")
+        geo = _geometry(t, base, strict=True)
+        if geo is None:
+            return
+        if geo.overlaps_itself:
+            raise RuntimeError("unsupported operation: more than one element of the written-to tensor refers to a "
+                               "single memory location. Please clone() the tensor before performing the operation.")
+        if base._requires_grad:
+            _set_view_history(t, base, geo)
+        else:
+            t._grad_fn, t._output_nr, t._requires_grad = None, 0, False
 
 
 def commit_inplace(t: Tensor, result: Tensor) -> Tensor:
-    """Write an out-of-place result into t's memory and make t take over the result's history."""
+    """Write an out-of-place result into t's memory and rebase the history: t takes over the result's, or,
+    when t is a view, its base takes a CopySlices node (see above)."""
     try:
         _copy_into(t._data, result._data)
     except TypeError as e:
@@ -171,10 +194,203 @@ def commit_inplace(t: Tensor, result: Tensor) -> Tensor:
                            f"{_short(t.dtype)}") from e
     t._bump_version()
     if result._grad_fn is not None:
+        base = t._base
+        if base is not None:
+            geo = _geometry(t, base)
+            if geo is not None:
+                _copy_slices(t, base, geo, result)
+                return t
+        old_fn, old_nr = t._grad_fn, t._output_nr
         t._grad_fn = result._grad_fn
         t._output_nr = result._output_nr
         t._requires_grad = True
+        if t._retains_grad:
+            _move_retain_hook(t, old_fn, old_nr)
+        if t._views:
+            _renew_views(t, None, None)
     return t
+
+
+def _move_retain_hook(t: Tensor, old_fn, old_nr: int) -> None:
+    """retain_grad() follows t to its new history: t.grad is the gradient of t's latest value, as in PyTorch."""
+    hook = old_fn._hook_dict("retains_grad", 0).pop(old_nr, None) if old_fn is not None else None
+    if hook is not None:
+        t._grad_fn._hook_dict("retains_grad", 0)[t._output_nr] = hook
+
+
+class _ViewGeometry:
+    """Where a view's elements lie in its base's memory: shapes, strides and offsets, in elements, into one flat
+    buffer spanning the base's memory. Built from the arrays' pointers, so any view kind (slice, select,
+    transpose, narrow, diagonal, reshape, as_strided, .real) maps the same way."""
+    __slots__ = ("base_shape", "base_strides", "base_offset", "span", "contiguous", "shape", "strides", "offset",
+                 "real_view", "lo", "hi", "overlaps_itself")
+
+    def _at(self, buf, view: bool):
+        """The base (view=False) or the view (view=True) laid over a flat buffer."""
+        if view:
+            if self.real_view:  # a real view of a complex base: the buffer as (re, im) pairs
+                buf = buf.view(buf.real.dtype)
+            return _strided(buf, self.shape, self.strides, self.offset)
+        return _strided(buf, self.base_shape, self.base_strides, self.base_offset)
+
+    def take(self, g):
+        """The view's region of a base-shaped array, as a new C-contiguous array."""
+        if self.contiguous:
+            buf = _xp(g).ascontiguousarray(g).reshape(-1)
+        else:
+            buf = _xp(g).zeros(self.span, g.dtype)
+            self._at(buf, False)[...] = g
+        return self._at(buf, True).copy()
+
+    def put(self, g, r, dtype):
+        """A base-shaped array: g (zeros of `dtype` when None) with the view's region set to r."""
+        xp = _xp(r if g is None else g)
+        if self.contiguous:
+            out = xp.zeros(self.base_shape, dtype) if g is None else g.copy(order="C")
+            buf = out.reshape(-1)
+        else:
+            out = None
+            buf = xp.zeros(self.span, dtype if g is None else g.dtype)
+            if g is not None:
+                self._at(buf, False)[...] = g
+        self._at(buf, True)[...] = r
+        return out if out is not None else self._at(buf, False).copy()
+
+
+def _xp(a):
+    return np if type(a) is np.ndarray else a.__array_namespace__()
+
+
+def _strided(buf, shape: tuple, strides: tuple, offset: int):
+    """A strided array over the flat, contiguous buffer `buf` (strides and offset in its elements)."""
+    it = buf.itemsize
+    st = tuple(s * it for s in strides)
+    if type(buf) is np.ndarray:
+        return np.ndarray(shape, buf.dtype, buffer=buf, offset=offset * it, strides=st)
+    import cupy
+    return cupy.lib.stride_tricks.as_strided(buf[offset:], shape, st)
+
+
+def _pointer(a) -> int:
+    return a.__array_interface__["data"][0] if type(a) is np.ndarray else a.data.ptr
+
+
+def _extent(ptr: int, shape: tuple, strides: tuple, itemsize: int) -> tuple:
+    """The bytes [lo, hi) an array's elements span."""
+    lo = hi = ptr
+    for n, s in zip(shape, strides):
+        if s < 0:
+            lo += (n - 1) * s
+        else:
+            hi += (n - 1) * s
+    return lo, hi + itemsize
+
+
+def _geometry(t: Tensor, base: Tensor, strict: bool = False):
+    """t's _ViewGeometry in base, or None when t's memory does not lie in base's (set_ or .data = moved it) or t
+    reinterprets it as another dtype (view(dtype)), which raises instead when strict."""
+    x, b = t._data, base._data
+    kind = type(x)
+    if kind is not type(b) or kind is MetaArray or b.size == 0:
+        return None
+    bi, xi = b.itemsize, x.itemsize
+    bp = _pointer(b)
+    lo, hi = _extent(bp, b.shape, b.strides, bi)
+    g = _ViewGeometry()
+    if x.size:
+        xp_ = _pointer(x)
+        g.lo, g.hi = _extent(xp_, x.shape, x.strides, xi)
+        if g.lo < lo or g.hi > hi:
+            return None
+        if x.dtype != b.dtype and not (b.dtype.kind == "c" and x.dtype.kind == "f" and 2 * xi == bi):
+            if not strict:
+                return None
+            raise RuntimeError(f"tinytorch does not record in-place operations on a {x.dtype} view of a {b.dtype} "
+                               "tensor while grad is on: apply the op out of place.")
+        g.shape, g.strides, g.offset = x.shape, tuple(s // xi for s in x.strides), (xp_ - lo) // xi
+        g.overlaps_itself = any(s == 0 and n > 1 for n, s in zip(x.shape, x.strides))
+    else:  # NumPy points empty views anywhere in their base: there is no region to place
+        g.lo = g.hi = lo
+        g.shape, g.strides, g.offset, g.overlaps_itself = x.shape, (0,) * x.ndim, 0, False
+    g.real_view = x.dtype != b.dtype
+    g.base_shape, g.base_strides, g.base_offset = b.shape, tuple(s // bi for s in b.strides), (bp - lo) // bi
+    g.span = (hi - lo) // bi
+    g.contiguous = bool(b.flags.c_contiguous)
+    return g
+
+
+def _region_take(g: Tensor, geo: _ViewGeometry) -> Tensor:
+    """The view's region of a base-shaped gradient (differentiable: a double backward goes through it)."""
+    out = _wrap(geo.take(g._data))
+    if needs_grad(g):
+        record("AsStridedBackward0", lambda gg: _region_put(None, geo, gg), out, (g,))
+    return out
+
+
+def _region_put(g: Tensor | None, geo: _ViewGeometry, r) -> Tensor:
+    """g (zeros when None) with the view's region replaced by r, a tensor or 0 (differentiable)."""
+    rt = r if isinstance(r, Tensor) else None
+    if g is None:
+        dt = rt._data.dtype
+        if geo.real_view:
+            dt = np.result_type(dt, np.complex64)
+        out = _wrap(geo.put(None, rt._data, dt))
+    else:
+        out = _wrap(geo.put(g._data, r if rt is None else rt._data, None))
+    if needs_grad(g, rt):
+        rg, rr = g is not None and g._requires_grad, rt is not None and rt._requires_grad
+
+        def as_strided_scatter_backward(gg):
+            return (_region_put(gg, geo, 0) if rg else None), (_region_take(gg, geo) if rr else None)
+        record("AsStridedScatterBackward0", as_strided_scatter_backward, out, (g, rt))
+    return out
+
+
+def _set_view_history(v: Tensor, base: Tensor, geo: _ViewGeometry) -> None:
+    """Make v an as_strided view of base's current history (base requires grad)."""
+    old_fn, old_nr = v._grad_fn, v._output_nr
+    v._output_nr = 0
+    record("AsStridedBackward0", lambda g: _region_put(None, geo, g), v, (base,))
+    if v._retains_grad:
+        _move_retain_hook(v, old_fn, old_nr)
+    _track_view(base, v)
+
+
+def _copy_slices(t: Tensor, base: Tensor, geo: _ViewGeometry, result: Tensor) -> None:
+    """Give base (whose region t now holds `result`) and t their histories after an in-place op on t."""
+    old = None
+    if base._requires_grad:  # a stand-in carrying the base's history before the op
+        old = _new(Tensor)
+        old._data = base._data
+        old._grad_fn, old._output_nr, old._requires_grad = base._grad_fn, base._output_nr, True
+    keep_old = old is not None
+    r_dtype = result.dtype
+
+    def copy_slices_backward(g: Tensor):
+        gr = _region_take(g, geo)
+        if gr.dtype != r_dtype:
+            gr = gr.to(r_dtype)
+        return (_region_put(g, geo, 0) if keep_old else None), gr
+    old_fn, old_nr = base._grad_fn, base._output_nr
+    base._output_nr = 0
+    record("torch::autograd::CopySlices", copy_slices_backward, base, (old, result))
+    if base._retains_grad:
+        _move_retain_hook(base, old_fn, old_nr)
+    _set_view_history(t, base, geo)
+    _renew_views(base, t, geo)
+
+
+def _renew_views(base: Tensor, skip, written) -> None:
+    """Give base's other live views with a history a new one from base's current history; with `written` (the
+    region an op on a view wrote), only those whose memory meets it (the rest still read the old values)."""
+    for ref in list(base._views.values()):
+        w = ref()
+        if w is None or w is skip or w._grad_fn is None:
+            continue
+        geo = _geometry(w, base)
+        if geo is None or written is not None and (geo.hi <= written.lo or written.hi <= geo.lo):
+            continue
+        _set_view_history(w, base, geo)
 
 
 def _copy_into(dst, src) -> None:

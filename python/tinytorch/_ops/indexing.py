@@ -7,6 +7,10 @@ of reads scatter-add into zeros (repeated indices accumulate, np.add.at semantic
 """
 from __future__ import annotations
 
+import os
+import sys
+import warnings
+
 import numpy as np
 
 from .._meta import MetaArray, namespace as meta_namespace
@@ -266,8 +270,25 @@ def _take(x: Tensor, key: tuple, basic: bool) -> Tensor:
         def index_backward(g):
             z = _wrap(_zeros(shape, dt, g._data))
             return _put(z, key, g, accumulate=not basic, basic=basic)
-        record("SliceBackward0" if basic else "IndexBackward0", index_backward, out, (x,))
+        record(_basic_node(key) if basic else "IndexBackward0", index_backward, out, (x,))
     return out
+
+
+_FULL = slice(None)
+
+
+def _basic_node(key: tuple) -> str:
+    """PyTorch's node for a basic index: that of the last op it applies (select for an int, slice, unsqueeze
+    for None); an index that applies none (x[:], x[...]) is an alias."""
+    for k in reversed(key):
+        if k is None:
+            return "UnsqueezeBackward0"
+        if type(k) is slice:
+            if k != _FULL:
+                return "SliceBackward0"
+        elif k is not Ellipsis:
+            return "SelectBackward0"
+    return "AliasBackward0"
 
 
 def _put(base: Tensor, key: tuple, values, accumulate: bool, basic: bool = False) -> Tensor:
@@ -436,6 +457,16 @@ def _scatter_src(src, idx_shape, like: Tensor):
     return src
 
 
+def _user_stacklevel() -> int:
+    """The warnings.warn stacklevel of the innermost caller outside tinytorch, so a warning points at
+    the user's line as PyTorch's does."""
+    root = os.path.dirname(os.path.dirname(os.path.abspath(__file__))) + os.sep
+    frame, level = sys._getframe(1), 1
+    while frame is not None and os.path.abspath(frame.f_code.co_filename).startswith(root):
+        frame, level = frame.f_back, level + 1
+    return level
+
+
 def scatter(x: Tensor, dim: int, index: Tensor, src=None, *, value=None, reduce=None) -> Tensor:
     """A copy of x with x[index[i][j]][j] = src[i][j] (for dim=0); src may be a scalar value."""
     if src is None:
@@ -443,6 +474,10 @@ def scatter(x: Tensor, dim: int, index: Tensor, src=None, *, value=None, reduce=
     if reduce is not None:
         if reduce not in ("add", "multiply"):
             raise RuntimeError(f"reduce argument must be either add or multiply. Got {reduce}")
+        if isinstance(src, Tensor):
+            warnings.warn("The reduce argument of torch.scatter with Tensor src is deprecated and will be removed in "
+                          "a future PyTorch release. Use torch.scatter_reduce instead for more reduction options.",
+                          UserWarning, stacklevel=_user_stacklevel())
         if needs_grad(x, src):
             raise RuntimeError("the derivative for 'scatter' with a reduce argument is not implemented")
         if reduce == "add":
@@ -544,10 +579,18 @@ def _inplace(fn):
 def _index_1d(index: Tensor, op: str, like):
     if not isinstance(index, Tensor):
         raise TypeError(f"{op}(): argument 'index' must be Tensor, not {type(index).__name__}")
-    if index._data.dtype.kind not in "iu":
-        raise IndexError(f"{op}(): Expected dtype int32/int64 for index")
-    if index._data.ndim > 1:
-        raise IndexError(f"{op}(): Index is supposed to be a vector")
+    # PyTorch's checks (and their order, type and wording) differ per op.
+    dt, nd = index._data.dtype, index._data.ndim
+    if op == "index_fill":
+        if dt != np.int64:
+            raise IndexError("index_fill_(): Expected dtype int64 for index.")
+        if nd > 1:
+            raise RuntimeError("Index has to be a vector/scalar")
+    else:
+        if dt not in (np.int32, np.int64):
+            raise RuntimeError(f"{op}(): Expected dtype int32 or int64 for index")
+        if nd > 1:
+            raise IndexError(f"{op}(): Index is supposed to be a vector")
     return _on_device_of(index._data.reshape(-1), like)
 
 
@@ -564,7 +607,10 @@ def index_select(x: Tensor, dim: int, index: Tensor) -> Tensor:
     if idx.size and type(idx) is not MetaArray and (int(idx.max()) >= size or int(idx.min()) < 0):
         raise IndexError("index out of range in self")
     if data.ndim == 0:
-        out = _wrap(data.reshape(1)[idx].reshape(index._data.shape))
+        # A scalar self gives a scalar result (PyTorch's rule), so the index holds exactly one position.
+        if idx.size != 1:
+            raise RuntimeError(f"index_select(): Index to scalar can have only 1 value, got {idx.size} value(s)")
+        out = _wrap(data.reshape(1)[idx].reshape(()))
     else:
         out = _wrap(_xp(data).take(data, idx, axis=d))
     if needs_grad(x):
@@ -579,16 +625,88 @@ def index_select(x: Tensor, dim: int, index: Tensor) -> Tensor:
     return out
 
 
-def _check_source(op: str, x, d: int, idx, source) -> None:
-    want = list(x.shape)
-    if x.ndim:
-        want[d] = idx.size
-    if source.ndim and list(source.shape) != want:
-        raise RuntimeError(f"{op}(): Expected source of shape {want} (self {list(x.shape)} with dimension {d} "
-                           f"of size {idx.size}), got {list(source.shape)}")
+def _scalar_type(a) -> str:
+    """PyTorch's ScalarType name of an array's dtype (Float, Long, ...), as its error messages print it."""
+    return {"float32": "Float", "float64": "Double", "float16": "Half", "int64": "Long", "int32": "Int",
+            "int16": "Short", "int8": "Char", "uint8": "Byte", "bool": "Bool", "complex64": "ComplexFloat",
+            "complex128": "ComplexDouble", "bfloat16": "BFloat16"}.get(str(a.dtype), str(a.dtype))
+
+
+def _first_out_of_range(idx, size: int):
+    """The first index outside [0, size), or None (index_add and index_copy take no negative indices)."""
+    if not idx.size or type(idx) is MetaArray:
+        return None
+    bad = (idx < 0) | (idx >= size)
+    if not bool(bad.any()):
+        return None
+    return int(idx[_xp(idx).argmax(bad)])
+
+
+def _check_index_add(x, d: int, index: Tensor, idx, source) -> None:
+    """PyTorch's index_add checks, in its order: index vector and dtype, source dtype, then shapes."""
+    if index._data.ndim > 1:
+        raise IndexError(f"index_add_(): Index is supposed to be a vector, but got dim: {index._data.ndim} with "
+                         f"type: {_scalar_type(index._data)} and size: {list(index._data.shape)}")
+    if index._data.dtype not in (np.int64, np.int32):
+        raise RuntimeError(f"index_add_(): Expected dtype int32/int64 for index but got: "
+                           f"{_scalar_type(index._data)}")
+    if x.dtype != source.dtype:
+        raise RuntimeError(f"index_add_(): self ({_scalar_type(x)}) and source ({_scalar_type(source)}) must have "
+                           "the same scalar type")
+    if not (d == 0 or d < source.ndim):
+        raise RuntimeError(f"index_add_(): Indexing dim {d} is out of bounds of the source tensor with dim "
+                           f"{source.ndim}")
+    n_src = 1 if source.ndim == 0 else source.shape[d]
+    if idx.size != n_src:
+        raise RuntimeError(f"index_add_(): Number of indices ({idx.size}) should be equal to source.size(dim): "
+                           f"({n_src}), for dim: {d}")
+    self_sizes, source_sizes = list(x.shape), list(source.shape)
+    if source.ndim and x.ndim:
+        del self_sizes[d], source_sizes[d]
+    if self_sizes != source_sizes:
+        raise RuntimeError("source tensor shape must match self tensor shape, excluding the specified dimension. "
+                           f"Got self.shape = {list(x.shape)} source.shape = {list(source.shape)}")
     size = x.shape[d] if x.ndim else 1
-    if idx.size and type(idx) is not MetaArray and (int(idx.max()) >= size or int(idx.min()) < -size):
+    bad = _first_out_of_range(idx, size)
+    if bad is not None:
+        # PyTorch's CPU kernel scatters along the first and last dims (and reports the index), and adds
+        # slice by slice otherwise.
+        if x.ndim > 1 and d in (0, x.ndim - 1):
+            raise RuntimeError(f"index {bad} is out of bounds for dimension {d} with size {size}")
         raise IndexError("index out of range in self")
+
+
+def _check_index_copy(x, d: int, index: Tensor, idx, source) -> None:
+    """PyTorch's index_copy checks, in its order."""
+    if index._data.ndim >= 2:
+        raise IndexError(f"index_copy_(): Index should have dimension 1 or 0 (got {index._data.ndim})")
+    if source.ndim == 0 and idx.size != 1:
+        raise IndexError(f"index_copy_(): When source is scalar, index should have one element (got {idx.size})")
+    if source.ndim != x.ndim and source.ndim and x.ndim:
+        raise IndexError("index_copy_(): When source and destination are not scalars, their dimensionality must "
+                         f"match. Source dimensionality ({source.ndim}), destination dimensionality ({x.ndim})")
+    if index._data.dtype != np.int64:
+        raise RuntimeError(f"index_copy_(): Expected a long tensor for index, but got {_scalar_type(index._data)}")
+    if x.dtype != source.dtype:
+        raise RuntimeError("index_copy_(): self and source expected to have the same dtype, but got (self) "
+                           f"{_scalar_type(x)} and (source) {_scalar_type(source)}")
+    self_slice, source_slice = list(x.shape), list(source.shape)
+    if self_slice:
+        del self_slice[d]
+    if source_slice:
+        del source_slice[d]
+    if self_slice != source_slice:
+        # PyTorch prints the shapes as space-separated sizes.
+        raise RuntimeError("index_copy_(): Source/destination tensor must have same slice shapes. Destination "
+                           f"slice shape: {' '.join(map(str, self_slice))} at dimension {d} and source slice shape: "
+                           f"{' '.join(map(str, source_slice))} at dimension 0.")
+    if source.ndim and idx.size != source.shape[d]:
+        raise IndexError(f"index_copy_(): Number of indices ({idx.size}) should be equal to source.size(dim) "
+                         f"({source.shape[d]})")
+    size = x.shape[d] if x.ndim else 1
+    bad = _first_out_of_range(idx, size)
+    if bad is not None:
+        raise IndexError(f"index_copy_(): index {bad} is out of bounds for dimension {d} with size {size}")
 
 
 def _source_shape(x, d: int, idx) -> list:
@@ -602,8 +720,10 @@ def index_add(x: Tensor, dim: int, index: Tensor, source: Tensor, *, alpha=1) ->
     """A copy of x with source (times alpha) added at `index` along dim; repeats accumulate."""
     data = x._data
     d = _wrap_dim(dim, data.ndim)
-    idx = _index_1d(index, "index_add", data)
-    _check_source("index_add", data, d, idx, source._data)
+    if not isinstance(index, Tensor):
+        raise TypeError(f"index_add(): argument 'index' must be Tensor, not {type(index).__name__}")
+    idx = _on_device_of(index._data.reshape(-1), data)
+    _check_index_add(data, d, index, idx, source._data)
     out_data = data.copy()
     v = _as_values(source, x)
     if alpha != 1:
@@ -612,8 +732,6 @@ def index_add(x: Tensor, dim: int, index: Tensor, source: Tensor, *, alpha=1) ->
         _add_at(out_data.reshape(1), idx, _xp(data).asarray(v, dtype=data.dtype).reshape(-1))
     elif d == 0 and _rows_kernel_ok(out_data, idx, v):
         rows = idx.astype(np.int64, copy=False)
-        if rows.size and rows.min() < 0:
-            rows = rows % out_data.shape[0]
         # a broadcast gradient (sum().backward()) copied once: np.add.at on it took 2 ms for 768 rows of 128
         _C._cpu.index_add_rows(out_data, rows, np.ascontiguousarray(v))
     elif type(out_data) is np.ndarray and getattr(v, "shape", None) == tuple(_source_shape(data, d, idx)) and \
@@ -647,8 +765,10 @@ def index_copy(x: Tensor, dim: int, index: Tensor, source: Tensor) -> Tensor:
         return _autocast.dispatch("index_copy", index_copy, x, dim, index, source)
     data = x._data
     d = _wrap_dim(dim, data.ndim)
-    idx = _index_1d(index, "index_copy", data)
-    _check_source("index_copy", data, d, idx, source._data)
+    if not isinstance(index, Tensor):
+        raise TypeError(f"index_copy(): argument 'index' must be Tensor, not {type(index).__name__}")
+    idx = _on_device_of(index._data.reshape(-1), data)
+    _check_index_copy(data, d, index, idx, source._data)
     out_data = data.copy()
     if data.ndim == 0:
         out_data.reshape(1)[idx] = _as_values(source, x).reshape(-1)

@@ -13,12 +13,19 @@ from .._meta import MetaArray
 from .._tensor import Tensor, _wrap_dim
 from ._common import _short, attach, needs_grad, operands, record, sum_to
 from .indexing import _inplace
-from .pointwise import _result, broadcast_error_shapes
+from .pointwise import _ctype_dtype, _result, _same_dtype_out, _write_out, broadcast_error_shapes
 
 
-def matmul(a: Tensor, b: Tensor) -> Tensor:
+# out= dtype rule of matmul's vector . vector case (ATen's dot); the others (mm, bmm, mv) use _ctype_dtype
+_dot_out_dtype = _same_dtype_out("result dtype {out} does not match input dtype {res}")
+
+
+def matmul(a: Tensor, b: Tensor, *, out=None) -> Tensor:
     """Matrix product with NumPy's matmul semantics (PyTorch's): vectors are promoted and
     squeezed back, batch dimensions broadcast."""
+    if out is not None:
+        vectors = isinstance(b, Tensor) and a._data.ndim == 1 and b._data.ndim == 1
+        return _write_out("matmul", matmul(a, b), out, _dot_out_dtype if vectors else _ctype_dtype)
     if _autocast.active:
         return _autocast.dispatch("matmul", matmul, a, b)
     if not isinstance(b, Tensor):
@@ -77,7 +84,10 @@ def matmul(a: Tensor, b: Tensor) -> Tensor:
     return out
 
 
-_SMALL = 1 << 22  # M * N * K of one matrix up to which the register-tiled kernel beats a BLAS call per matrix
+_SMALL = 1 << 22  # M * N * K of one matrix up to which the register-tiled kernel beats OpenBLAS called per matrix
+# MKL's calls beat the kernel from here (0.58-0.87 of its time on W3's attention products and larger, 1 and 2
+# threads; mixed around 64x32x64): docs/benchmarks.md, "eleventh pass"
+_SMALL_MKL = 1 << 17
 _FLOATS = (np.dtype(np.float32), np.dtype(np.float64))
 
 
@@ -119,7 +129,7 @@ def _matmul(x, y):
                 count = math.prod(batch)
                 a, b = np.broadcast_to(x, batch + (M, K)), np.broadcast_to(y, batch + (K, N))
                 out = np.empty(batch + (M, N), x.dtype)
-            if count > 1 and M * N * K <= _SMALL:
+            if count > 1 and M * N * K <= (_SMALL_MKL if _threads.blas == "mkl" else _SMALL):
                 if count * M * N * K >= 1 << 16:
                     _C._cpu.bmm(a, b, out)
                     return out
@@ -136,8 +146,10 @@ def _rows(x):
     return math.prod(x.shape[:-1]) if x.ndim > 1 else 1
 
 
-def mm(a: Tensor, b: Tensor) -> Tensor:
+def mm(a: Tensor, b: Tensor, *, out=None) -> Tensor:
     """Matrix product of two 2-D tensors."""
+    if out is not None:
+        return _write_out("mm", mm(a, b), out, _ctype_dtype)
     if _autocast.active:
         return _autocast.dispatch("mm", mm, a, b)
     if a.ndim != 2:
@@ -147,8 +159,10 @@ def mm(a: Tensor, b: Tensor) -> Tensor:
     return matmul(a, b)
 
 
-def bmm(a: Tensor, b: Tensor) -> Tensor:
+def bmm(a: Tensor, b: Tensor, *, out=None) -> Tensor:
     """Batched matrix product of two 3-D tensors (no broadcasting)."""
+    if out is not None:
+        return _write_out("bmm", bmm(a, b), out, _ctype_dtype)
     if _autocast.active:
         return _autocast.dispatch("bmm", bmm, a, b)
     if a.ndim != 3:

@@ -305,9 +305,13 @@ def _class_targets(x: Tensor, target: Tensor, weight, ignore_index: int):
     if x._data.ndim == 0:
         raise RuntimeError("input tensor should be 1D or 2D")
     t = target._data
-    if t.dtype.kind not in "iu":
+    if t.dtype != np.int64:
         from ._common import _short
-        raise RuntimeError(f"expected scalar type Long but found {_short(target.dtype)}")
+        # PyTorch's nll_loss takes int64 and uint8 class indices; nll_loss2d (inputs of 3+ dims) int64 only
+        if t.dtype != np.uint8:
+            raise RuntimeError(f"expected target dtype to be Long or Byte, but got {_short(target.dtype)}")
+        if x._data.ndim > 2:
+            raise RuntimeError("expected scalar type Long but found Byte")
     if x._data.ndim == 1:
         if t.ndim != 0:
             raise RuntimeError("0D or 1D target tensor expected, multi-target not supported")
@@ -652,15 +656,15 @@ def linear(input: Tensor, weight: Tensor, bias: Tensor | None = None) -> Tensor:
     if xd.ndim == 0 or wd.ndim != 2:
         raise RuntimeError(f"t() expects a tensor with <= 2 dimensions, but self is {wd.ndim}D" if wd.ndim > 2 else
                            "both arguments to linear need to be at least 1D, but they are 0D and 2D")
-    K = xd.shape[-1]
-    if K != wd.shape[1]:
-        m = xd.size // K if K else 0
-        raise RuntimeError(f"mat1 and mat2 shapes cannot be multiplied ({m}x{K} and {wd.shape[1]}x{wd.shape[0]})")
-    if xd.dtype != wd.dtype or (bias is not None and bias._data.dtype != xd.dtype):
+    if xd.dtype != wd.dtype or (bias is not None and bias._data.dtype != xd.dtype):  # before shapes, as PyTorch
         from ._common import _short
         other = wd.dtype if xd.dtype != wd.dtype else bias._data.dtype
         raise RuntimeError(f"mat1 and mat2 must have the same dtype, but got {_short(x.dtype)} and "
                            f"{_short(_dt(other))}")
+    K = xd.shape[-1]
+    if K != wd.shape[1]:
+        m = xd.size // K if K else 0
+        raise RuntimeError(f"mat1 and mat2 shapes cannot be multiplied ({m}x{K} and {wd.shape[1]}x{wd.shape[0]})")
     lead = xd.shape[:-1]
     M = math.prod(lead)  # not -1: with K or O zero the rows could not be inferred
     x2 = xd.reshape(M, K)
@@ -724,7 +728,8 @@ def _activation(name: str, forward, backward, kernel: str):
     node = name.capitalize() + "Backward0"
 
     def op(a: Tensor) -> Tensor:
-        out = _wrap(forward(_float_array(a, kernel, "fVc")))
+        y = forward(_float_array(a, kernel, "fVc"))
+        out = _wrap(np.asarray(y) if isinstance(y, np.generic) else y)  # NumPy gives 0-d input a scalar back
         if needs_grad(a):
             record(node, lambda g: backward(g, a), out, (a,), (a,))
         return out
@@ -801,13 +806,15 @@ def gelu(input: Tensor, approximate: str = "none") -> Tensor:
                 if gd.dtype != slope.dtype:
                     gd = gd.astype(slope.dtype)
                 d = _cpu.binary(_cpu.MUL, gd, slope)
-                return _wrap(d if d is not None else gd * slope)
+                return _wrap(d if d is not None else np.multiply(gd, slope, out=np.empty_like(slope)))
             if cdf is not None and not _grad_enabled():
                 c, gc = _compute(x._data), _compute(g._data)
                 d = c * np.exp(-0.5 * c * c)
                 d *= _INV_SQRT_2PI
                 d += cdf
                 d *= gc
+                if isinstance(d, np.generic):  # NumPy's 0-d arithmetic gives a scalar
+                    d = np.asarray(d)
                 return _wrap(d.astype(x._data.dtype, copy=False))
             if _grad_enabled():
                 if approximate == "tanh":

@@ -13,7 +13,7 @@ import numpy as np
 
 from .. import _autocast
 from .. import _C
-from .._tensor import Tensor
+from .._tensor import Tensor, _inference_contexts, _mark_inference
 from . import _common, _cpu
 from ._common import (alias, attach, check_inplace, commit_inplace, float_data, inplace_binary, inplace_unary,
                       is_scalar, needs_grad, operands, record, saved_output, sum_to, _grad_enabled)
@@ -29,6 +29,8 @@ def _result(r) -> Tensor:
     operand is 0-d; a tensor must hold an array, or it would pass for a CUDA tensor."""
     t = _new(Tensor)
     t._data = r if type(r) is _ND or not isinstance(r, _GENERIC) else np.asarray(r)
+    if _inference_contexts[0]:
+        _mark_inference(t)
     return t
 
 
@@ -92,6 +94,73 @@ def _lhs(a, b):
     return tensor(a, device=b.device if isinstance(b, Tensor) else None)
 
 
+# ------------------------------------------------------------------ out= (the torch.* functional forms)
+
+# ATen's C type names, which some out= dtype errors print (mm, bmm, max(dim))
+_C_TYPE = {"float32": "float", "float64": "double", "float16": "c10::Half", "bfloat16": "c10::BFloat16",
+           "int64": "long int", "int32": "int", "int16": "short int", "int8": "signed char", "uint8": "unsigned char",
+           "bool": "bool", "complex64": "c10::complex<float>", "complex128": "c10::complex<double>"}
+
+
+def _castable_out(res, out) -> None:
+    """TensorIterator's out= dtype rule: the result may be cast to out's dtype unless that loses its kind
+    (torch.can_cast: not floating -> integral, complex -> real, or non-bool -> bool)."""
+    if res._category > out._category:
+        raise RuntimeError(f"result type {_common._short(res)} can't be cast to the desired output type "
+                           f"{_common._short(out)}")
+
+
+def _same_dtype_out(template: str):
+    """An out= dtype check for ops that write only their result's dtype. The template names the dtypes as
+    {res}/{out} (Float) or {res_c}/{out_c} (ATen's C type names, float): each op words it its own way."""
+    def check(res, out) -> None:
+        if res != out:
+            raise RuntimeError(template.format(res=_common._short(res), out=_common._short(out),
+                                               res_c=_C_TYPE[res.name], out_c=_C_TYPE[out.name]))
+    return check
+
+
+_found_dtype = _same_dtype_out("Found dtype {out} but expected {res}")  # abs, neg, frac, clamp
+_where_dtype = _same_dtype_out("Expected out type to be {res} but got {out}")
+_ctype_dtype = _same_dtype_out("Expected out tensor to have dtype {res_c}, but got {out_c} instead")  # mm, max(dim)
+
+
+def _write_out(name: str, result: Tensor, out, check=_castable_out, inputs: tuple = ()) -> Tensor:
+    """PyTorch's out= for an op whose result is computed: refuse autograd, check out's dtype with `check` (None:
+    any cast), resize out to the result's shape (a warning when it had elements), copy the result in; returns out.
+    `inputs` are tested for requires_grad too, for ops whose result records no graph (div with rounding_mode)."""
+    if not isinstance(out, Tensor):
+        raise TypeError(f"{name}(): argument 'out' must be Tensor, not {type(out).__name__}")
+    if _grad_enabled() and (result._requires_grad or out._requires_grad or needs_grad(*inputs)):
+        raise RuntimeError(f"{name}(): functions with out=... arguments don't support automatic differentiation, "
+                           "but one of the arguments requires grad.")
+    if check is not None:
+        check(result.dtype, out.dtype)
+    shape, had = result._data.shape, out._data.shape
+    if had != shape:
+        if out._data.size:
+            import warnings
+            from ..nn.modules.module import _stacklevel_outside_tinytorch
+            warnings.warn(f"An output with one or more elements was resized since it had shape {list(had)}, "
+                          f"which does not match the required output shape {list(shape)}. This behavior is deprecated, "
+                          "and in a future PyTorch release outputs will not be resized unless they have zero elements. "
+                          "You can explicitly reuse an out tensor t by resizing it, inplace, to zero elements with "
+                          "t.resize_(0).", UserWarning, stacklevel=_stacklevel_outside_tinytorch())
+        _resize_out(out, shape)
+    return copy_(out, result)
+
+
+def _resize_out(out: Tensor, shape: tuple) -> None:
+    """Give out= tensor `shape` (resize_: it keeps its memory when that is large enough)."""
+    if out._requires_grad:  # only under no_grad: resize_ refuses such a tensor, PyTorch's out= gives it new memory
+        x = out._data
+        out._data = (np if type(x) is _ND else x.__array_namespace__()).empty(shape, x.dtype)
+        out._bump_version()
+    else:
+        from .tensor_methods import resize_
+        resize_(out, shape)
+
+
 # ------------------------------------------------------------------ arithmetic
 
 # add and mul start with a fast path for a CPU float tensor (of at least one dim) and a Python float:
@@ -107,8 +176,10 @@ def _identity(g):
     return g
 
 
-def add(a, b, *, alpha=1) -> Tensor:
+def add(a, b, *, alpha=1, out=None) -> Tensor:
     """a + alpha * b."""
+    if out is not None:
+        return _write_out("add", add(a, b, alpha=alpha), out)
     if type(b) is float and type(a) is Tensor and alpha == 1:
         x = a._data
         if type(x) is _ND and x.ndim and x.dtype.kind == "f":
@@ -116,6 +187,8 @@ def add(a, b, *, alpha=1) -> Tensor:
             out._data = x + b if x.size < _cpu.MIN_SIZE else _binary(_cpu.ADD, x, b, operator.add)
             if a._requires_grad and _grad_enabled():
                 _record_cpu("AddBackward0", _identity, out, a)
+            elif _inference_contexts[0]:  # never while recording: inference_mode turns grad off
+                _mark_inference(out)
             return out
     if not isinstance(a, Tensor):
         a = _lhs(a, b)
@@ -141,8 +214,10 @@ def add(a, b, *, alpha=1) -> Tensor:
     return out
 
 
-def sub(a, b, *, alpha=1) -> Tensor:
+def sub(a, b, *, alpha=1, out=None) -> Tensor:
     """a - alpha * b."""
+    if out is not None:
+        return _write_out("sub", sub(a, b, alpha=alpha), out)
     a = _lhs(a, b)
     if a._data.dtype.kind == "b" or type(b) is bool or (isinstance(b, Tensor) and b._data.dtype.kind == "b"):
         _sub_bool_error(a, b)
@@ -181,8 +256,10 @@ def rsub(a: Tensor, b, *, alpha=1) -> Tensor:
     return add(neg(a) if alpha == 1 else mul(a, -alpha), b)
 
 
-def mul(a, b) -> Tensor:
+def mul(a, b, *, out=None) -> Tensor:
     """a * b."""
+    if out is not None:
+        return _write_out("mul", mul(a, b), out)
     if type(b) is float and type(a) is Tensor:
         x = a._data
         if type(x) is _ND and x.ndim and x.dtype.kind == "f":
@@ -190,6 +267,8 @@ def mul(a, b) -> Tensor:
             out._data = x * b if x.size < _cpu.MIN_SIZE else _binary(_cpu.MUL, x, b, operator.mul)
             if a._requires_grad and _grad_enabled():
                 _record_cpu("MulBackward0", lambda g: g * b, out, a)
+            elif _inference_contexts[0]:
+                _mark_inference(out)
             return out
     if not isinstance(a, Tensor):
         a = _lhs(a, b)
@@ -214,8 +293,10 @@ def mul(a, b) -> Tensor:
     return out
 
 
-def div(a, b, *, rounding_mode=None) -> Tensor:
+def div(a, b, *, rounding_mode=None, out=None) -> Tensor:
     """a / b (true division; 'floor' and 'trunc' rounding modes have no gradient)."""
+    if out is not None:  # PyTorch refuses inputs that require grad even when rounding leaves no gradient
+        return _write_out("div", div(a, b, rounding_mode=rounding_mode), out, inputs=(a, b))
     a = _lhs(a, b)
     if rounding_mode is not None:
         x, y = operands(a, b)
@@ -259,8 +340,10 @@ def rdiv(a: Tensor, b) -> Tensor:
     return mul(reciprocal(a), b)
 
 
-def neg(a: Tensor) -> Tensor:
+def neg(a: Tensor, *, out=None) -> Tensor:
     """-a."""
+    if out is not None:
+        return _write_out("neg", neg(a), out, _found_dtype)
     if a.dtype.name == "bool":
         raise RuntimeError("Negation, the `-` operator, on a bool tensor is not supported. If you are trying to "
                            "invert a mask, use the `~` or `logical_not()` operator instead.")
@@ -272,8 +355,10 @@ def neg(a: Tensor) -> Tensor:
     return out
 
 
-def pow(a, b) -> Tensor:
+def pow(a, b, *, out=None) -> Tensor:
     """a ** b, for a tensor or scalar exponent."""
+    if out is not None:
+        return _write_out("pow", pow(a, b), out)
     if _autocast.active:
         return _autocast.dispatch("pow", pow, a, b)
     if not isinstance(a, Tensor):
@@ -293,8 +378,8 @@ def pow(a, b) -> Tensor:
 
             def pow_backward(g):
                 ga = gb = None
-                if ra:
-                    ga = _fit(g * b * a.pow(b - 1), sa, da)
+                if ra:  # 0 where b == 0 (PyTorch's rule: 0 ** 0 has slope 0, not 0 * inf)
+                    ga = _fit((g * b * a.pow(b - 1)).masked_fill(b == 0, 0.0), sa, da)
                 if rb:
                     res = saved_output(out_alias, lambda: a.pow(b))
                     # d/db a^b = a^b log a; PyTorch defines it as 0 where a == 0 and b >= 0
@@ -351,11 +436,13 @@ def _rpow(b: Tensor, base) -> Tensor:
     out = _result(np.power(s, float_data(b) if isinstance(s, float) or x.dtype.kind == "f" else x))
     if needs_grad(b):
         out_alias = alias(out)
-        log_base = math.log(base) if base > 0 else float("nan")
+        log_base = math.log(base) if base > 0 else -math.inf if base == 0 else math.nan
 
         def rpow_backward(g):
             res = saved_output(out_alias, lambda: _rpow(b, base))
-            return g * res * log_base if base != 0 else g * 0
+            if base == 0:  # PyTorch's rule: 0 where the exponent is >= 0, else inf * log(0) = -inf
+                return g * (res * log_base).masked_fill(b >= 0, 0.0)
+            return g * res * log_base
         record("PowBackward2", rpow_backward, out, (b,), (out_alias,))
     return out
 
@@ -383,23 +470,26 @@ def _extremum(a, b, pick, name: str) -> Tensor:
         greater = pick is np.maximum
 
         def extremum_backward(g):
-            a_wins = (a > b) if greater else (a < b)
-            tie = a == b
-            half = g * 0.5
-            ga = _fit(where(a_wins, g, where(tie, half, 0.0)), sa, da) if ra else None
-            gb = _fit(where(a_wins, 0.0, where(tie, half, g)), sb, db) if rb else None
+            # PyTorch's formula: a tie splits g, the loser gets 0, and a NaN pair (neither wins) gives g to both
+            shared = where(a == b, g * 0.5, g)
+            ga = _fit(shared.masked_fill((a < b) if greater else (a > b), 0.0), sa, da) if ra else None
+            gb = _fit(shared.masked_fill((a > b) if greater else (a < b), 0.0), sb, db) if rb else None
             return ga, gb
         record(name, extremum_backward, out, (a, b), (a, b))
     return out
 
 
-def maximum(a, b) -> Tensor:
+def maximum(a, b, *, out=None) -> Tensor:
     """Elementwise max (ties split the gradient evenly, as in PyTorch)."""
+    if out is not None:
+        return _write_out("maximum", maximum(a, b), out)
     return _extremum(a, b, np.maximum, "MaximumBackward0")
 
 
-def minimum(a, b) -> Tensor:
+def minimum(a, b, *, out=None) -> Tensor:
     """Elementwise min."""
+    if out is not None:
+        return _write_out("minimum", minimum(a, b), out)
     return _extremum(a, b, np.minimum, "MinimumBackward0")
 
 
@@ -447,15 +537,17 @@ def fmod(a, b) -> Tensor:
     return out
 
 
-def floor_divide(a, b) -> Tensor:
+def floor_divide(a, b, *, out=None) -> Tensor:
     """a // b: division rounded toward negative infinity (no gradient)."""
+    if out is not None:
+        return _write_out("floor_divide", floor_divide(a, b), out)
     return div(a, b, rounding_mode="floor")
 
 
 # ------------------------------------------------------------------ unary math
 
 def _unary(name: str, kernel, derivative=None, uses="x", floating=True, integer_ok=False, cpu_op=None,
-           holomorphic=True):
+           holomorphic=True, out_check=_castable_out):
     """Build a unary op: out = kernel(x); derivative(g, x, y) -> grad, with y the op's output.
     `cpu_op` names the op in _cpu.unary, which runs large float arrays on the intra-op pool.
     On complex input a holomorphic op's derivative is evaluated at conj(x), conj(y): for functions with
@@ -464,10 +556,13 @@ def _unary(name: str, kernel, derivative=None, uses="x", floating=True, integer_
 
     `uses` names what the derivative reads: "x" (the input), "y" (the output) or "xy".
     Under create_graph a saved output is recomputed from x so that its own graph is known.
+    `out_check` is the op's out= dtype rule (see _write_out).
     """
     node_name = name.capitalize() + "Backward0"
 
-    def op(a: Tensor) -> Tensor:
+    def op(a: Tensor, *, out=None) -> Tensor:
+        if out is not None:
+            return _write_out(name, op(a), out, out_check)
         if _autocast.active:
             return _autocast.dispatch(name, op, a)
         x = float_data(a) if floating else a._data
@@ -508,7 +603,8 @@ def _record_complex_unary(node_name: str, derivative, holomorphic: bool, op, a: 
     return out
 
 
-abs = _unary("abs", np.abs, lambda g, x, y: g * x.sgn(), floating=False, cpu_op=_cpu.ABS, holomorphic=False)
+abs = _unary("abs", np.abs, lambda g, x, y: g * x.sgn(), floating=False, cpu_op=_cpu.ABS, holomorphic=False,
+             out_check=_found_dtype)
 exp = _unary("exp", np.exp, lambda g, x, y: g * y, uses="y", cpu_op=_cpu.EXP)
 exp2 = _unary("exp2", np.exp2, lambda g, x, y: g * y * math.log(2.0), uses="y")
 expm1 = _unary("expm1", np.expm1, lambda g, x, y: g * (y + 1), uses="y")
@@ -601,7 +697,7 @@ def _rounding(name, kernel):
 floor = _rounding("floor", np.floor)
 ceil = _rounding("ceil", np.ceil)
 trunc = _rounding("trunc", np.trunc)
-frac = _unary("frac", lambda x: x - np.trunc(x), lambda g, x, y: g)
+frac = _unary("frac", lambda x: x - np.trunc(x), lambda g, x, y: g, out_check=_found_dtype)
 
 
 def round(a: Tensor, decimals: int = 0) -> Tensor:
@@ -609,8 +705,10 @@ def round(a: Tensor, decimals: int = 0) -> Tensor:
     return _rounding("round", lambda x: np.round(x, decimals))(a)
 
 
-def clamp(a: Tensor, min=None, max=None) -> Tensor:
+def clamp(a: Tensor, min=None, max=None, *, out=None) -> Tensor:
     """Limit values to [min, max]; min and max may be scalars or tensors."""
+    if out is not None:
+        return _write_out("clamp", clamp(a, min, max), out, _found_dtype)
     if min is None and max is None:
         raise RuntimeError("torch.clamp: At least one of 'min' or 'max' must not be None")
     x = a._data
@@ -678,8 +776,13 @@ def clamp_max(a: Tensor, max) -> Tensor:
     return clamp(a, max=max)
 
 
-def where(condition, a, b) -> Tensor:
-    """Pick a where condition holds, else b (a and b may be scalars)."""
+def where(condition, a=None, b=None, *, out=None) -> Tensor:
+    """Pick a where condition holds, else b (a and b may be scalars); where(condition) alone is
+    nonzero(condition, as_tuple=True)."""
+    if a is None and b is None and out is None:
+        return condition.nonzero(as_tuple=True)
+    if out is not None:
+        return _write_out("where", where(condition, a, b), out, _where_dtype)
     if not isinstance(condition, Tensor):
         raise TypeError("where(): argument 'condition' must be a Tensor")
     if not isinstance(a, Tensor) and not isinstance(b, Tensor):
@@ -919,7 +1022,8 @@ def atan2(a, b) -> Tensor:
         ra = a._requires_grad
 
         def atan2_backward(g):
-            scale = g / (a * a + b * b)
+            r2 = a * a + b * b
+            scale = (g / r2).masked_fill(r2 == 0, 0.0)  # PyTorch's gradient at the origin: 0
             ga = _fit(scale * b, sa, da) if ra else None
             if not isinstance(b, Tensor):
                 return ga

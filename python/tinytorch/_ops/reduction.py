@@ -14,7 +14,7 @@ from .._dtype import get_default_dtype, int64, to_dtype
 from .._tensor import Tensor, _wrap_dim
 from . import _cpu
 from ._common import alias, attach, float_data, needs_grad, record, saved_output, sum_to, _grad_enabled
-from .pointwise import _result
+from .pointwise import _ctype_dtype, _result, _write_out
 
 def _return_type(name: str):
     """PyTorch's torch.return_types.<name>: a (values, indices) namedtuple that prints like it."""
@@ -31,6 +31,7 @@ def _return_type(name: str):
 
 
 _max_type, _min_type = _return_type("max"), _return_type("min")
+_max_out_type, _min_out_type = _return_type("max_out"), _return_type("min_out")  # what max(dim, out=) returns
 values_indices = _max_type  # kept for callers that build a (values, indices) pair
 
 
@@ -69,8 +70,10 @@ def _expand_back(g: Tensor, in_shape: tuple, axes, keepdim: bool) -> Tensor:
     return g.expand(in_shape)
 
 
-def sum(a: Tensor, dim=None, keepdim: bool = False, *, dtype=None) -> Tensor:
+def sum(a: Tensor, dim=None, keepdim: bool = False, *, dtype=None, out=None) -> Tensor:
     """Sum over dim (all elements when None)."""
+    if out is not None:  # as PyTorch, out's dtype is the sum's dtype unless dtype= says otherwise
+        return _write_out("sum", sum(a, dim, keepdim, dtype=out.dtype if dtype is None else dtype), out, None)
     if _autocast.active:
         return _autocast.dispatch("sum", sum, a, dim, keepdim, dtype=dtype)
     x = a._data
@@ -108,8 +111,10 @@ def sum_to_size(a: Tensor, *size) -> Tensor:
     return out
 
 
-def mean(a: Tensor, dim=None, keepdim: bool = False, *, dtype=None) -> Tensor:
+def mean(a: Tensor, dim=None, keepdim: bool = False, *, dtype=None, out=None) -> Tensor:
     """Mean over dim (floating point and complex only, as in PyTorch)."""
+    if out is not None:
+        return _write_out("mean", mean(a, dim, keepdim, dtype=dtype), out)
     if dtype is None and a.dtype._category < 2:
         raise RuntimeError(f"mean(): could not infer output dtype. Input dtype must be either a floating point or "
                            f"complex dtype. Got: {_pretty(a.dtype)}")
@@ -130,8 +135,9 @@ def _pretty(dt) -> str:
         dt.name, dt.name)
 
 
-def var(a: Tensor, dim=None, unbiased=None, keepdim: bool = False, *, correction=None) -> Tensor:
-    """Variance with Bessel's correction by default (correction=1); var(x, dim, unbiased, keepdim) also works."""
+def _variance(a: Tensor, dim, unbiased, keepdim: bool, correction):
+    """var's checks and value: (the variance array, float32 for 2-byte floats, the reduced axes, the divisor
+    n - correction clamped at 0)."""
     if isinstance(dim, bool):  # var(x, unbiased): PyTorch's legacy overload
         dim, unbiased = None, dim
     if unbiased is not None and correction is not None:
@@ -144,25 +150,46 @@ def var(a: Tensor, dim=None, unbiased=None, keepdim: bool = False, *, correction
     axes = _dims(dim, x.ndim)
     n = x.size if axes is None else math.prod([x.shape[i] for i in axes])
     xw = _wide(x)
-    mu = xw.mean(axis=axes, keepdims=True)
-    d = xw - mu
+    d = xw - xw.mean(axis=axes, keepdims=True)
     denom = builtins.max(n - correction, 0)
     ss = (d * d).sum(axis=axes, keepdims=keepdim)
-    out = _result((ss / denom).astype(x.dtype, copy=False) if denom > 0
-                  else (ss * np.nan).astype(x.dtype, copy=False))  # no degrees of freedom left: nan, as PyTorch
-    if needs_grad(a):
-        shape = x.shape
+    return (ss / denom if denom > 0 else ss * np.nan), axes, denom  # no degrees of freedom left: nan, as PyTorch
 
-        def var_backward(g):
-            centered = a - a.mean(dim=axes, keepdim=True)
-            return _expand_back(g, shape, axes, keepdim) * centered * (2.0 / denom)
-        record("VarBackward0", var_backward, out, (a,), (a,))
+
+def _var_backward(a: Tensor, axes, keepdim: bool, denom):
+    """d var / d a as a function of the incoming gradient."""
+    shape = a._data.shape
+    # no degrees of freedom: 2 / 0 is inf (a nan gradient where centered is 0), as ATen's float division
+    scale = 2.0 / denom if denom > 0 else math.inf
+
+    def var_backward(g):
+        centered = a - a.mean(dim=axes, keepdim=True)
+        return _expand_back(g, shape, axes, keepdim) * centered * scale
+    return var_backward
+
+
+def var(a: Tensor, dim=None, unbiased=None, keepdim: bool = False, *, correction=None) -> Tensor:
+    """Variance with Bessel's correction by default (correction=1); var(x, dim, unbiased, keepdim) also works."""
+    r, axes, denom = _variance(a, dim, unbiased, keepdim, correction)
+    out = _result(r.astype(a._data.dtype, copy=False))
+    if needs_grad(a):
+        record("VarBackward0", _var_backward(a, axes, keepdim, denom), out, (a,), (a,))
     return out
 
 
 def std(a: Tensor, dim=None, unbiased=None, keepdim: bool = False, *, correction=None) -> Tensor:
-    """Standard deviation: sqrt(var)."""
-    return var(a, dim, unbiased, keepdim, correction=correction).sqrt()
+    """Standard deviation: sqrt(var), with PyTorch's gradient (0 where the std is 0, not sqrt's inf * 0)."""
+    r, axes, denom = _variance(a, dim, unbiased, keepdim, correction)
+    out = _result(np.sqrt(r).astype(a._data.dtype, copy=False))
+    if needs_grad(a):
+        var_backward = _var_backward(a, axes, keepdim, denom)
+        out_alias = alias(out)
+
+        def std_backward(g):
+            res = saved_output(out_alias, lambda: std(a, dim, unbiased, keepdim, correction=correction))
+            return var_backward((g / (res * 2)).masked_fill(res == 0, 0.0))
+        record("StdBackward0", std_backward, out, (a,), (a, out_alias))
+    return out
 
 
 def var_mean(a: Tensor, dim=None, unbiased=None, keepdim: bool = False, *, correction=None):
@@ -245,8 +272,10 @@ def _extremum_with_indices(a: Tensor, dim, keepdim: bool, arg_kernel, name: str)
     return result_type(out, indices)
 
 
-def max(a: Tensor, dim=None, keepdim: bool = False):
+def max(a: Tensor, dim=None, keepdim: bool = False, *, out=None):
     """max(): the largest element; max(dim): (values, indices); max(other): elementwise maximum."""
+    if out is not None:
+        return _extremum_out("max", max(a, dim, keepdim), out, dim, _max_out_type)
     if isinstance(dim, Tensor):
         return a.maximum(dim)
     if dim is None:
@@ -254,13 +283,32 @@ def max(a: Tensor, dim=None, keepdim: bool = False):
     return _extremum_with_indices(a, dim, keepdim, _argmax, "Max")
 
 
-def min(a: Tensor, dim=None, keepdim: bool = False):
+def min(a: Tensor, dim=None, keepdim: bool = False, *, out=None):
     """min(): the smallest element; min(dim): (values, indices); min(other): elementwise minimum."""
+    if out is not None:
+        return _extremum_out("min", min(a, dim, keepdim), out, dim, _min_out_type)
     if isinstance(dim, Tensor):
         return a.minimum(dim)
     if dim is None:
         return _reduce_extremum(a, None, False, np.min, "Min")
     return _extremum_with_indices(a, dim, keepdim, _argmin, "Min")
+
+
+def _extremum_out(name: str, result, out, dim, result_type):
+    """max/min's out=: a tensor for the whole-tensor and elementwise forms, (values, indices) with dim."""
+    if isinstance(dim, Tensor):
+        return _write_out("maximum" if name == "max" else "minimum", result, out)
+    if dim is None:
+        return _write_out(name, result, out)
+    if not isinstance(out, (tuple, list)) or len(out) != 2:
+        raise TypeError(f"{name}(): argument 'out' must be tuple of Tensors, not {type(out).__name__}")
+    values, indices = out
+    # both dtypes are checked before either tensor is written, as ATen does
+    if isinstance(values, Tensor) and isinstance(indices, Tensor):
+        _ctype_dtype(result.values.dtype, values.dtype)
+        _ctype_dtype(int64, indices.dtype)
+    return result_type(_write_out(name, result.values, values, _ctype_dtype),
+                       _write_out(name, result.indices, indices, _ctype_dtype))
 
 
 def _argmax(x, axis, keepdims):

@@ -28,6 +28,24 @@ def _no_derivative(node: str, error, message: str, outputs, inputs: tuple) -> No
 
 # ------------------------------------------------------------------ searchsorted, bucketize
 
+def _nan_search(b, v, right: bool):
+    """PyTorch's lower/upper bound of each row of v in the same row of b, all values at once: a step goes right
+    unless mid >= value (mid > value for the upper bound), so a NaN on either side always goes right."""
+    n = b.shape[-1]
+    start = np.zeros(v.shape, np.int64)
+    end = np.full(v.shape, n, np.int64)
+    rows = np.arange(b.shape[0])[:, None]
+    active = start < end
+    while active.any():
+        mid = start + ((end - start) >> 1)
+        mid_val = b[rows, np.minimum(mid, n - 1)]
+        go_right = ~(mid_val > v) if right else ~(mid_val >= v)
+        start = np.where(active & go_right, mid + 1, start)
+        end = np.where(active & ~go_right, mid, end)
+        active = start < end
+    return start
+
+
 def searchsorted(sorted_sequence: Tensor, input, *, out_int32: bool = False, right: bool = False, side=None,
                  sorter: Tensor | None = None) -> Tensor:
     """Indices at which `input` would be inserted into the innermost dim of sorted_sequence to keep it sorted
@@ -66,6 +84,11 @@ def searchsorted(sorted_sequence: Tensor, input, *, out_int32: bool = False, rig
             raise RuntimeError("torch.searchsorted(): sorter index out of range")
         b = np.take_along_axis(b, s, axis=-1)
     how = "right" if right else "left"
+    if b.dtype.kind in "fc" and (np.isnan(b).any() or np.isnan(v).any()):
+        # NumPy orders NaN last; PyTorch's binary search instead moves right on every comparison with NaN.
+        rows = math.prod(b.shape[:-1])
+        r = _nan_search(b.reshape(rows, b.shape[-1]), v.reshape(rows if b.ndim > 1 else 1, -1), right)
+        return _result(r.reshape(v.shape).astype(np.int32 if out_int32 else np.int64, copy=False))
     if b.ndim == 1:
         r = np.asarray(np.searchsorted(b, v, side=how))
     else:  # one search per row of the leading dims

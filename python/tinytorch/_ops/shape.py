@@ -14,6 +14,32 @@ from .._tensor import Size, Tensor, _view_of, _wrap, _wrap_dim
 from . import _cpu
 from ._common import attach, needs_grad, record, _grad_enabled
 from .indexing import _inplace
+from .pointwise import _write_out
+
+
+def _short_name(a: Tensor) -> str:
+    from ._common import _short
+    return _short(a._data.dtype)
+
+
+def _view_dtype(a: Tensor, dtype) -> Tensor:
+    """The same memory read as another dtype (x.view(torch.int32)); the last dimension scales by the ratio of the
+    element sizes. Outside the graph, as in PyTorch."""
+    from ._common import _short
+    x = a._data
+    want = np.dtype(dtype.np)
+    old, new = x.itemsize, want.itemsize
+    if old != new:
+        how = f"to view {_short(x.dtype)} as {_short(want)} (different element sizes)"
+        if x.ndim == 0:
+            raise RuntimeError(f"self.dim() cannot be 0 {how}")
+        if x.strides[-1] != old and x.shape[-1] != 1:
+            raise RuntimeError(f"self.stride(-1) must be 1 {how}, but got {x.strides[-1] // old}")
+        if new > old and x.shape[-1] % (new // old):
+            raise RuntimeError(f"self.size(-1) must be divisible by {new // old} {how}, but got {x.shape[-1]}")
+    t = _view_of(a, x.view(want))
+    t._base = None  # not a view autograd follows: an in-place op on it does not rewrite a's history
+    return t
 
 
 def _shape_arg(shape) -> tuple:
@@ -57,7 +83,7 @@ def view(a: Tensor, *shape) -> Tensor:
     """Same memory, new shape; fails (as in PyTorch) when the strides don't allow it."""
     if len(shape) == 1 and not isinstance(shape[0], (tuple, list, Size, int)):
         from .._dtype import to_dtype
-        return a.view_dtype(to_dtype(shape[0]))
+        return _view_dtype(a, to_dtype(shape[0]))
     x = a._data
     new = _infer(_shape_arg(shape), x.size, x.shape)
     try:
@@ -333,8 +359,17 @@ def _index_put_slice(base: Tensor, idx, value: Tensor) -> Tensor:
     return out
 
 
-def cat(tensors, dim: int = 0) -> Tensor:
+def _cat_out_dtype(res, out) -> None:
+    """cat's (and stack's) out= dtype rule: torch.can_cast, with cat's own error."""
+    if res._category > out._category:
+        from ._common import _short
+        raise TypeError(f"torch.cat(): input types can't be cast to the desired output type {_short(out)}")
+
+
+def cat(tensors, dim: int = 0, *, out=None) -> Tensor:
     """Join tensors along an existing dimension."""
+    if out is not None:
+        return _write_out("cat", cat(tensors, dim), out, _cat_out_dtype)
     if _autocast.active:
         return _autocast.dispatch("cat", cat, tensors, dim)
     tensors = [t for t in tensors]
@@ -383,8 +418,10 @@ concat = cat
 concatenate = cat
 
 
-def stack(tensors, dim: int = 0) -> Tensor:
+def stack(tensors, dim: int = 0, *, out=None) -> Tensor:
     """Join tensors along a new dimension."""
+    if out is not None:
+        return _write_out("stack", stack(tensors, dim), out, _cat_out_dtype)
     if _autocast.active:
         return _autocast.dispatch("stack", stack, tensors, dim)
     tensors = list(tensors)
@@ -396,6 +433,19 @@ def stack(tensors, dim: int = 0) -> Tensor:
             raise RuntimeError(f"stack expects each tensor to be equal size, but got {list(shape)} at entry 0 and "
                                f"{list(t._data.shape)} at entry {i}")
     d = _wrap_dim(dim, len(shape) + 1)
+    first = tensors[0]._data
+    if type(first) is np.ndarray and all(type(t._data) is np.ndarray and t._data.dtype == first.dtype
+                                         for t in tensors):
+        # one np.stack and one node (a data loader's collate stacks dozens of samples per batch)
+        out = _wrap(np.stack([t._data for t in tensors], d))
+        if needs_grad(*tensors):
+            needs = [t._requires_grad for t in tensors]
+
+            def stack_backward(g):
+                grads = tuple(select(g, d, i) if need else None for i, need in enumerate(needs))
+                return grads if len(grads) > 1 else grads[0]
+            record("StackBackward0", stack_backward, out, tuple(tensors))
+        return out
     return cat([unsqueeze(t, d) for t in tensors], d)
 
 
@@ -603,8 +653,18 @@ def tile(a: Tensor, *dims) -> Tensor:
     return repeat(a, dims)
 
 
-def repeat_interleave(a: Tensor, repeats, dim=None) -> Tensor:
-    """Repeat each element `repeats` times along dim (flattened when dim is None)."""
+def repeat_interleave(a: Tensor, repeats=None, dim=None, *, output_size=None) -> Tensor:
+    """Repeat each element `repeats` times along dim (flattened when dim is None); with only a tensor of counts,
+    each index i repeated counts[i] times."""
+    if repeats is None:
+        counts = a._data
+        if counts.dtype.kind not in "iu":
+            raise NotImplementedError(f'"repeat_interleave_cpu" not implemented for \'{_short_name(a)}\'')
+        if counts.ndim != 1:
+            raise RuntimeError("repeat_interleave only accept 1D vector as repeat")
+        if (counts < 0).any():
+            raise RuntimeError("repeats can not be negative")
+        return _wrap(np.repeat(np.arange(counts.shape[0]), counts))
     if dim is None:
         a, dim = a.reshape(-1), 0
     d = _wrap_dim(dim, a._data.ndim)

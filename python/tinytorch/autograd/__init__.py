@@ -111,7 +111,10 @@ def backward(tensors: _TensorOrTensors, grad_tensors=None, retain_graph: Optiona
             # its gradient where it is computed and does not run the nodes beyond it).
             if isinstance(t, Tensor) and t._grad_fn is not None:
                 t.retain_grad()
-    _C._run_backward(outputs, grads, retain_graph, create_graph, True, inputs or ())
+    # PyTorch's formulas give inf and nan silently (d sqrt(x)/dx is inf at 0): NumPy's floating-point warnings
+    # are off while the engine runs this thread's CPU nodes, for one errstate per backward, not per node
+    with np.errstate(all="ignore"):
+        _C._run_backward(outputs, grads, retain_graph, create_graph, True, inputs or ())
 
 
 def grad(outputs: _TensorOrTensors, inputs: _TensorOrTensors, grad_outputs=None, retain_graph: Optional[bool] = None,
@@ -136,16 +139,17 @@ def grad(outputs: _TensorOrTensors, inputs: _TensorOrTensors, grad_outputs=None,
     grads = _make_grads(outs, grad_outputs)
     if retain_graph is None:
         retain_graph = create_graph
-    captured = _C._run_backward(outs, grads, retain_graph, create_graph, False, ins)
+    with np.errstate(all="ignore"):  # as in backward()
+        captured = _C._run_backward(outs, grads, retain_graph, create_graph, False, ins)
     result = []
-    for t, g in zip(ins, captured):
+    for i, (t, g) in enumerate(zip(ins, captured)):
         if g is None:
             if materialize_grads:
                 from .._creation import zeros_like
                 g = zeros_like(t)
             elif not allow_unused:
-                raise RuntimeError("One of the differentiated Tensors appears to not have been used in the graph. "
-                                   "Set allow_unused=True if this is the desired behavior.")
+                raise RuntimeError(f"The differentiated Tensor at index {i} appears to not have been used in the "
+                                   "graph. Set allow_unused=True if this is the desired behavior.")
         result.append(g)
     return tuple(result)
 

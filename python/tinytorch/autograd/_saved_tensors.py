@@ -46,11 +46,35 @@ def _is_array(v: Any) -> bool:
 
 
 class _Packed:
-    """One saved value as the pack hook returned it; `array` marks a bare array (packed as a tensor)."""
-    __slots__ = ("value", "array")
+    """One saved value as the pack hook returned it; `array` marks a bare array (packed as a tensor); `history`
+    is the saved tensor's place in the graph (grad_fn, output_nr, leaf accumulator), or None."""
+    __slots__ = ("value", "array", "history")
 
-    def __init__(self, value: Any, array: bool) -> None:
-        self.value, self.array = value, array
+    def __init__(self, value: Any, array: bool, history: Optional[tuple] = None) -> None:
+        self.value, self.array, self.history = value, array, history
+
+
+def _history(t: Tensor) -> Optional[tuple]:
+    """What the unpacked tensor needs to stand in the graph where t stood (PyTorch's SavedVariable keeps the
+    same): a create_graph backward then differentiates through it even when the pack hook detached it."""
+    if t._grad_fn is not None:
+        return t._grad_fn, t._output_nr, None
+    if t._requires_grad:
+        return None, 0, _C._grad_accumulator(t)
+    return None
+
+
+def _rejoin(t: Tensor, history: tuple) -> Tensor:
+    """A tensor over t's memory with the saved tensor's history."""
+    grad_fn, output_nr, acc = history
+    if t._grad_fn is grad_fn and (acc is None or t._grad_acc is acc):
+        return t
+    out = object.__new__(Tensor)
+    out._data, out._vc = t._data, t._shared_vc()
+    out._grad_fn, out._output_nr, out._requires_grad = grad_fn, output_nr, True
+    if acc is not None:
+        out._grad_acc = acc  # the leaf's AccumulateGrad (it holds the leaf weakly): gradients reach its .grad
+    return out
 
 
 class _PackedSeq:
@@ -64,7 +88,7 @@ class _PackedSeq:
 def _pack_value(v: Any, pack: Callable) -> Any:
     """v with every tensor/array in it packed, or None when v holds none."""
     if isinstance(v, Tensor):
-        return _Packed(pack(v), False)
+        return _Packed(pack(v), False, _history(v))
     if _is_array(v):
         return _Packed(pack(_wrap(v)), True)
     if type(v) is tuple or type(v) is list:
@@ -80,7 +104,9 @@ def _unpack_value(p: Any, unpack: Callable) -> Any:
         if not isinstance(t, Tensor):
             raise TypeError(f"Output of saved tensor unpack_hook expected to be a Tensor but got result of type "
                             f"{type(t).__name__}")
-        return t._data if p.array else t
+        if p.array:
+            return t._data
+        return t if p.history is None else _rejoin(t, p.history)
     if type(p) is _PackedSeq:
         return p.kind(_unpack_value(x, unpack) for x in p.items)
     return p

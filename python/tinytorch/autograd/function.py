@@ -3,6 +3,7 @@ from __future__ import annotations
 
 import functools
 import inspect
+import warnings
 
 from .. import _C
 from .._tensor import Tensor, _new
@@ -78,8 +79,15 @@ class Function:
         raise NotImplementedError
 
     def __init__(self, *args, **kwargs) -> None:
+        # PyTorch still allows an instance (old code builds one and calls .apply on it); only calling it fails.
+        warnings.warn(f"{self.__class__} should not be instantiated. Methods on autograd functions are all static, "
+                      "so you should invoke them on the class itself. Instantiating an autograd function will raise "
+                      "an error in a future version of PyTorch.", DeprecationWarning, stacklevel=2)
+
+    def __call__(self, *args, **kwargs):
         raise RuntimeError("Legacy autograd function with non-static forward method is deprecated. Please use new-style "
-                           "autograd function with static forward method.")
+                           "autograd function with static forward method. (Example: "
+                           "https://pytorch.org/docs/stable/autograd.html#torch.autograd.Function)")
 
     @classmethod
     def apply(cls, *args, **kwargs):

@@ -9,9 +9,11 @@ import inspect
 import threading
 from typing import Any, Callable
 
-from .. import _C
+from .. import _C, _tensor
 
-_inference = threading.local()
+# The per-thread inference flag lives with Tensor, which reads it when it makes a tensor (is_inference()).
+_inference = _tensor._inference_thread
+_count_lock = threading.Lock()
 
 
 def _decorate(make_ctx: Callable[[], Any], fn: Callable) -> Callable:
@@ -108,7 +110,8 @@ class set_grad_enabled(_GradModeContext):
 
 
 class inference_mode(_GradModeContext):
-    """Like no_grad, for code that will never be differentiated (tinytorch treats it as no_grad)."""
+    """Like no_grad, for code that will never be differentiated; tensors made inside are inference tensors
+    (Tensor.is_inference()). tinytorch does not forbid their later use in autograd or in-place ops."""
 
     def __new__(cls, mode_or_fn: Any = True):
         if isinstance(mode_or_fn, bool):
@@ -123,13 +126,23 @@ class inference_mode(_GradModeContext):
         super().__enter__()
         self._prev_inf = getattr(_inference, "on", False)
         _inference.on = self._inference
+        if self._inference:
+            _count_contexts(1)
 
     def __exit__(self, *exc: Any) -> None:
+        if self._inference:
+            _count_contexts(-1)
         _inference.on = self._prev_inf
         super().__exit__(*exc)
 
     def clone(self) -> "inference_mode":
         return self.__class__(self._inference)
+
+
+def _count_contexts(delta: int) -> None:
+    """Open or close an inference_mode(True) block in Tensor's process-wide count (threads enter concurrently)."""
+    with _count_lock:
+        _tensor._inference_contexts[0] += delta
 
 
 class set_multithreading_enabled:

@@ -271,6 +271,13 @@ def checkpoint(function: Callable, *args: Any, use_reentrant: Optional[bool] = N
 def checkpoint_sequential(functions: Iterable[Callable], segments: int, input: Any,
                           use_reentrant: Optional[bool] = None, **kwargs: Any) -> Any:
     """Run `functions` in order, checkpointing each of `segments` chunks except the last."""
+    if use_reentrant is None:
+        warnings.warn("torch.utils.checkpoint.checkpoint_sequential: the use_reentrant parameter should be passed "
+                      "explicitly. In version 2.9 we will raise an exception if use_reentrant is not passed. "
+                      "use_reentrant=False is recommended, but if you need to preserve the current default behavior, "
+                      "you can pass use_reentrant=True. Refer to docs for more details on the differences between "
+                      "the two variants.", stacklevel=2)
+        use_reentrant = True
     preserve_rng_state = kwargs.pop("preserve_rng_state", True)
     if kwargs:
         raise ValueError("Unexpected keyword arguments: " + ",".join(kwargs))
@@ -295,3 +302,27 @@ def checkpoint_sequential(functions: Iterable[Callable], segments: int, input: A
                            preserve_rng_state=preserve_rng_state)
         start += size
     return run(start, len(functions))(input)  # the last segment's activations are needed right away anyway
+
+
+def detach_variable(inputs: tuple) -> tuple:
+    """The tensors of a tuple detached, each keeping its requires_grad (other items as they are)."""
+    if not isinstance(inputs, tuple):
+        raise RuntimeError("Only tuple of tensors is supported. Got Unsupported input type: ", type(inputs).__name__)
+    out = []
+    for inp in inputs:
+        if isinstance(inp, Tensor):
+            x = inp.detach()
+            x.requires_grad = inp.requires_grad
+            inp = x
+        out.append(inp)
+    return tuple(out)
+
+
+def check_backward_validity(inputs: Iterable[Any]) -> None:
+    """Warn when no input tensor requires grad (a checkpointed segment would then get no gradients)."""
+    if not any(inp.requires_grad for inp in inputs if isinstance(inp, Tensor)):
+        warnings.warn("None of the inputs have requires_grad=True. Gradients will be None")
+
+
+__all__ = ["checkpoint", "checkpoint_sequential", "CheckpointError", "CheckpointFunction", "check_backward_validity",
+           "detach_variable", "noop_context_fn", "set_checkpoint_early_stop"]

@@ -7,14 +7,23 @@ _ids = itertools.count()
 
 
 class RemovableHandle:
-    """Removes one hook from the dict it was registered in."""
+    """Removes one hook from the dict it was registered in (and its flags from `extra_dict`)."""
 
-    def __init__(self, hooks_dict: dict) -> None:
+    def __init__(self, hooks_dict: dict, *, extra_dict: dict | list | None = None) -> None:
         self.hooks_dict = hooks_dict
         self.id = next(_ids)
+        # Flag dicts keyed by the same id (with_kwargs, always_call) must forget the hook too.
+        if extra_dict is None:
+            self.extra_dicts = ()
+        elif isinstance(extra_dict, dict):
+            self.extra_dicts = (extra_dict,)
+        else:
+            self.extra_dicts = tuple(extra_dict)
 
     def remove(self) -> None:
         self.hooks_dict.pop(self.id, None)
+        for d in self.extra_dicts:
+            d.pop(self.id, None)
 
     def __enter__(self) -> "RemovableHandle":
         return self

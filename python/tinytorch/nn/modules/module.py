@@ -1,6 +1,7 @@
 """Module: the base class of every layer, with PyTorch's registration, state_dict, hooks and repr."""
 from __future__ import annotations
 
+import functools
 import itertools
 from collections import OrderedDict, namedtuple
 from typing import Any, Callable, Iterator
@@ -12,7 +13,91 @@ from ...autograd.grad_mode import no_grad
 from ...utils.hooks import RemovableHandle, add_hook
 from ..parameter import Buffer, Parameter
 
-__all__ = ["Module"]
+__all__ = ["Module", "register_module_forward_pre_hook", "register_module_forward_hook",
+           "register_module_full_backward_pre_hook", "register_module_full_backward_hook",
+           "register_module_backward_hook",
+           "register_module_buffer_registration_hook", "register_module_module_registration_hook",
+           "register_module_parameter_registration_hook"]
+
+# Hooks common to every module (PyTorch's debugging/profiling globals); they run before each module's own.
+_global_forward_pre_hooks: dict = OrderedDict()
+_global_forward_hooks: dict = OrderedDict()
+_global_forward_hooks_with_kwargs: dict = OrderedDict()
+_global_forward_hooks_always_called: dict = OrderedDict()
+_global_backward_pre_hooks: dict = OrderedDict()
+_global_backward_hooks: dict = OrderedDict()
+_global_is_full_backward_hook: bool | None = None  # the global backward hooks are full ones, or legacy ones
+_global_buffer_registration_hooks: dict = OrderedDict()
+_global_module_registration_hooks: dict = OrderedDict()
+_global_parameter_registration_hooks: dict = OrderedDict()
+
+
+def register_module_forward_pre_hook(hook: Callable[..., Any]) -> RemovableHandle:
+    """Call hook(module, args) before every module's forward (before its own pre-hooks); a result
+    replaces the positional inputs."""
+    return add_hook(_global_forward_pre_hooks, hook)
+
+
+def register_module_forward_hook(hook: Callable[..., Any], *, with_kwargs: bool = False,
+                                 always_call: bool = False) -> RemovableHandle:
+    """Call hook(module, args, output) (or with kwargs) after every module's forward, before its own
+    forward hooks; a result replaces the output."""
+    handle = RemovableHandle(_global_forward_hooks,
+                             extra_dict=[_global_forward_hooks_with_kwargs, _global_forward_hooks_always_called])
+    _global_forward_hooks[handle.id] = hook
+    if with_kwargs:
+        _global_forward_hooks_with_kwargs[handle.id] = True
+    if always_call:
+        _global_forward_hooks_always_called[handle.id] = True
+    return handle
+
+
+def register_module_full_backward_pre_hook(hook: Callable[..., Any]) -> RemovableHandle:
+    """Call hook(module, grad_output) for every module, before the module's own backward pre-hooks."""
+    return add_hook(_global_backward_pre_hooks, hook)
+
+
+def register_module_full_backward_hook(hook: Callable[..., Any]) -> RemovableHandle:
+    """Call hook(module, grad_input, grad_output) for every module, before the module's own backward hooks."""
+    global _global_is_full_backward_hook
+    if _global_is_full_backward_hook is False:
+        raise RuntimeError("Cannot use both regular backward hooks and full backward hooks as a global Module hook. "
+                           "Please use only one of them.")
+    _global_is_full_backward_hook = True
+    return add_hook(_global_backward_hooks, hook)
+
+
+def register_module_backward_hook(hook: Callable[..., Any]) -> RemovableHandle:
+    """Deprecated: Module.register_backward_hook for every module."""
+    global _global_is_full_backward_hook
+    if _global_is_full_backward_hook is True:
+        raise RuntimeError("Cannot use both regular backward hooks and full backward hooks as a global Module hook. "
+                           "Please use only one of them.")
+    _global_is_full_backward_hook = False
+    return add_hook(_global_backward_hooks, hook)
+
+
+def register_module_buffer_registration_hook(hook: Callable[..., Any]) -> RemovableHandle:
+    """Call hook(module, name, buffer) on every buffer registration; a result replaces the buffer."""
+    return add_hook(_global_buffer_registration_hooks, hook)
+
+
+def register_module_module_registration_hook(hook: Callable[..., Any]) -> RemovableHandle:
+    """Call hook(module, name, submodule) on every submodule registration; a result replaces the submodule."""
+    return add_hook(_global_module_registration_hooks, hook)
+
+
+def register_module_parameter_registration_hook(hook: Callable[..., Any]) -> RemovableHandle:
+    """Call hook(module, name, param) on every parameter registration; a result replaces the parameter."""
+    return add_hook(_global_parameter_registration_hooks, hook)
+
+
+def _run_registration_hooks(hooks: dict, module: "Module", name: str, value):
+    for hook in list(hooks.values()):
+        out = hook(module, name, value)
+        if out is not None:
+            value = out
+    return value
 
 
 class _IncompatibleKeys(namedtuple("IncompatibleKeys", ["missing_keys", "unexpected_keys"])):
@@ -92,6 +177,7 @@ class Module:
         sa(self, "_load_state_dict_post_hooks", OrderedDict())
         sa(self, "_backward_hooks", OrderedDict())
         sa(self, "_backward_pre_hooks", OrderedDict())
+        sa(self, "_is_full_backward_hook", None)  # the module's backward hooks are full ones, or legacy ones
 
     # ---------------------------------------------------------------- registration
     def register_buffer(self, name: str, tensor: Tensor | None, persistent: bool = True) -> None:
@@ -112,6 +198,7 @@ class Module:
         if isinstance(tensor, Buffer):
             persistent = tensor.persistent
             tensor = tensor.detach()
+        tensor = _run_registration_hooks(_global_buffer_registration_hooks, self, name, tensor)
         self._buffers[name] = tensor
         if persistent:
             self._non_persistent_buffers_set.discard(name)
@@ -141,7 +228,7 @@ class Module:
                 f"Cannot assign non-leaf Tensor to parameter '{name}'. Model parameters must be created "
                 f"explicitly. To express '{name}' as a function of another Tensor, compute the value in the "
                 "forward() method.")
-        self._parameters[name] = param
+        self._parameters[name] = _run_registration_hooks(_global_parameter_registration_hooks, self, name, param)
 
     def add_module(self, name: str, module: "Module | None") -> None:
         """Add a child module under `name` (reachable as an attribute)."""
@@ -155,7 +242,7 @@ class Module:
             raise KeyError(f'module name can\'t contain ".", got: {name}')
         if name == "":
             raise KeyError('module name can\'t be empty string ""')
-        self._modules[name] = module
+        self._modules[name] = _run_registration_hooks(_global_module_registration_hooks, self, name, module)
 
     register_module = add_module
 
@@ -171,6 +258,20 @@ class Module:
             if not isinstance(mod, Module):
                 raise AttributeError("`" + item + "` is not an nn.Module")
         return mod
+
+    def set_submodule(self, target: str, module: "Module", strict: bool = False) -> None:
+        """Put `module` at dotted path `target` (replacing what is there; with strict, only replacing)."""
+        if target == "":
+            raise ValueError("Cannot set the submodule without a target name!")
+        atoms = target.split(".")
+        if not isinstance(module, Module):
+            raise ValueError(f"`module` is not an nn.Module, found {type(module)}")
+        parent = self if len(atoms) == 1 else self.get_submodule(".".join(atoms[:-1]))
+        if strict and not hasattr(parent, atoms[-1]):
+            raise AttributeError(parent._get_name() + " has no attribute `" + atoms[-1] + "`")
+        if hasattr(parent, atoms[-1]) and not isinstance(getattr(parent, atoms[-1]), Module):
+            raise AttributeError("`" + atoms[-1] + "` is not an nn.Module")
+        setattr(parent, atoms[-1], module)
 
     def get_parameter(self, target: str) -> Parameter:
         """The parameter at dotted path `target`."""
@@ -239,12 +340,12 @@ class Module:
                 if modules is None:
                     raise AttributeError("cannot assign module before Module.__init__() call")
                 remove_from(self.__dict__, self._parameters, self._buffers, self._non_persistent_buffers_set)
-                modules[name] = value
+                modules[name] = _run_registration_hooks(_global_module_registration_hooks, self, name, value)
             elif modules is not None and name in modules:
                 if value is not None:
                     raise TypeError(f"cannot assign '{_typename(value)}' as child module '{name}' "
                                     "(torch.nn.Module or None expected)")
-                modules[name] = value
+                modules[name] = _run_registration_hooks(_global_module_registration_hooks, self, name, value)
             else:
                 buffers = self.__dict__.get("_buffers")
                 if isinstance(value, Buffer) or (buffers is not None and name in buffers):
@@ -287,6 +388,7 @@ class Module:
                      "_forward_hooks_always_called"):
             self.__dict__.setdefault(name, {})
         self.__dict__.setdefault("_non_persistent_buffers_set", set())
+        self.__dict__.setdefault("_is_full_backward_hook", None)
 
     # ---------------------------------------------------------------- traversal
     def _named_members(self, get_members_fn, prefix: str = "", recurse: bool = True,
@@ -505,7 +607,7 @@ class Module:
     def register_forward_pre_hook(self, hook: Callable, *, prepend: bool = False,
                                   with_kwargs: bool = False) -> RemovableHandle:
         """Call hook(module, args) (or hook(module, args, kwargs)) before forward; a result replaces the inputs."""
-        handle = RemovableHandle(self._forward_pre_hooks)
+        handle = RemovableHandle(self._forward_pre_hooks, extra_dict=self._forward_pre_hooks_with_kwargs)
         self._forward_pre_hooks[handle.id] = hook
         if with_kwargs:
             self._forward_pre_hooks_with_kwargs[handle.id] = True
@@ -516,7 +618,8 @@ class Module:
     def register_forward_hook(self, hook: Callable, *, prepend: bool = False, with_kwargs: bool = False,
                               always_call: bool = False) -> RemovableHandle:
         """Call hook(module, args, output) (or with kwargs) after forward; a result replaces the output."""
-        handle = RemovableHandle(self._forward_hooks)
+        handle = RemovableHandle(self._forward_hooks, extra_dict=[self._forward_hooks_with_kwargs,
+                                                                  self._forward_hooks_always_called])
         self._forward_hooks[handle.id] = hook
         if with_kwargs:
             self._forward_hooks_with_kwargs[handle.id] = True
@@ -538,22 +641,61 @@ class Module:
     def register_full_backward_hook(self, hook: Callable, prepend: bool = False) -> RemovableHandle:
         """Call hook(module, grad_input, grad_output) once the gradients w.r.t. the module's tensor inputs are
         computed; a returned tuple replaces grad_input."""
+        if self._is_full_backward_hook is False:
+            raise RuntimeError("Cannot use both regular backward hooks and full backward hooks on a single Module. "
+                               "Please use only one of them.")
+        self._is_full_backward_hook = True
         handle = RemovableHandle(self._backward_hooks)
         self._backward_hooks[handle.id] = hook
         if prepend:
             self._backward_hooks.move_to_end(handle.id, last=False)
         return handle
 
+    def register_backward_hook(self, hook: Callable) -> RemovableHandle:
+        """Deprecated: call hook(module, grad_input, grad_output) from the autograd node that produced the output,
+        grad_input being that node's input gradients (not necessarily the module's); prefer
+        register_full_backward_hook."""
+        if self._is_full_backward_hook is True:
+            raise RuntimeError("Cannot use both regular backward hooks and full backward hooks on a single Module. "
+                               "Please use only one of them.")
+        self._is_full_backward_hook = False
+        handle = RemovableHandle(self._backward_hooks)
+        self._backward_hooks[handle.id] = hook
+        return handle
+
+    def _get_backward_hooks(self) -> tuple[list, list]:
+        """(full backward hooks, legacy ones): the global hooks first, then the module's."""
+        full: list = []
+        legacy: list = []
+        if _global_backward_hooks:
+            (full if _global_is_full_backward_hook else legacy).extend(_global_backward_hooks.values())
+        if self._backward_hooks:
+            (full if self._is_full_backward_hook else legacy).extend(self._backward_hooks.values())
+        return full, legacy
+
     def _call_impl(self, *args, **kwargs):
-        if not (self._forward_pre_hooks or self._forward_hooks or self._backward_hooks or self._backward_pre_hooks):
+        if not (self._forward_pre_hooks or self._forward_hooks or self._backward_hooks or self._backward_pre_hooks
+                or _global_forward_pre_hooks or _global_forward_hooks or _global_backward_hooks
+                or _global_backward_pre_hooks):
             return self.forward(*args, **kwargs)
         return self._call_with_hooks(args, kwargs)
 
     __call__ = _call_impl
 
+    _compiled_call_impl: Callable | None = None
+
+    def compile(self, *args, **kwargs) -> None:
+        """torch.compile this module's calls. tinytorch compiles nothing (its compile returns the callable
+        unchanged), so calls stay eager; _compiled_call_impl is set as in PyTorch, which libraries inspect."""
+        from ... import compile as _compile
+        self._compiled_call_impl = _compile(self._call_impl, *args, **kwargs)
+
     def _call_with_hooks(self, args: tuple, kwargs: dict):
-        pre, post = self._forward_pre_hooks, self._forward_hooks
-        for hook_id, hook in list(pre.items()):
+        pre = [*_global_forward_pre_hooks.items(), *self._forward_pre_hooks.items()]
+        post = [*_global_forward_hooks.items(), *self._forward_hooks.items()]
+        with_kwargs = {**_global_forward_hooks_with_kwargs, **self._forward_hooks_with_kwargs}
+        always_called = {**_global_forward_hooks_always_called, **self._forward_hooks_always_called}
+        for hook_id, hook in pre:
             if hook_id in self._forward_pre_hooks_with_kwargs:
                 res = hook(self, args, kwargs)
                 if res is not None:
@@ -567,16 +709,18 @@ class Module:
                 if res is not None:
                     args = res if isinstance(res, tuple) else (res,)
         bw = None
-        if (self._backward_hooks or self._backward_pre_hooks) and _grad_enabled():
+        full_hooks, legacy_hooks = self._get_backward_hooks()
+        pre_hooks = [*_global_backward_pre_hooks.values(), *self._backward_pre_hooks.values()]
+        if (full_hooks or pre_hooks) and _grad_enabled():
             # Identity nodes around the inputs and outputs call the backward hooks when gradients reach them.
-            bw = _BackwardHook(self)
+            bw = _BackwardHook(self, full_hooks, pre_hooks)
             args = bw.setup_input_hook(args)
         called = set()
         try:
             result = self.forward(*args, **kwargs)
-            for hook_id, hook in list(post.items()):
+            for hook_id, hook in post:
                 called.add(hook_id)
-                if hook_id in self._forward_hooks_with_kwargs:
+                if hook_id in with_kwargs:
                     res = hook(self, args, kwargs, result)
                 else:
                     res = hook(self, args, result)
@@ -584,10 +728,10 @@ class Module:
                     result = res
         except Exception:
             # always_call hooks run even when forward (or an earlier hook) raised, as in PyTorch.
-            for hook_id, hook in list(post.items()):
-                if hook_id in self._forward_hooks_always_called and hook_id not in called:
+            for hook_id, hook in post:
+                if hook_id in always_called and hook_id not in called:
                     try:
-                        if hook_id in self._forward_hooks_with_kwargs:
+                        if hook_id in with_kwargs:
                             hook(self, args, kwargs, None)
                         else:
                             hook(self, args, None)
@@ -596,7 +740,61 @@ class Module:
             raise
         if bw is not None:
             result = bw.setup_output_hook(result)
+        if legacy_hooks and _grad_enabled():
+            self._attach_legacy_backward_hooks(legacy_hooks, args, result)
         return result
+
+    def _attach_legacy_backward_hooks(self, hooks: list, args: tuple, result: Any) -> None:
+        """register_backward_hook's behaviour: the hooks go on the node that made the first output tensor."""
+        var = result
+        while not isinstance(var, Tensor):
+            var = next(v for v in var.values() if isinstance(v, Tensor)) if isinstance(var, dict) else var[0]
+        grad_fn = var.grad_fn
+        if grad_fn is None:
+            return
+        for hook in hooks:
+            grad_fn.register_hook(functools.partial(hook, self))
+        self._maybe_warn_non_full_backward_hook(args, result, grad_fn)
+
+    def _maybe_warn_non_full_backward_hook(self, inputs: Any, result: Any, grad_fn: Any) -> None:
+        """PyTorch's FutureWarnings for the cases where a legacy backward hook misses gradients."""
+        import warnings
+        if not isinstance(result, Tensor):
+            if not (isinstance(result, tuple) and all(isinstance(r, Tensor) for r in result)):
+                warnings.warn("Using non-full backward hooks on a Module that does not return a single Tensor or a "
+                              "tuple of Tensors is deprecated and will be removed in future versions. This hook will "
+                              "be missing some of the grad_output. Please use register_full_backward_hook to get the "
+                              "documented behavior.", FutureWarning, stacklevel=_stacklevel_outside_tinytorch())
+                return
+        else:
+            result = (result,)
+        if not isinstance(inputs, Tensor):
+            if not (isinstance(inputs, tuple) and all(isinstance(i, Tensor) for i in inputs)):
+                warnings.warn("Using non-full backward hooks on a Module that does not take as input a single Tensor "
+                              "or a tuple of Tensors is deprecated and will be removed in future versions. This hook "
+                              "will be missing some of the grad_input. Please use register_full_backward_hook to get "
+                              "the documented behavior.", FutureWarning, stacklevel=_stacklevel_outside_tinytorch())
+                return
+        else:
+            inputs = (inputs,)
+        out_grad_fn = {r.grad_fn for r in result if r.grad_fn is not None}
+        if len(out_grad_fn) == 0 or (len(out_grad_fn) == 1 and grad_fn not in out_grad_fn):
+            warnings.warn("Using a non-full backward hook when outputs are nested in python data structure is "
+                          "deprecated and will be removed in future versions. This hook will be missing some "
+                          "grad_output.", FutureWarning, stacklevel=_stacklevel_outside_tinytorch())
+        elif len(out_grad_fn) > 1:
+            warnings.warn("Using a non-full backward hook when outputs are generated by different autograd Nodes is "
+                          "deprecated and will be removed in future versions. This hook will be missing some "
+                          "grad_output. Please use register_full_backward_hook to get the documented behavior.",
+                          FutureWarning, stacklevel=_stacklevel_outside_tinytorch())
+        else:
+            inputs_grad_fn = {i.grad_fn for i in inputs if i.grad_fn is not None}
+            next_functions = {n[0] for n in grad_fn.next_functions}
+            if inputs_grad_fn != next_functions:
+                warnings.warn("Using a non-full backward hook when the forward contains multiple autograd Nodes is "
+                              "deprecated and will be removed in future versions. This hook will be missing some "
+                              "grad_input. Please use register_full_backward_hook to get the documented behavior.",
+                              FutureWarning, stacklevel=_stacklevel_outside_tinytorch())
 
     # ---------------------------------------------------------------- state_dict
     def register_state_dict_pre_hook(self, hook: Callable) -> RemovableHandle:
@@ -809,10 +1007,10 @@ class _BackwardHook:
     """Identity autograd nodes around one module call that run its full backward (pre-)hooks, as
     PyTorch's torch.utils.hooks.BackwardHook does."""
 
-    def __init__(self, module: Module) -> None:
+    def __init__(self, module: Module, hooks: list, pre_hooks: list) -> None:
         self.module = module
-        self.hooks = list(module._backward_hooks.values())
-        self.pre_hooks = list(module._backward_pre_hooks.values())
+        self.hooks = hooks
+        self.pre_hooks = pre_hooks
         self.n_inputs = 0
         self.input_positions: list[int] | None = None
         self.grad_outputs: tuple | None = None

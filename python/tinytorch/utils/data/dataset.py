@@ -3,6 +3,7 @@ from __future__ import annotations
 
 import bisect
 import math
+import warnings
 from typing import Generic, Iterator, Sequence, TypeVar
 
 from ..._tensor import Tensor
@@ -140,11 +141,20 @@ def random_split(dataset: Dataset, lengths: Sequence[int | float], generator=Non
     """Split into non-overlapping random subsets of the given lengths (or fractions summing to 1)."""
     from ..._creation import randperm
     if math.isclose(sum(lengths), 1) and sum(lengths) <= 1:
-        subset_lengths = [int(math.floor(len(dataset) * frac)) for frac in lengths]
+        subset_lengths = []
+        for i, frac in enumerate(lengths):
+            if frac < 0 or frac > 1:
+                raise ValueError(f"Fraction at index {i} is not between 0 and 1")
+            subset_lengths.append(int(math.floor(len(dataset) * frac)))
         remainder = len(dataset) - sum(subset_lengths)
+        # the leftover items go one each to the splits in turn
         for i in range(remainder):
             subset_lengths[i % len(subset_lengths)] += 1
         lengths = subset_lengths
+        for i, length in enumerate(lengths):
+            if length == 0:
+                warnings.warn(f"Length of split at index {i} is 0. This might result in an empty dataset.",
+                              stacklevel=2)
     if sum(lengths) != len(dataset):
         raise ValueError("Sum of input lengths does not equal the length of the input dataset!")
     indices = randperm(sum(lengths), generator=generator).tolist()
