@@ -595,3 +595,32 @@ def test_activations_of_a_0d_tensor_keep_it_0d_and_differentiate(name):
     y = getattr(F, name)(x)
     assert y.shape == () and y.dtype is torch.float64
     assert gradcheck(getattr(F, name), (x,))
+
+
+def test_detach_and_data_of_an_inference_tensor_stay_inference_tensors():
+    with torch.inference_mode():
+        x = torch.ones(2)
+    assert x.detach().is_inference() and x.data.is_inference() and x[0].detach().is_inference()
+    assert not torch.ones(2).detach().is_inference() and not torch.ones(2).data.is_inference()
+
+
+def test_shell_unsigned_dtypes():
+    """uint16/uint32/uint64 exist as PyTorch's: from_numpy and tensor() keep them, casts work, promoting them with
+    another integer, bool or complex type raises PyTorch's error, with a floating type gives that type."""
+    a = torch.from_numpy(np.array([1, 2], np.uint16))
+    assert a.dtype is torch.uint16 and not torch.uint16.is_signed and str(torch.uint64) == "torch.uint64"
+    assert (a * 2).dtype is torch.uint16 and (a * 2).tolist() == [2, 4]
+    assert a.float().tolist() == [1.0, 2.0] and (a.float() + a).dtype is torch.float32
+    assert torch.tensor(np.array([7], np.uint32)).dtype is torch.uint32 and torch.uint32.itemsize == 4
+    assert torch.zeros(2, dtype=torch.uint64).numpy().dtype == np.uint64
+    assert torch.promote_types(torch.uint32, torch.float16) is torch.float16
+    assert torch.iinfo(torch.uint16).max == 65535
+    for other, name in ((torch.int32, "Int"), (torch.uint8, "Byte"), (torch.bool, "Bool"),
+                        (torch.complex64, "ComplexFloat")):
+        with pytest.raises(RuntimeError, match=f"Promotion for uint16, uint32, uint64 types is not supported, "
+                                               f"attempted to promote UInt16 and {name}"):
+            torch.promote_types(torch.uint16, other)
+    with pytest.raises(RuntimeError, match="attempted to promote UInt16 and Int"):
+        a + torch.ones(2, dtype=torch.int32)
+    with pytest.raises(TypeError, match=r"can't convert np.ndarray of type numpy.str_. The only supported types"):
+        torch.from_numpy(np.array(["a"]))

@@ -301,3 +301,36 @@ def test_view_as_another_dtype_shares_memory_outside_the_graph():
     torch_ = pytest.importorskip("torch")
     h = torch_.tensor([1.0, -2.5, 3.25], dtype=torch_.float16)
     assert torch.from_numpy(h.numpy()).view(torch.int16).tolist() == h.view(torch_.int16).tolist()
+
+
+def test_channels_last_memory_format():
+    """contiguous/clone/to/Module.to with channels_last lay the memory out N, H, W, C (PyTorch's strides), ops
+    and gradients are unchanged by the layout, and row-major is what contiguous() gives back."""
+    x = torch.arange(120.0).reshape(2, 3, 4, 5)
+    y = x.contiguous(memory_format=torch.channels_last)
+    assert y.stride() == (60, 1, 15, 3) and not y.is_contiguous() and y.is_contiguous(memory_format=torch.channels_last)
+    assert y.tolist() == x.tolist()
+    assert y.clone().stride() == (60, 1, 15, 3) and (y + 1).stride() == (60, 1, 15, 3)
+    assert y.clone(memory_format=torch.contiguous_format).stride() == (60, 20, 5, 1)
+    assert y.contiguous().stride() == (60, 20, 5, 1) and y.contiguous(memory_format=torch.channels_last) is y
+    assert x.to(memory_format=torch.channels_last).stride() == (60, 1, 15, 3)
+    assert torch.ones(1, 3, 1, 1).is_contiguous(memory_format=torch.channels_last)  # size-1 axes do not count
+    with pytest.raises(RuntimeError, match="required rank 4 tensor to use channels_last format"):
+        torch.ones(2, 3, 4).contiguous(memory_format=torch.channels_last)
+    with pytest.raises(RuntimeError, match="required rank 5 tensor to use channels_last_3d format"):
+        torch.ones(2, 3, 4, 5).contiguous(memory_format=torch.channels_last_3d)
+    assert torch.ones(2, 3, 4, 5, 6).contiguous(memory_format=torch.channels_last_3d).stride() == (360, 1, 90, 18, 3)
+    net = torch.nn.Sequential(torch.nn.Conv2d(3, 4, 3, padding=1), torch.nn.BatchNorm2d(4), torch.nn.ReLU(),
+                              torch.nn.MaxPool2d(2), torch.nn.Conv2d(4, 2, 1)).double()
+    inp = torch.linspace(-1, 1, 2 * 3 * 8 * 8, dtype=torch.float64).reshape(2, 3, 8, 8)
+    ref = net(inp)
+    ref.sum().backward()
+    g0 = net[0].weight.grad.clone()
+    net.zero_grad()
+    net.to(memory_format=torch.channels_last)
+    assert net[0].weight.is_contiguous(memory_format=torch.channels_last) and net[0].bias.stride() == (1,)
+    out = net(inp.contiguous(memory_format=torch.channels_last))
+    out.sum().backward()
+    assert torch.allclose(ref, out, rtol=1e-12) and torch.allclose(g0, net[0].weight.grad, rtol=1e-12)
+    a = _t(2, 3, 2, 2)
+    assert gradcheck(lambda t: t.contiguous(memory_format=torch.channels_last) * 2, (a,))

@@ -755,3 +755,28 @@ def test_strides_of_empty_tensors_are_contiguous_ones():
 def test_linear_checks_dtypes_before_shapes():
     with pytest.raises(RuntimeError, match="mat1 and mat2 must have the same dtype, but got Double and Float"):
         nn.Linear(3, 2)(tinytorch.ones(4, 2, dtype=tinytorch.float64))
+
+
+def test_index_select_and_getitem_backward_with_a_strided_index():
+    idx = tinytorch.arange(12)[::5]
+    want = [1.0 if i % 5 == 0 else 0.0 for i in range(12)]
+    a = tinytorch.ones(12, 3, requires_grad=True)
+    a.index_select(0, idx).sum().backward()
+    assert a.grad[:, 0].tolist() == want
+    b = tinytorch.ones(12, 3, requires_grad=True)
+    b[idx].sum().backward()
+    assert b.grad[:, 1].tolist() == want
+
+
+def test_einsum_sublist_form():
+    rng = np.random.default_rng(0)
+    a = tinytorch.tensor(rng.standard_normal((2, 3, 4)), requires_grad=True)
+    b = tinytorch.tensor(rng.standard_normal((4, 5)), requires_grad=True)
+    np.testing.assert_allclose(tinytorch.einsum(a, [0, 1, 2], [0, 2]).detach().numpy(),
+                               a.detach().numpy().sum(1), rtol=1e-12)
+    np.testing.assert_allclose(tinytorch.einsum(a, [0, 1, 2], b, [2, 3], [0, 1, 3]).detach().numpy(),
+                               a.detach().numpy() @ b.detach().numpy(), rtol=1e-12)
+    assert tinytorch.einsum(a, [Ellipsis, 2], b, [2, 3]).shape == (2, 3, 5)
+    assert tinytorch.autograd.gradcheck(lambda x, y: tinytorch.einsum(x, [0, 1, 2], y, [2, 3], [0, 3]), (a, b))
+    with pytest.raises(RuntimeError, match=r"expected subscript to be within the range \[0, 52\)"):
+        tinytorch.einsum(a, [0, 1, 60])

@@ -395,10 +395,29 @@ def test_pytorch_dtypes_tinytorch_lacks_give_a_clear_error(tmp_path):
     with pytest.raises(serialization.CheckpointError, match=r"old\.pt: this is a bare pickle stream \(PyTorch's "
                                                             "pre-1.6 format"):
         tinytorch.load(path)
-    path = tmp_path / "u16.pt"
-    torch.save({"x": torch.zeros(2, dtype=torch.uint16)}, path)
-    with pytest.raises(pickle.UnpicklingError, match="dtype torch.uint16, which tinytorch does not have"):
+    path = tmp_path / "f8.pt"
+    torch.save({"x": torch.zeros(2, dtype=torch.float8_e4m3fn)}, path)
+    with pytest.raises(pickle.UnpicklingError, match="dtype torch.float8_e4m3fn, which tinytorch does not have"):
         tinytorch.load(path)
+
+
+def test_unsigned_shell_dtypes_round_trip_with_pytorch(tmp_path):
+    """uint16/32/64 tensors (no legacy storage class) are written as PyTorch writes them: an untyped storage and
+    _rebuild_tensor_v3 with the dtype; both libraries read both files."""
+    x = tinytorch.from_numpy(np.array([[1, 65535], [3, 4]], np.uint16))
+    obj = {"x": x, "xt": x.t(), "y": tinytorch.from_numpy(np.array([2 ** 40], np.uint64)), "f": tinytorch.ones(2)}
+    path = tmp_path / "u.pt"
+    tinytorch.save(obj, path)
+    back = tinytorch.load(path)
+    assert back["x"].dtype is tinytorch.uint16 and back["x"].tolist() == [[1, 65535], [3, 4]]
+    assert back["xt"].tolist() == [[1, 3], [65535, 4]] and back["y"].tolist() == [2 ** 40]
+    torch = pytest.importorskip("torch")
+    ck = torch.load(path, weights_only=True)
+    assert ck["x"].dtype == torch.uint16 and ck["xt"].tolist() == [[1, 3], [65535, 4]]
+    assert ck["y"].dtype == torch.uint64 and ck["y"].tolist() == [2 ** 40]
+    torch.save({"z": torch.tensor([7, 8], dtype=torch.uint32)}, tmp_path / "t.pt")
+    z = tinytorch.load(tmp_path / "t.pt")["z"]
+    assert z.dtype is tinytorch.uint32 and z.tolist() == [7, 8]
 
 
 # ------------------------------------------------------------------ weights_only

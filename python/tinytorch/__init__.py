@@ -5,7 +5,7 @@ from . import _C  # noqa: F401  (the C++ engine; also registers the Tensor helpe
 from . import _memory
 from ._tensor import Size, Tensor
 from ._dtype import (bfloat16, dtype, float16, float32, float64, get_default_dtype, int8, int16, int32, int64,
-                     promote_types, result_type, set_default_dtype, uint8)
+                     promote_types, result_type, set_default_dtype, uint8, uint16, uint32, uint64)
 from ._dtype import complex64, complex128, complex64 as cfloat, complex128 as cdouble  # noqa: F811
 from ._dtype import bool_ as bool  # noqa: A001  (PyTorch's name)
 from ._device import device, get_default_device, set_default_device

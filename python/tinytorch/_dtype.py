@@ -26,7 +26,7 @@ class dtype:
         self._np = np.dtype(np_dtype) if np_dtype is not None else None
         self.itemsize = self._np.itemsize if self._np is not None else itemsize
         self.is_floating_point = category == 2
-        self.is_signed = name not in ("uint8", "bool")
+        self.is_signed = name not in ("uint8", "uint16", "uint32", "uint64", "bool")
         self._category = category  # 0 bool, 1 integer, 2 floating, 3 complex
 
     @property
@@ -67,6 +67,12 @@ int8 = dtype("int8", np.int8, 1)
 int16 = dtype("int16", np.int16, 1)
 int32 = dtype("int32", np.int32, 1)
 int64 = dtype("int64", np.int64, 1)
+# PyTorch's "shell" unsigned types: tensors of them exist (from_numpy keeps them, casts work), and promoting them
+# with any other integer, bool or complex type is an error, as in PyTorch
+uint16 = dtype("uint16", np.uint16, 1)
+uint32 = dtype("uint32", np.uint32, 1)
+uint64 = dtype("uint64", np.uint64, 1)
+_SHELL = (uint16, uint32, uint64)
 float16 = dtype("float16", np.float16, 2)
 bfloat16 = dtype("bfloat16", None, 2, itemsize=2)  # NumPy dtype resolved on first use
 float32 = dtype("float32", np.float32, 2)
@@ -75,7 +81,8 @@ complex64 = dtype("complex64", np.complex64, 3)
 complex128 = dtype("complex128", np.complex128, 3)
 _REAL_OF = {complex64: float32, complex128: float64}
 
-ALL = (bool_, uint8, int8, int16, int32, int64, float16, bfloat16, float32, float64, complex64, complex128)
+ALL = (bool_, uint8, int8, int16, int32, int64, float16, bfloat16, float32, float64, complex64, complex128, uint16,
+       uint32, uint64)
 _BY_NAME = {d.name: d for d in ALL}
 _BY_NP = {d._np: d for d in ALL if d._np is not None}
 _INT_ORDER = {uint8: 0, int8: 0, int16: 1, int32: 2, int64: 3}
@@ -97,11 +104,9 @@ def from_numpy_dtype(np_dtype) -> dtype:
     if d.name == "bfloat16" and d == bfloat16.np:  # an ml_dtypes array seen before our first bf16 use
         return bfloat16
     if d.kind == "U" or d.kind == "S" or d.kind == "O":
-        raise TypeError(f"can't convert np.ndarray of type {d}. The only supported types are: "
-                        "float64, float32, float16, bfloat16, complex64, complex128, int64, int32, int16, int8, "
-                        "uint8, and bool.")
-    if d.kind == "u":  # uint16/32/64: widen like a careful user would
-        return int64
+        raise TypeError(f"can't convert np.ndarray of type numpy.{d.type.__name__}. The only supported types are: "
+                        "float64, float32, float16, complex64, complex128, int64, int32, int16, int8, uint64, uint32, "
+                        "uint16, uint8, and bool.")
     if d.kind == "c":  # complex256 (long double parts): PyTorch has no such type
         raise TypeError(f"can't convert np.ndarray of type {d}: the complex types are complex64 and complex128")
     raise TypeError(f"unsupported NumPy dtype {d}")
@@ -147,6 +152,10 @@ def promote_types(a: dtype, b: dtype) -> dtype:
     """PyTorch's promote_types: the smallest dtype both fit in, by category then size."""
     if a is b:
         return a
+    if (a in _SHELL or b in _SHELL) and (a._category != 2 and b._category != 2):
+        from ._ops._common import _short
+        raise RuntimeError(f"Promotion for uint16, uint32, uint64 types is not supported, attempted to promote "
+                           f"{_short(a.np)} and {_short(b.np)}")
     if a._category == 3 or b._category == 3:  # complex: the complex type of the promoted real parts
         if a._category < 2 or b._category < 2:
             return a if a._category == 3 else b

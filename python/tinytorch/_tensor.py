@@ -140,7 +140,11 @@ class Tensor:
         return st if dim is None else st[_wrap_dim(dim, d.ndim)]
 
     def is_contiguous(self, memory_format=None) -> bool:
-        return bool(self._data.flags.c_contiguous)
+        """Row-major (the default), or laid out as memory_format asks (channels_last: N, H, W, C in memory)."""
+        if memory_format is None or getattr(memory_format, "_name", None) not in ("channels_last", "channels_last_3d"):
+            return bool(self._data.flags.c_contiguous)
+        from ._ops.shape import _format_perm, _is_channels_last
+        return _is_channels_last(self._data, _format_perm(memory_format, self._data.ndim))
 
     def is_floating_point(self) -> bool:
         return self.dtype.is_floating_point
@@ -230,7 +234,10 @@ class Tensor:
     @property
     def data(self) -> "Tensor":
         """A tensor sharing this one's memory, outside the graph (and outside its version counter)."""
-        return _wrap(self._data)
+        t = _wrap(self._data)
+        if self._is_inference or (self._base is not None and self._base._is_inference):
+            t._is_inference = True  # the same memory: still an inference tensor, as in PyTorch
+        return t
 
     @data.setter
     def data(self, value: "Tensor") -> None:
@@ -258,6 +265,8 @@ class Tensor:
         t = _new(Tensor)
         t._data = self._data
         t._vc = self._shared_vc()
+        if self._is_inference or (self._base is not None and self._base._is_inference):
+            t._is_inference = True  # the same memory: still an inference tensor, as in PyTorch
         return t
 
     def detach_(self) -> "Tensor":

@@ -181,6 +181,10 @@ class _Pickler(pickle._Pickler):
                     (_wrap(t._data), bool(t._requires_grad), OrderedDict()))
         ref, offset, stride = self._storage_of(t._data)
         # A tensor that is part of a graph saves its values, as PyTorch's does (no graph is saved).
+        if t._data.dtype.name not in _STORAGE_TYPE_OF:  # uint16/32/64: an untyped storage and the dtype, as PyTorch
+            return (_TorchGlobal("torch._utils", "_rebuild_tensor_v3"),
+                    (ref, offset, tuple(t._data.shape), stride, bool(t.requires_grad), OrderedDict(),
+                     _TorchGlobal("torch", t._data.dtype.name)))
         return (_TorchGlobal("torch._utils", "_rebuild_tensor_v2"),
                 (ref, offset, tuple(t._data.shape), stride, bool(t.requires_grad), OrderedDict()))
 
@@ -218,8 +222,10 @@ class _Pickler(pickle._Pickler):
             location = "cpu" if _is_numpy(a) else f"cuda:{int(a.device.id)}"
             storage_key = str(len(self.storages))
             self.storages[storage_key] = (flat, location)
-            ref = _StorageRef(("storage", _TorchGlobal("torch", _STORAGE_TYPE_OF[dtype_name]), storage_key,
-                               location, int(flat.size)))
+            typed = dtype_name in _STORAGE_TYPE_OF  # else PyTorch's untyped storage, sized in bytes
+            ref = _StorageRef(("storage", _TorchGlobal("torch", _STORAGE_TYPE_OF[dtype_name]) if typed else
+                               _TorchGlobal("torch.storage", "UntypedStorage"), storage_key, location,
+                               int(flat.size if typed else flat.nbytes)))
             hit = self._refs[key] = (ref, root)  # holding root keeps id(root) unique while pickling
         return hit[0], offset // item, tuple(s // item for s in strides)
 
@@ -577,8 +583,7 @@ class safe_globals:
         _USER_SAFE.update(self._saved)
 
 
-_UNSUPPORTED_TORCH_DTYPES = ("complex32", "uint16", "uint32",
-                             "uint64", "float8_e4m3fn", "float8_e5m2", "float8_e4m3fnuz", "float8_e5m2fnuz",
+_UNSUPPORTED_TORCH_DTYPES = ("complex32", "float8_e4m3fn", "float8_e5m2", "float8_e4m3fnuz", "float8_e5m2fnuz",
                              "float8_e8m0fnu", "float4_e2m1fn_x2", "qint8", "quint8", "qint32", "quint4x2",
                              "quint2x4", "bits8", "bits16", "bits1x8", "bits2x4", "bits4x2")
 

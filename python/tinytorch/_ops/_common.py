@@ -402,8 +402,9 @@ def _copy_into(dst, src) -> None:
 
 def _short(d) -> str:
     return {"float32": "Float", "float64": "Double", "float16": "Half", "bfloat16": "BFloat16", "int64": "Long",
-            "int32": "Int", "int16": "Short", "int8": "Char", "uint8": "Byte", "bool": "Bool",
-            "complex64": "ComplexFloat", "complex128": "ComplexDouble"}[d.name]
+            "int32": "Int", "int16": "Short", "int8": "Char", "uint8": "Byte", "uint16": "UInt16",
+            "uint32": "UInt32", "uint64": "UInt64", "bool": "Bool", "complex64": "ComplexFloat",
+            "complex128": "ComplexDouble"}[d.name]
 
 
 def inplace_binary(t: Tensor, other, numpy_inplace, out_of_place) -> Tensor:

@@ -31,7 +31,13 @@ def _parse_to(args, kwargs):
 
 
 def to(a: Tensor, *args, **kwargs) -> Tensor:
-    """Cast and/or move: to(dtype), to(device), to(device, dtype), to(other). Returns a itself when nothing changes."""
+    """Cast and/or move: to(dtype), to(device), to(device, dtype), to(other), and to(memory_format=...). Returns a
+    itself when nothing changes."""
+    fmt = kwargs.get("memory_format")
+    if fmt is not None and getattr(fmt, "_name", None) != "preserve_format":
+        rest = dict(kwargs)
+        del rest["memory_format"]
+        return to(a, *args, **rest).contiguous(memory_format=fmt)
     copy = kwargs.get("copy", False)
     dev, dt = _parse_to(args, kwargs)
     x = a._data

@@ -189,7 +189,7 @@ def _accumulate(data, key: tuple, basic: bool, v) -> None:
             return
         if one.ndim == 1 and arr.ndim and arr.flags.c_contiguous and arr.dtype in (np.float32, np.float64):
             # rows of arr (x[rows]'s backward): the C++ row loop, 2.5x faster than np.add.at at 4096 rows of 128
-            rows = one.astype(np.int64, copy=False)
+            rows = np.ascontiguousarray(one, dtype=np.int64)
             if rows.size and rows.min() < 0:
                 rows = rows % arr.shape[0]
             vals = np.broadcast_to(np.asarray(v, dtype=arr.dtype), rows.shape + arr.shape[1:])
@@ -731,7 +731,7 @@ def index_add(x: Tensor, dim: int, index: Tensor, source: Tensor, *, alpha=1) ->
     if data.ndim == 0:
         _add_at(out_data.reshape(1), idx, _xp(data).asarray(v, dtype=data.dtype).reshape(-1))
     elif d == 0 and _rows_kernel_ok(out_data, idx, v):
-        rows = idx.astype(np.int64, copy=False)
+        rows = np.ascontiguousarray(idx, dtype=np.int64)  # a strided index (arange(12)[::5]) too
         # a broadcast gradient (sum().backward()) copied once: np.add.at on it took 2 ms for 768 rows of 128
         _C._cpu.index_add_rows(out_data, rows, np.ascontiguousarray(v))
     elif type(out_data) is np.ndarray and getattr(v, "shape", None) == tuple(_source_shape(data, d, idx)) and \

@@ -214,8 +214,33 @@ def baddbmm(bias: Tensor, a: Tensor, b: Tensor, *, beta=1, alpha=1) -> Tensor:
     return addmm(bias, a, b, beta=beta, alpha=alpha)
 
 
+def _sublist_equation(args: tuple) -> tuple:
+    """einsum(op0, [0, 1], op1, [1, 2], [0, 2]): the equation and operands of the sublist form (0-25 name
+    a-z, 26-51 A-Z, Ellipsis '...')."""
+    def letters(sub) -> str:
+        out = []
+        for k in sub:
+            if k is Ellipsis:
+                out.append("...")
+            elif isinstance(k, int) and 0 <= k < 52:
+                out.append(chr(ord("a") + k) if k < 26 else chr(ord("A") + k - 26))
+            else:
+                raise RuntimeError(f"einsum(): expected subscript to be within the range [0, 52) but got {k}")
+        return "".join(out)
+    ops, subs, i = [], [], 0
+    while i + 1 < len(args) and isinstance(args[i], Tensor):
+        ops.append(args[i])
+        subs.append(letters(args[i + 1]))
+        i += 2
+    eq = ",".join(subs)
+    return (eq + "->" + letters(args[i]) if i < len(args) else eq), ops  # a trailing output sublist
+
+
 def einsum(equation: str, *operands_) -> Tensor:
     """Einstein summation, differentiated through NumPy's einsum with rearranged subscripts."""
+    if isinstance(equation, Tensor):
+        equation, ops = _sublist_equation((equation,) + operands_)
+        return einsum(equation, *ops)
     if _autocast.active:
         return _autocast.dispatch("einsum", einsum, equation, *operands_)
     if len(operands_) == 1 and isinstance(operands_[0], (list, tuple)):

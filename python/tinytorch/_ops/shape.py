@@ -294,20 +294,68 @@ def broadcast_tensors(*tensors):
     return tuple(expand(t, shape) for t in tensors)
 
 
+_CHANNELS_LAST = {"channels_last": (4, (0, 2, 3, 1)), "channels_last_3d": (5, (0, 2, 3, 4, 1))}
+
+
+def _format_perm(memory_format, ndim: int):
+    """The axis order a channels-last memory format stores (N, spatial..., C), or None for row-major."""
+    name = getattr(memory_format, "_name", None)
+    if name not in _CHANNELS_LAST:
+        return None
+    rank, perm = _CHANNELS_LAST[name]
+    if ndim != rank:
+        raise RuntimeError(f"required rank {rank} tensor to use {name} format")
+    return perm
+
+
+def _is_channels_last(x, perm) -> bool:
+    """Whether x's strides are those of its axes stored in `perm` order (size-1 axes ignored, as PyTorch)."""
+    expected = x.itemsize
+    for d in reversed(perm):
+        if x.shape[d] != 1:
+            if x.strides[d] != expected:
+                return False
+            expected *= x.shape[d]
+    return True
+
+
+def _laid_out(x, perm):
+    """A copy of x whose memory holds its axes in `perm` order (channels last), with x's shape."""
+    xp = np if type(x) is np.ndarray else x.__array_namespace__()
+    return xp.ascontiguousarray(x.transpose(perm)).transpose(np.argsort(perm))
+
+
 def contiguous(a: Tensor, memory_format=None) -> Tensor:
-    """The tensor itself when already contiguous, else a contiguous copy."""
-    if a._data.flags.c_contiguous:
+    """The tensor itself when already laid out as asked (row-major, or channels last), else a copy that is."""
+    x = a._data
+    perm = _format_perm(memory_format, x.ndim) if memory_format is not None else None
+    if (x.flags.c_contiguous if perm is None else _is_channels_last(x, perm)):
         return a
-    return clone(a)
+    return _clone(a, perm)
 
 
 def clone(a: Tensor, *, memory_format=None) -> Tensor:
-    """A copy with its own memory (differentiable)."""
+    """A copy with its own memory (differentiable); channels-last tensors stay channels last unless
+    memory_format asks otherwise (PyTorch's preserve_format)."""
     x = a._data
-    r = _cpu.copy(x) if type(x) is np.ndarray and x.size >= _cpu.MIN_SIZE else None
-    if r is None:
-        xp = np if type(x) is np.ndarray else x.__array_namespace__()
-        r = xp.array(x, copy=True, order="C")
+    name = getattr(memory_format, "_name", "preserve_format")
+    perm = _format_perm(memory_format, x.ndim) if name in _CHANNELS_LAST else None
+    if name == "preserve_format" and x.ndim in (4, 5) and not x.flags.c_contiguous and type(x) is not MetaArray:
+        cl = _CHANNELS_LAST["channels_last" if x.ndim == 4 else "channels_last_3d"][1]
+        perm = cl if _is_channels_last(x, cl) else None
+    return _clone(a, perm)
+
+
+def _clone(a: Tensor, perm) -> Tensor:
+    """A copy of a, row-major or (perm) channels last."""
+    x = a._data
+    if perm is not None and type(x) is not MetaArray:
+        r = _laid_out(x, perm)
+    else:
+        r = _cpu.copy(x) if type(x) is np.ndarray and x.size >= _cpu.MIN_SIZE else None
+        if r is None:
+            xp = np if type(x) is np.ndarray else x.__array_namespace__()
+            r = xp.array(x, copy=True, order="C")
     out = _wrap(r)
     if needs_grad(a):
         record("CloneBackward0", lambda g: g, out, (a,))

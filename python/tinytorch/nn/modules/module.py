@@ -539,7 +539,11 @@ class Module:
             raise TypeError(f"nn.Module.to only accepts floating point or complex dtypes, but got desired "
                             f"dtype={dtype}")
 
+        fmt = kwargs.get("memory_format")
+
         def convert(t: Tensor) -> Tensor:
+            if fmt is not None and t.dim() in (4, 5):  # PyTorch converts only the 4-D and 5-D ones (conv weights)
+                return t.to(device=device, dtype=dtype if t.is_floating_point() else None, memory_format=fmt)
             if t.is_floating_point():
                 return t.to(device=device, dtype=dtype)
             return t.to(device=device)
