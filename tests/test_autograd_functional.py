@@ -87,3 +87,13 @@ def test_v_errors():
         F.vjp(lambda t: t * 2, x)
     with pytest.raises(TypeError, match="must be either a Tensor or a tuple of Tensors"):
         F.jacobian(lambda t: t, [1.0])
+
+
+def test_hessian_of_a_square_keeps_its_graph_under_strict_create_graph():
+    # x ** 2's slope is 2 * x ** 1 when a graph is built (PyTorch's formula), so its second derivative still
+    # depends on x: strict mode accepts it and the Hessian requires grad.
+    x = torch.tensor([1.0, 2.0], dtype=torch.float64)
+    h = F.hessian(lambda t: (t ** 2).sum(), x, strict=True, create_graph=True)
+    assert h.requires_grad and h.detach().tolist() == [[2.0, 0.0], [0.0, 2.0]]
+    with pytest.raises(RuntimeError, match="jacobian of the user-provided function with respect to input 0 is independent"):
+        F.hessian(lambda t: (t * 2).sum(), x, strict=True, create_graph=True)

@@ -258,3 +258,36 @@ def test_backward_create_graph_warns_once_about_the_reference_cycle():
         warnings.simplefilter("error")
         (x * x).sum().backward(create_graph=True)
     x.grad = None
+
+
+def test_each_node_kind_is_its_own_python_type():
+    # PyTorch gives every node kind a class of that name (what torchviz and scripts print); a node reached again
+    # through next_functions after its output tensor died, or of a custom Function, has it too.
+    import gc
+    x = torch.ones(3, requires_grad=True)
+    y = (x.sin() * 2).sum()
+    gc.collect()
+    fn = y.grad_fn
+    assert type(fn).__name__ == "SumBackward0" and repr(type(fn)) == "<class 'SumBackward0'>"
+    mul = fn.next_functions[0][0]
+    sin = mul.next_functions[0][0]
+    assert [type(f).__name__ for f in (mul, sin)] == ["MulBackward0", "SinBackward0"]
+    assert isinstance(sin, autograd.graph.Node) and sin.name() == "SinBackward0"
+    assert type(sin.next_functions[0][0]).__name__ == "AccumulateGrad"
+    assert type((x.sin() * 3).grad_fn.next_functions[0][0]) is type(sin)  # one class per name
+
+    class Twice(autograd.Function):
+        @staticmethod
+        def forward(ctx, t):
+            return t * 2
+
+        @staticmethod
+        def backward(ctx, g):
+            return g * 2
+
+    out = Twice.apply(x)
+    assert type(out.grad_fn).__name__ == "TwiceBackward"
+    seen = []
+    out.grad_fn.register_hook(lambda gi, go: seen.append(type(out.grad_fn).__name__))
+    out.sum().backward()
+    assert seen == ["TwiceBackward"] and x.grad.tolist() == [2.0, 2.0, 2.0]

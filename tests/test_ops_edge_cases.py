@@ -119,3 +119,55 @@ def test_a_number_first_in_a_functional_form_keeps_its_precision():
     assert tinytorch.mul(2, tinytorch.tensor([2, 3])).dtype == tinytorch.int64
     assert tinytorch.mul(1.5, tinytorch.tensor([2.0], dtype=tinytorch.float16)).dtype == tinytorch.float16
     assert tinytorch.mul(1j, x).dtype == tinytorch.complex128
+
+
+def test_floating_point_edge_values_compute_silently_as_in_pytorch():
+    # NumPy warns on log(0), 0/0, overflow and NaN casts; PyTorch (and tinytorch's kernels on big tensors) give
+    # inf/NaN silently. Run under -W error in a fresh interpreter: a warning would be an exception there. A user's
+    # own NumPy warnings must still come through.
+    import subprocess
+    import sys
+    code = (
+        "import math, numpy as np, tinytorch as t\n"
+        "x = t.tensor([0.0, 1.0, -1.0])\n"
+        "assert t.log(x)[0].item() == -math.inf and math.isnan(t.sqrt(x)[2].item())\n"
+        "assert math.isnan((x / x)[0].item()) and (1 / x)[0].item() == math.inf\n"
+        "assert t.exp(t.tensor([1000.0])).item() == math.inf and t.tensor([70000.0]).half().item() == math.inf\n"
+        "t.tensor([math.nan]).long()\n"
+        "g = t.tensor([0.0], requires_grad=True)\n"
+        "t.log(g).sum().backward()\n"
+        "assert g.grad.item() == math.inf\n"
+        "try:\n"
+        "    np.log(np.zeros(1))\n"
+        "except RuntimeWarning:\n"
+        "    print('user warning kept')\n")
+    r = subprocess.run([sys.executable, "-W", "error", "-c", code], capture_output=True, text=True, timeout=120)
+    assert r.returncode == 0, r.stderr
+    assert r.stdout.strip() == "user warning kept" and "Warning" not in r.stderr
+
+
+def test_integer_division_by_zero_raises_as_in_pytorch():
+    a, zero = tinytorch.tensor([7, -3]), tinytorch.tensor([0, 2])
+    for call in (lambda: a // zero, lambda: a % zero, lambda: a // 0, lambda: a % 0, lambda: tinytorch.fmod(a, zero),
+                 lambda: tinytorch.div(a, zero, rounding_mode="trunc"), lambda: tinytorch.div(a, 0, rounding_mode="floor"),
+                 lambda: a.clone().floor_divide_(zero), lambda: a.clone().remainder_(0)):
+        with pytest.raises(RuntimeError, match="^ZeroDivisionError$"):
+            call()
+    # true division promotes to float (inf, no error); float divisors and nonzero integer ones compute
+    assert (a / zero).tolist() == [math.inf, -1.5]
+    assert (a // tinytorch.tensor([2, 2])).tolist() == [3, -2] and (a % 2).tolist() == [1, 1]
+    assert (a % 0.0).isnan().all() and (a.float() // 0).tolist() == [math.inf, -math.inf]
+
+
+def test_embedding_and_einsum_dtype_errors_name_types_as_pytorch():
+    w = tinytorch.randn(5, 2)
+    for dt, name in ((tinytorch.float32, "torch.FloatTensor"), (tinytorch.uint8, "torch.ByteTensor"),
+                     (tinytorch.int16, "torch.ShortTensor"), (tinytorch.bool, "CPUBoolType"),
+                     (tinytorch.bfloat16, "CPUBFloat16Type")):
+        with pytest.raises(RuntimeError) as info:
+            F.embedding(tinytorch.tensor([1]).to(dt), w)
+        assert str(info.value) == ("Expected tensor for argument #1 'indices' to have one of the following scalar "
+                                   f"types: Long, Int; but got {name} instead (while checking arguments for embedding)")
+    assert F.embedding(tinytorch.tensor([1], dtype=tinytorch.int32), w).shape == (1, 2)
+    with pytest.raises(RuntimeError, match="^expected scalar type Double but found Float$"):
+        tinytorch.einsum("i,i->", tinytorch.ones(2, dtype=tinytorch.float64), tinytorch.ones(2))

@@ -56,13 +56,28 @@ def test_matmul_of_1d_by_1d_is_a_zero_dim_array():
     assert r.shape == () and r.item() == 3.0 and isinstance(r._data, np.ndarray) and r.is_cpu
 
 
-def test_matmul_promotes_dtypes_and_keeps_gradient_dtypes():
-    a = torch.ones(2, 3, dtype=torch.float32, requires_grad=True)
-    b = torch.ones(3, 2, dtype=torch.float64, requires_grad=True)
-    out = a @ b
-    assert out.dtype is torch.float64
-    out.sum().backward()
-    assert a.grad.dtype is torch.float32 and b.grad.dtype is torch.float64
+def test_products_refuse_two_dtypes_with_pytorchs_messages():
+    # PyTorch's products do not promote: a float64 batch into a float32 model is an error there, not a silent
+    # float64 computation. Each case names the kernel PyTorch reaches (shapes are checked first).
+    f32, f64 = torch.ones(2, 3), torch.ones(3, 2, dtype=torch.float64)
+    cases = [
+        (lambda: f32 @ f64, "expected m1 and m2 to have the same dtype, but got: float != double"),
+        (lambda: torch.mm(f64.t(), f32.t()), "expected m1 and m2 to have the same dtype, but got: double != float"),
+        (lambda: f32 @ torch.ones(3, 2, dtype=torch.int64),
+         "expected m1 and m2 to have the same dtype, but got: float != long int"),
+        (lambda: f32 @ torch.ones(3, dtype=torch.float64),
+         "addmv input tensors must have the same dtype, but got Double, Float, and Double"),
+        (lambda: torch.dot(torch.ones(3, dtype=torch.float64), torch.ones(3)),
+         "dot : expected both vectors to have same dtype, but found Double and Float"),
+        (lambda: torch.bmm(torch.ones(1, 2, 3), torch.ones(1, 3, 2).half()), "expected scalar type Float but found Half"),
+        (lambda: torch.addmm(torch.ones(2, 2), f32, f64), "self and mat2 must have the same dtype, but got Float and Double"),
+    ]
+    for call, msg in cases:
+        with pytest.raises(RuntimeError) as info:
+            call()
+        assert str(info.value) == msg
+    with pytest.raises(RuntimeError, match=r"shapes cannot be multiplied \(2x3 and 2x3\)"):
+        f32 @ torch.ones(2, 3, dtype=torch.float64)
     assert (torch.ones(2, 2, dtype=torch.int64) @ torch.ones(2, 2, dtype=torch.int64)).dtype is torch.int64
 
 

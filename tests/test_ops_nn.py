@@ -199,7 +199,7 @@ def test_cross_entropy_errors():
         F.cross_entropy(x, tinytorch.tensor([1, 2]))
     with pytest.raises(IndexError, match="Target 7 is out of bounds."):
         F.cross_entropy(x, tinytorch.tensor([1, 7, 2]))
-    with pytest.raises(RuntimeError, match="expected scalar type Long but found Float"):
+    with pytest.raises(RuntimeError, match="^expected target dtype to be Long or Byte, but got Float$"):
         F.cross_entropy(x, tinytorch.tensor([1.0, 2.0, 0.0]))
     with pytest.raises(RuntimeError, match="weight tensor should be defined either for all 5 classes or no classes"):
         F.cross_entropy(x, tinytorch.tensor([1, 2, 0]), weight=tinytorch.ones(3))
@@ -254,8 +254,13 @@ def test_linear(device):
     assert F.linear(v, w).shape == (4,)
     with pytest.raises(RuntimeError, match=r"mat1 and mat2 shapes cannot be multiplied \(6x5 and 3x4\)"):
         F.linear(x, tinytorch.randn(4, 3, dtype=tinytorch.float64))
-    with pytest.raises(RuntimeError, match="mat1 and mat2 must have the same dtype"):
+    # PyTorch's wording: mm's (after the shapes) without a bias, addmm's (before them) with one
+    with pytest.raises(RuntimeError, match="^expected m1 and m2 to have the same dtype, but got: double != float$"):
         F.linear(x, tinytorch.randn(4, 5))
+    with pytest.raises(RuntimeError, match="^mat1 and mat2 must have the same dtype, but got Double and Float$"):
+        F.linear(x, tinytorch.randn(4, 5), tinytorch.randn(4))
+    with pytest.raises(RuntimeError, match="^self and mat2 must have the same dtype, but got Float and Double$"):
+        F.linear(x, w, tinytorch.randn(4))
 
 
 # ------------------------------------------------------------------ activations

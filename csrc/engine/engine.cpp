@@ -292,6 +292,7 @@ Engine::~Engine() {
   device_init_fn.release();
   tensor_class.release();
   saved_tensors_packer.release();
+  node_types.release();
   for (auto& t : device_threads_) if (t.joinable()) t.detach();
   for (auto& t : pool_threads_) if (t.joinable()) t.detach();
 }
@@ -318,6 +319,7 @@ void Engine::shutdown() {
   device_init_fn = py::object();
   tensor_class = py::object();
   saved_tensors_packer = py::object();
+  node_types = py::object();
 }
 
 std::shared_ptr<ReadyQueue> Engine::ready_queue_for(int device, const std::shared_ptr<ReadyQueue>& cpu_queue) {

@@ -115,6 +115,8 @@ class Engine {
   py::object tensor_class;        // tinytorch.Tensor: what counts as a tensor in `inputs`
   // (fn, saved) -> fn: packs what a node saves while this thread has saved_tensors_hooks active.
   py::object saved_tensors_packer;
+  // name -> the Python type of a recorded node of that name (python_engine.cpp's node_object); GIL held.
+  py::object node_types;
   std::atomic<bool> anomaly_enabled{false};  // global, as PyTorch's anomaly mode
   std::atomic<bool> anomaly_check_nan{true};
 

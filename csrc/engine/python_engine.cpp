@@ -61,6 +61,68 @@ Edge gradient_edge(PyObject* tensor) {
   return {grad_accumulator(tensor), 0};
 }
 
+// The Python type of recorded nodes named `name`: PyTorch gives each node kind its own class
+// (type(y.grad_fn).__name__ == "SumBackward0", which graph printers such as torchviz read), so each name gets a
+// subclass of PyNode that adds nothing to its layout and takes its deallocator: a node's object can then be
+// switched to it in place. None (the object stays a PyNode) where this Python's subclass layout differs.
+PyObject* node_type(PyObject* name) {
+  Engine& e = Engine::get();
+  if (!e.node_types) e.node_types = py::dict();
+  if (PyObject* known = PyDict_GetItemWithError(e.node_types.ptr(), name)) return known;
+  if (PyErr_Occurred()) throw py::error_already_set();
+  py::object base = py::type::of<PyNode>();
+  py::dict ns;
+  ns["__slots__"] = py::tuple();
+  ns["__module__"] = py::str("builtins");  // repr <class 'SumBackward0'>, as PyTorch's
+  py::object made = py::reinterpret_borrow<py::object>(reinterpret_cast<PyObject*>(&PyType_Type))(
+      py::reinterpret_borrow<py::str>(name), py::make_tuple(base), ns);
+  auto* t = reinterpret_cast<PyTypeObject*>(made.ptr());
+  auto* b = reinterpret_cast<PyTypeObject*>(base.ptr());
+  // The flags that change where an instance keeps its dict or weak references (Python 3.12+).
+  unsigned long layout = 0;
+#ifdef Py_TPFLAGS_MANAGED_DICT
+  layout |= Py_TPFLAGS_MANAGED_DICT;
+#endif
+#ifdef Py_TPFLAGS_MANAGED_WEAKREF
+  layout |= Py_TPFLAGS_MANAGED_WEAKREF;
+#endif
+  py::object result = py::none();
+  if (t->tp_basicsize == b->tp_basicsize && t->tp_itemsize == b->tp_itemsize &&
+      t->tp_dictoffset == b->tp_dictoffset && t->tp_weaklistoffset == b->tp_weaklistoffset &&
+      ((t->tp_flags ^ b->tp_flags) & layout) == 0) {
+    // Instances are only ever made by PyNode and switched here: they are not tracked by the GC and are
+    // freed as PyNode frees them.
+    t->tp_flags &= ~static_cast<unsigned long>(Py_TPFLAGS_HAVE_GC);
+    t->tp_dealloc = b->tp_dealloc;
+    t->tp_free = b->tp_free;
+    t->tp_traverse = b->tp_traverse;
+    t->tp_clear = b->tp_clear;
+    PyType_Modified(t);
+    result = made;
+  }
+  if (PyDict_SetItem(e.node_types.ptr(), name, result.ptr()) < 0) throw py::error_already_set();
+  return result.ptr();
+}
+
+// A node as a Python object, of its name's type when it is a PyNode (node_type).
+py::object node_object(const NodePtr& node, PyObject* name = nullptr) {
+  py::object obj = py::cast(node);
+  if (Py_TYPE(obj.ptr()) != reinterpret_cast<PyTypeObject*>(py::type::of<PyNode>().ptr())) return obj;
+  py::str owned;
+  if (name == nullptr) {
+    owned = py::str(node->name());
+    name = owned.ptr();
+  }
+  PyObject* type = node_type(name);
+  if (type != Py_None) {
+    PyTypeObject* old = Py_TYPE(obj.ptr());
+    Py_INCREF(type);
+    Py_SET_TYPE(obj.ptr(), reinterpret_cast<PyTypeObject*>(type));
+    Py_DECREF(old);
+  }
+  return obj;
+}
+
 // Records the version of each saved tensor (backward checks it) and which of the node's own
 // outputs each one aliases (a saved output has no history of its own to name in that error).
 void note_saved(PyNode& node, const py::tuple& saved, PyObject* outputs, bool multi) {
@@ -129,7 +191,7 @@ PyObject* record(PyObject*, PyObject* const* args, Py_ssize_t nargs) {
       metadata["traceback_"] = py::str("").attr("join")(stack);
       node->metadata = std::move(metadata);
     }
-    py::object wrapper = py::cast(NodePtr(node));
+    py::object wrapper = node_object(node, args[0]);
     for (uint32_t i = 0; i < n_out; ++i) {
       PyObject* out = multi ? PyTuple_GET_ITEM(outputs, i) : outputs;
       if (out == Py_None) continue;
@@ -192,7 +254,7 @@ void init_engine(py::module_& m) {
                                py::tuple result(n.next_edges.size());
                                for (size_t i = 0; i < n.next_edges.size(); ++i) {
                                  const Edge& e = n.next_edges[i];
-                                 result[i] = py::make_tuple(e.function ? py::cast(e.function) : py::none(), e.input_nr);
+                                 result[i] = py::make_tuple(e.function ? node_object(e.function) : py::none(), e.input_nr);
                                }
                                return result;
                              })
@@ -258,7 +320,7 @@ void init_engine(py::module_& m) {
         "An id of the backward call running on this thread (0 outside backward).");
   m.def("_current_node", []() -> py::object {
     NodePtr node = current_node();
-    return node ? py::cast(node) : py::none();
+    return node ? node_object(node) : py::none();
   });
   m.def("_grad_accumulator", [](py::object tensor) { return grad_accumulator(tensor.ptr()); });
   m.def("_set_engine_helpers", [](py::object tensor_class, py::object accumulate, py::object check_nan, py::object device_init) {

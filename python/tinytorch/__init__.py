@@ -2,6 +2,13 @@
 from __future__ import annotations
 
 from . import _C  # noqa: F401  (the C++ engine; also registers the Tensor helpers it calls)
+import warnings as _warnings
+
+# Small tensors compute through NumPy, which warns on log(0), 0/0, overflow; PyTorch computes the same inf and
+# NaN silently (and so do tinytorch's kernels on big tensors). Only NumPy's floating-point warnings raised from
+# tinytorch's own modules are silenced: a user's NumPy code keeps its warnings, at no cost per op.
+_warnings.filterwarnings("ignore", r"(divide by zero|invalid value|overflow|underflow) encountered",
+                         RuntimeWarning, r"tinytorch\.")
 from . import _memory
 from ._tensor import Size, Tensor
 from ._dtype import (bfloat16, dtype, float16, float32, float64, get_default_dtype, int8, int16, int32, int64,

@@ -226,6 +226,8 @@ def _size(args: tuple, fn: str, keyword: bool = False) -> tuple:
         out.append(int(v))
     for v in out:
         if v < 0:
+            if fn == "zeros":  # ATen's zeros checks its sizes itself, with its own words
+                raise RuntimeError("zeros: Dimension size must be non-negative.")
             raise RuntimeError(f"Trying to create tensor with negative dimension {v}: {out}")
     return tuple(out)
 

@@ -407,6 +407,14 @@ def _short(d) -> str:
             "complex128": "ComplexDouble"}[d.name]
 
 
+def _type_name(d) -> str:
+    """A dtype as PyTorch's argument checks name it: the legacy tensor type (torch.FloatTensor) where the dtype
+    has one, else the CPU type (CPUBoolType)."""
+    short = _short(d)
+    legacy = ("Byte", "Char", "Short", "Int", "Long", "Half", "Float", "Double")
+    return f"torch.{short}Tensor" if short in legacy else f"CPU{short}Type"
+
+
 def inplace_binary(t: Tensor, other, numpy_inplace, out_of_place) -> Tensor:
     """In-place binary op: a NumPy in-place kernel when no graph is recorded, else out of place,
     written back, with t's history rebased onto the new node."""

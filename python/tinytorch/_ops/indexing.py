@@ -956,8 +956,9 @@ def argwhere(x: Tensor) -> Tensor:
 def embedding(input: Tensor, weight: Tensor, padding_idx: int | None = None, max_norm: float | None = None,
               norm_type: float = 2.0, scale_grad_by_freq: bool = False, sparse: bool = False) -> Tensor:
     """Rows of weight at the integer positions in input; row padding_idx gets no gradient."""
-    if not isinstance(input, Tensor) or input._data.dtype.kind not in "iu":
-        dt = input.dtype if isinstance(input, Tensor) else type(input).__name__
+    if not isinstance(input, Tensor) or input._data.dtype not in (np.int64, np.int32):
+        from ._common import _type_name
+        dt = _type_name(input.dtype) if isinstance(input, Tensor) else type(input).__name__
         raise RuntimeError("Expected tensor for argument #1 'indices' to have one of the following scalar types: "
                            f"Long, Int; but got {dt} instead (while checking arguments for embedding)")
     if weight._data.ndim != 2:

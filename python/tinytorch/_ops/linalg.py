@@ -43,6 +43,8 @@ def matmul(a: Tensor, b: Tensor, *, out=None) -> Tensor:
                                f"vec ({y.shape[0]})")
         raise RuntimeError(f"mat1 and mat2 shapes cannot be multiplied ({_rows(x)}x{x.shape[-1]} and "
                            f"{y.shape[-2] if y.ndim > 1 else y.shape[0]}x{y.shape[-1] if y.ndim > 1 else 1})")
+    if a.dtype is not b.dtype:
+        _dtype_mismatch(a, b)
     try:
         if x.dtype.itemsize == 2 and x.dtype.kind not in "iu":
             # float16/bfloat16: float32 accumulation (as PyTorch), and BLAS instead of NumPy's slow 2-byte loop
@@ -104,6 +106,28 @@ def _narrow(M: int, N: int, K: int, x, y) -> bool:
         return False
     item = x.itemsize
     return x.strides[1] == item and (y.strides[1] == item or y.strides[0] == item)
+
+
+# ATen's C++ names of the dtypes, as its mm kernel's dtype check prints them
+_CPP_NAMES = {"float32": "float", "float64": "double", "float16": "c10::Half", "bfloat16": "c10::BFloat16",
+              "int64": "long int", "int32": "int", "int16": "short int", "int8": "signed char",
+              "uint8": "unsigned char", "bool": "bool", "complex64": "c10::complex<float>",
+              "complex128": "c10::complex<double>"}
+
+
+def _dtype_mismatch(x: Tensor, y: Tensor) -> None:
+    """Refuse operands of two dtypes, as PyTorch's products do (no promotion), with the message of the kernel
+    that each matmul case reaches: dot, addmv, bmm or mm."""
+    a, b = x.dtype, y.dtype
+    if x.ndim == 1 and y.ndim == 1:
+        raise RuntimeError(f"dot : expected both vectors to have same dtype, but found {_short(a)} and {_short(b)}")
+    if y.ndim == 1:
+        raise RuntimeError(f"addmv input tensors must have the same dtype, but got {_short(promote_types(a, b))}, "
+                           f"{_short(a)}, and {_short(b)}")
+    if x.ndim >= 3 and y.ndim >= 3:
+        raise RuntimeError(f"expected scalar type {_short(a)} but found {_short(b)}")
+    raise RuntimeError(f"expected m1 and m2 to have the same dtype, but got: {_CPP_NAMES.get(a.name, a.name)} != "
+                       f"{_CPP_NAMES.get(b.name, b.name)}")
 
 
 def _matmul(x, y):
@@ -201,6 +225,9 @@ def addmm(bias: Tensor, a: Tensor, b: Tensor, *, beta=1, alpha=1) -> Tensor:
     """beta * bias + alpha * (a @ b)."""
     if _autocast.active:
         return _autocast.dispatch("addmm", addmm, bias, a, b, beta=beta, alpha=alpha)
+    if isinstance(bias, Tensor) and isinstance(b, Tensor) and bias.dtype is not b.dtype:
+        raise RuntimeError(f"self and mat2 must have the same dtype, but got {_short(bias.dtype)} and "
+                           f"{_short(b.dtype)}")
     out = matmul(a, b)
     if alpha != 1:
         out = out * alpha
@@ -245,6 +272,9 @@ def einsum(equation: str, *operands_) -> Tensor:
         return _autocast.dispatch("einsum", einsum, equation, *operands_)
     if len(operands_) == 1 and isinstance(operands_[0], (list, tuple)):
         operands_ = tuple(operands_[0])
+    for o in operands_[1:]:  # no promotion, as PyTorch's (its products' check)
+        if isinstance(o, Tensor) and isinstance(operands_[0], Tensor) and o.dtype is not operands_[0].dtype:
+            raise RuntimeError(f"expected scalar type {_short(operands_[0].dtype)} but found {_short(o.dtype)}")
     eq = equation.replace(" ", "")
     if "->" in eq:
         lhs, rhs = eq.split("->")

@@ -484,7 +484,7 @@ def _cross_entropy_probs(x: Tensor, target: Tensor, weight, reduction: str, eps:
             raise ValueError(f"Expected input batch_size ({x._data.shape[0]}) to match target batch_size "
                              f"({target._data.shape[0]}).")
         from ._common import _short
-        raise RuntimeError(f"expected scalar type Long but found {_short(target.dtype)}")
+        raise RuntimeError(f"expected target dtype to be Long or Byte, but got {_short(target.dtype)}")
     class_dim = 0 if x._data.ndim == 1 else 1
     C = x._data.shape[class_dim]
     logp = log_softmax(x, class_dim)
@@ -656,15 +656,22 @@ def linear(input: Tensor, weight: Tensor, bias: Tensor | None = None) -> Tensor:
     if xd.ndim == 0 or wd.ndim != 2:
         raise RuntimeError(f"t() expects a tensor with <= 2 dimensions, but self is {wd.ndim}D" if wd.ndim > 2 else
                            "both arguments to linear need to be at least 1D, but they are 0D and 2D")
-    if xd.dtype != wd.dtype or (bias is not None and bias._data.dtype != xd.dtype):  # before shapes, as PyTorch
+    if bias is not None and (xd.dtype != wd.dtype or bias._data.dtype != xd.dtype):
+        # PyTorch's addmm checks dtypes before shapes; without a bias, mm checks them after (below)
         from ._common import _short
-        other = wd.dtype if xd.dtype != wd.dtype else bias._data.dtype
-        raise RuntimeError(f"mat1 and mat2 must have the same dtype, but got {_short(x.dtype)} and "
-                           f"{_short(_dt(other))}")
+        if xd.dtype != wd.dtype:
+            raise RuntimeError(f"mat1 and mat2 must have the same dtype, but got {_short(x.dtype)} and "
+                               f"{_short(w.dtype)}")
+        raise RuntimeError(f"self and mat2 must have the same dtype, but got {_short(bias.dtype)} and "
+                           f"{_short(w.dtype)}")
     K = xd.shape[-1]
     if K != wd.shape[1]:
         m = xd.size // K if K else 0
         raise RuntimeError(f"mat1 and mat2 shapes cannot be multiplied ({m}x{K} and {wd.shape[1]}x{wd.shape[0]})")
+    if xd.dtype != wd.dtype:
+        from .linalg import _CPP_NAMES
+        raise RuntimeError(f"expected m1 and m2 to have the same dtype, but got: {_CPP_NAMES.get(x.dtype.name)} != "
+                           f"{_CPP_NAMES.get(w.dtype.name)}")
     lead = xd.shape[:-1]
     M = math.prod(lead)  # not -1: with K or O zero the rows could not be inferred
     x2 = xd.reshape(M, K)

@@ -823,9 +823,10 @@ def embedding_renorm_(input: Tensor, indices: Tensor, max_norm: float, norm_type
     if input.ndim != 2:
         raise RuntimeError(f"embedding_renorm_(): Expected 2-D tensor for argument #1 'self' (while checking "
                            f"arguments for embedding_renorm_), but got {input.ndim}-D")
-    if indices.dtype.np.kind not in "iu":
+    if indices._data.dtype not in (np.int64, np.int32):
+        from ._common import _type_name
         raise RuntimeError(f"Expected tensor for argument #2 'indices' to have one of the following scalar types: "
-                           f"Long, Int; but got {indices.type()} instead (while checking arguments for "
+                           f"Long, Int; but got {_type_name(indices.dtype)} instead (while checking arguments for "
                            f"embedding_renorm_)")
     w = input._data
     rows = np.unique(indices.detach().cpu()._data.reshape(-1))
