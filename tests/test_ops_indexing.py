@@ -273,8 +273,17 @@ def test_gather_values_and_grad(device):
 
 def test_gather_errors():
     x = tinytorch.zeros(3, 4)
-    with pytest.raises(RuntimeError, match="gather\\(\\): Expected dtype int64 for index"):
-        x.gather(0, tinytorch.tensor([[1]], dtype=tinytorch.int32))
+    with pytest.raises(RuntimeError, match="gather\\(\\): Expected dtype int32/int64 for index"):
+        x.gather(0, tinytorch.tensor([[1]], dtype=tinytorch.int16))
+    for op in (lambda i: x.scatter(0, i, 1.0), lambda i: x.scatter_add(0, i, x[:1, :1])):
+        with pytest.raises(RuntimeError, match="^scatter\\(\\): Expected dtype int32/int64 for index$"):
+            op(tinytorch.tensor([[1]], dtype=tinytorch.uint8))
+    # int32 indices (built from NumPy int32 arrays) work as int64 ones do, as in PyTorch
+    i32 = tinytorch.tensor([[1, 0, 2, 2]], dtype=tinytorch.int32)
+    y = tinytorch.arange(12.0).view(3, 4)
+    assert y.gather(0, i32).tolist() == [[4.0, 1.0, 10.0, 11.0]]
+    assert x.scatter(0, i32, 1.0).sum().item() == 4 and x.scatter_add(0, i32, y[:1]).tolist()[1] == [0.0, 0.0, 0.0, 0.0]
+    assert x.scatter_add(0, i32, y[:1]).tolist()[0] == [0.0, 1.0, 0.0, 0.0]
     with pytest.raises(RuntimeError, match="index 5 is out of bounds for dimension 0 with size 3"):
         x.gather(0, tinytorch.tensor([[5]]))
     with pytest.raises(RuntimeError, match="Index tensor must have the same number of dimensions as input tensor"):

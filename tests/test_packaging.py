@@ -45,8 +45,14 @@ def test_version_lives_in_one_place():
     with open(os.path.join(ROOT, "pyproject.toml")) as f:
         pyproject = f.read()
     assert not re.search(r"^version\s*=\s*\"", pyproject, re.M), "pyproject.toml must not repeat the version"
-    assert 'dynamic = ["version"]' in pyproject and 'version = {attr = "tinytorch.__version__"}' in pyproject
-    assert re.fullmatch(r"\d+\.\d+\.\d+(\S*)", tinytorch.__version__)
+    assert 'dynamic = ["version"]' in pyproject and 'version = {attr = "tinytorch.version.package"}' in pyproject
+    assert re.fullmatch(r"\d+\.\d+\.\d+", tinytorch.version.package)
+    # torch.__version__: the PyTorch API release followed, tinytorch's release as the local label; it compares
+    # as a version (a script's `torch.__version__ >= "2.0"` gate), not character by character
+    assert tinytorch.__version__ == f"{tinytorch.version.api}+tinytorch.{tinytorch.version.package}"
+    assert tinytorch.__version__ >= "2.0" and tinytorch.__version__ >= (2, 0) and tinytorch.__version__ < "10.1"
+    assert not tinytorch.__version__ < "1.10" and tinytorch.__version__ > "2.0.0rc1"
+    assert isinstance(tinytorch.__version__, str) and tinytorch.__version__.split("+")[0] == tinytorch.version.api
 
 
 def test_sdist_carries_the_cpp_and_cuda_sources(tmp_path):
@@ -56,7 +62,7 @@ def test_sdist_carries_the_cpp_and_cuda_sources(tmp_path):
     subprocess.run([sys.executable, "-m", "build", "--sdist", "--no-isolation", "--skip-dependency-check",
                     "--outdir", str(tmp_path / "dist"), src], check=True, capture_output=True, timeout=300)
     (sdist,) = glob.glob(str(tmp_path / "dist" / "tinytorch-*.tar.gz"))
-    assert os.path.basename(sdist) == f"tinytorch-{tinytorch.__version__}.tar.gz"
+    assert os.path.basename(sdist) == f"tinytorch-{tinytorch.version.package}.tar.gz"
     with tarfile.open(sdist) as t:
         names = {n.split("/", 1)[1] for n in t.getnames() if "/" in n}
     needed = ["CMakeLists.txt", "setup.py", "pyproject.toml", "README.md", "python/tinytorch/__init__.py"]
@@ -120,7 +126,7 @@ def _install_and_run_without_compiler(repaired: str, tmp_path) -> None:
     check = snippet + (  # then: it ran from the wheel, the metadata agrees, the snippet's answer is right
         "import importlib.metadata, os\n"
         "assert torch.__file__.startswith(os.environ['VENV']), torch.__file__\n"
-        "assert importlib.metadata.version('tinytorch') == torch.__version__\n"
+        "assert importlib.metadata.version('tinytorch') == torch.version.package\n"
         "assert torch.allclose(x.grad, 2 * x.detach())\n"
         "print('ok', torch.__version__)\n")
     run = subprocess.run([vpython, "-c", check], cwd=str(tmp_path), capture_output=True, text=True, timeout=120,

@@ -49,8 +49,10 @@ def test_filled_factories():
     assert torch.full((2,), 3, dtype=torch.float64).tolist() == [3.0, 3.0]
     assert torch.eye(3).tolist() == np.eye(3).tolist() and torch.eye(2, 3, dtype=torch.int64).tolist() == [[1, 0, 0],
                                                                                                         [0, 1, 0]]
-    with pytest.raises(RuntimeError, match="negative dimension"):
+    with pytest.raises(RuntimeError, match="^zeros: Dimension size must be non-negative.$"):  # ATen's zeros' own
         torch.zeros(-1)
+    with pytest.raises(RuntimeError, match=r"^Trying to create tensor with negative dimension -1: \[2, -1\]$"):
+        torch.ones(2, -1)
     for make in (torch.zeros, torch.ones, torch.empty, torch.rand, torch.randn):
         assert make(size=(2, 3)).shape == (2, 3) and make(size=[4]).shape == (4,)  # PyTorch's size= keyword
 

@@ -56,8 +56,8 @@ long = int64
 int = int32  # noqa: A001
 short = int16
 
-# The package's only statement of its version: pyproject.toml reads it (setuptools dynamic version).
-__version__ = "0.1.0"
+from . import torch_version, version  # noqa: E402
+__version__ = torch_version.TorchVersion(version.__version__)  # the API's release, tinytorch's as a label
 
 from ._misc import allclose, compile, equal, get_num_threads, is_tensor, isclose, numel, set_num_threads  # noqa: E402,A004
 
@@ -65,7 +65,7 @@ _memory.keep_freed_memory()  # the process keeps freed arrays for the next step 
 _memory.follow_torch_huge_page_policy()
 
 # Mixed precision, backend switches and determinism (PyTorch's top-level names)
-from . import amp, backends, compiler, cpu  # noqa: E402
+from . import amp, backends, compiler, cpu, random  # noqa: E402
 from .amp import GradScaler, autocast  # noqa: E402
 from .cuda import OutOfMemoryError  # noqa: E402
 from ._autocast import (autocast_decrement_nesting, autocast_increment_nesting, clear_autocast_cache,  # noqa: E402

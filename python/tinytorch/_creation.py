@@ -582,11 +582,15 @@ def _generator_for(dev, generator):
         return generator._rng
     if dev.type == "cpu":
         return default_generator._rng
-    key = dev.index or 0
-    if key not in _cuda_generators:
+    return _cuda_generator(dev.index or 0)._rng
+
+
+def _cuda_generator(index: int) -> Generator:
+    """CUDA device `index`'s default generator, made on first use from the last CUDA seed (or the CPU's)."""
+    if index not in _cuda_generators:
         first = _cuda_seed[0] if _cuda_seed[0] is not None else default_generator.initial_seed()
-        _cuda_generators[key] = Generator(dev).manual_seed(first)
-    return _cuda_generators[key]._rng
+        _cuda_generators[index] = Generator(f"cuda:{index}").manual_seed(first)
+    return _cuda_generators[index]
 
 
 def _random(sample, fn: str, kernel: str):

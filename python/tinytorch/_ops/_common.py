@@ -56,15 +56,27 @@ def operands(a: Tensor, b):
             return x, b
         return x.astype(get_default_dtype().np), b
     if tb is int or tb is bool:
+        if tb is int and x.dtype.kind in "iu" and x.dtype.itemsize < 8:
+            lo, span = _INT_RANGE[x.dtype.char]
+            if not lo <= b < lo + span:  # PyTorch wraps the scalar into the tensor's dtype; NumPy 2 refuses it
+                b = (b - lo) % span + lo
         return x, b
     if tb is complex:  # a complex scalar makes a real tensor complex (float32 * 1j -> complex64)
         return (x if x.dtype.kind == "c" else x.astype(result_type(a, b).np)), b
+    if isinstance(b, np.generic) and b.dtype.kind in "biufc":
+        # A NumPy scalar (np.sqrt(d), np.log(10000.0)) combines as the Python number it holds, as in PyTorch:
+        # np.float64 does not make a float32 tensor float64
+        return operands(a, b.item())
     if isinstance(b, (np.generic, np.ndarray, list, tuple)):
         return operands(a, as_tensor_like(b, a))
     if isinstance(b, (float, int, complex)):  # float/int subclasses (numpy.float64 is a float)
         return operands(a, float(b) if isinstance(b, float) else int(b) if isinstance(b, int) else complex(b))
     raise TypeError(f"unsupported operand type for a Tensor op: '{type(b).__name__}'")
 
+
+# (lowest value, number of values) of the integer dtypes narrower than 64 bits, by NumPy type code
+_INT_RANGE = {np.dtype(t).char: (int(np.iinfo(t).min), 1 << (8 * np.dtype(t).itemsize))
+              for t in (np.int8, np.int16, np.int32, np.uint8, np.uint16, np.uint32)}
 
 # ml_dtypes' bfloat16 is NumPy's only kind-'V' dtype a tensor can hold: testing the kind spares
 # importing ml_dtypes (slow) just to recognise it. Complex ("c") counts too: it keeps its type where floats do.

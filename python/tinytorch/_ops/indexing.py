@@ -380,8 +380,8 @@ def index_put_(x: Tensor, indices, values: Tensor, accumulate: bool = False) -> 
 def _check_index_dtype(index: Tensor, op: str) -> None:
     if not isinstance(index, Tensor):
         raise TypeError(f"{op}(): argument 'index' must be Tensor, not {type(index).__name__}")
-    if index._data.dtype != np.int64:
-        raise RuntimeError(f"{op}(): Expected dtype int64 for index")
+    if index._data.dtype != np.int64 and index._data.dtype != np.int32:
+        raise RuntimeError(f"{op}(): Expected dtype int32/int64 for index")
 
 
 def _check_range(idx, size: int, dim: int) -> None:
@@ -537,7 +537,7 @@ def scatter_add(x: Tensor, dim: int, index: Tensor, src: Tensor) -> Tensor:
     """A copy of x with x[index[i][j]][j] += src[i][j] (for dim=0), accumulating repeats."""
     if _autocast.active:
         return _autocast.dispatch("scatter_add", scatter_add, x, dim, index, src)
-    _check_index_dtype(index, "scatter_add")
+    _check_index_dtype(index, "scatter")
     data = x._data
     d = _wrap_dim(dim, data.ndim)
     idx = _on_device_of(index._data, data)

@@ -420,6 +420,9 @@ def _cross_entropy_class(x: Tensor, target: Tensor, weight, ignore_index: int, r
         rows_loss = b * nll
         if r is not None:
             rows_loss = rows_loss + r * smooth
+        all_valid = bool(valid.all())
+        if not all_valid:  # an ignored row counts for nothing, even with NaN or inf logits (0 * NaN is NaN)
+            rows_loss = xp.where(valid, rows_loss, 0)
     if reduction == "none":
         out_arr = rows_loss.reshape(target._data.shape)
     else:

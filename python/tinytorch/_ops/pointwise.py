@@ -192,6 +192,8 @@ def add(a, b, *, alpha=1, out=None) -> Tensor:
             return out
     if not isinstance(a, Tensor):
         a = _lhs(a, b)
+    if isinstance(alpha, np.generic):  # a NumPy scalar counts as the number it holds (no float64 promotion)
+        alpha = alpha.item()
     x, y = operands(a, b)
     try:
         out = _result(_binary(_cpu.ADD, x, y, operator.add) if alpha == 1 else x + alpha * y)
@@ -221,6 +223,8 @@ def sub(a, b, *, alpha=1, out=None) -> Tensor:
     a = _lhs(a, b)
     if a._data.dtype.kind == "b" or type(b) is bool or (isinstance(b, Tensor) and b._data.dtype.kind == "b"):
         _sub_bool_error(a, b)
+    if isinstance(alpha, np.generic):
+        alpha = alpha.item()
     x, y = operands(a, b)
     try:
         out = _result(_binary(_cpu.SUB, x, y, operator.sub) if alpha == 1 else x - alpha * y)

@@ -182,3 +182,11 @@ __all__ = ["backward", "grad", "functional", "Function", "FunctionCtx", "once_di
            "gradgradcheck", "detect_anomaly", "set_detect_anomaly", "graph", "no_grad", "enable_grad", "set_grad_enabled",
            "inference_mode", "is_grad_enabled", "is_inference_mode_enabled", "set_multithreading_enabled",
            "is_multithreading_enabled", "Variable"]
+
+
+def __getattr__(name: str):
+    # torch.autograd.profiler on first use: it builds on tinytorch.profiler, which imports after autograd
+    if name == "profiler":
+        import importlib
+        return importlib.import_module(__name__ + ".profiler")
+    raise AttributeError(f"module '{__name__}' has no attribute '{name}'")

@@ -7,6 +7,7 @@ from .parameter import Buffer, Parameter
 
 try:  # DistributedDataParallel lives in its own subpackage (another component); expose it when present.
     from . import parallel  # noqa: F401
+    from .parallel import DataParallel  # noqa: F401
 except ModuleNotFoundError as _e:
     if _e.name != __name__ + ".parallel":
         raise

@@ -1,0 +1,139 @@
+"""What everyday scripts reach around the tensor API: torch.random.fork_rng, nn.DataParallel (one device),
+torch.autograd.profiler, nn.modules.utils, torch.cuda's streams/events/seeding (their errors without a GPU),
+NumPy scalars combining as Python numbers, integer scalars wrapping into narrow dtypes, and cross entropy's
+ignored rows. PyTorch's figures beside ours when it is importable."""
+import importlib.util
+import math
+
+import numpy as np
+import pytest
+
+import tinytorch as torch
+
+F = torch.nn.functional
+needs_torch = pytest.mark.skipif(importlib.util.find_spec("torch") is None, reason="compares with PyTorch")
+needs_gpu = pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a GPU")
+
+
+def test_fork_rng_restores_the_cpu_generator():
+    torch.manual_seed(3)
+    with torch.random.fork_rng():
+        inside = torch.rand(3)
+        torch.rand(5)
+    after = torch.rand(3)
+    assert torch.equal(inside, after)
+    with torch.random.fork_rng(enabled=False):
+        torch.rand(3)
+    assert not torch.equal(torch.rand(3), after)
+    assert torch.random.initial_seed() == 3 and torch.random.default_generator is torch.default_generator
+    with pytest.raises(RuntimeError, match="torch has no module of xla"):
+        with torch.random.fork_rng(device_type="xla"):
+            pass
+
+
+def test_data_parallel_wraps_and_runs_the_module():
+    lin = torch.nn.Linear(3, 2)
+    dp = torch.nn.DataParallel(lin)
+    assert dp.module is lin and list(dp.state_dict()) == ["module.weight", "module.bias"]
+    x = torch.randn(4, 3, requires_grad=True)
+    y = dp(x)
+    assert torch.equal(y, lin(x))
+    y.sum().backward()
+    assert lin.weight.grad is not None and x.grad.shape == (4, 3)
+    assert torch.equal(torch.nn.parallel.data_parallel(lin, x), lin(x))
+    plain = torch.nn.Linear(3, 2)
+    plain.load_state_dict({k[len("module."):]: v for k, v in dp.state_dict().items()})
+    assert torch.equal(plain(x), y)
+
+
+def test_autograd_profiler_records_ops_and_user_spans():
+    x = torch.ones(3, requires_grad=True)
+    with torch.autograd.profiler.profile() as prof:
+        with torch.autograd.profiler.record_function("my_block"):
+            (x * 2).sum().backward()
+    names = [row[0] for row in prof.key_averages()]
+    assert "my_block" in names and "MulBackward0" in names
+    assert "my_block" in prof.key_averages().table(sort_by="self_cpu_time_total", row_limit=10)
+    with torch.autograd.profiler.profile(enabled=False) as off:
+        (x * 2).sum()
+    assert list(off.key_averages()) == []
+
+
+def test_nn_modules_utils_tuple_parsers():
+    from tinytorch.nn.modules.utils import _pair, _quadruple, _reverse_repeat_tuple, _single, _triple
+    assert _pair(3) == (3, 3) and _pair((1, 2)) == (1, 2) and _single(4) == (4,) and _triple(1) == (1, 1, 1)
+    assert _quadruple(0) == (0, 0, 0, 0) and _reverse_repeat_tuple((1, 2), 2) == (2, 2, 1, 1)
+
+
+@pytest.mark.skipif(torch.cuda.is_available(), reason="the no-GPU behaviour")
+def test_cuda_runtime_calls_without_a_gpu():
+    c = torch.cuda
+    assert c.get_rng_state_all() == [] and c.seed() is None and c.seed_all() is None
+    assert c.max_memory_reserved() == 0 and "allocated" in c.memory_summary()
+    for call, name in ((c.initial_seed, "initial_seed"), (lambda: c.Event(enable_timing=True), "Event"),
+                       (c.Stream, "Stream"), (c.current_stream, "current_stream"), (c.mem_get_info, "mem_get_info"),
+                       (lambda: c.device(0).__enter__(), "device")):
+        with pytest.raises(RuntimeError, match=f"^torch.cuda.{name}: CUDA is not available"):
+            call()
+    with c.device(None), c.stream(None):  # no device, no stream: no change, no error
+        pass
+
+
+@needs_gpu
+def test_cuda_events_time_work_on_a_stream():
+    s = torch.cuda.Stream()
+    start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+    with torch.cuda.stream(s):
+        start.record(s)
+        y = torch.randn(512, 512, device="cuda") @ torch.randn(512, 512, device="cuda")
+        end.record(s)
+    end.synchronize()
+    assert start.elapsed_time(end) >= 0 and y.shape == (512, 512)
+    assert torch.cuda.current_stream() != s and torch.cuda.initial_seed() >= 0
+    free, total = torch.cuda.mem_get_info()
+    assert 0 < free <= total
+
+
+def test_numpy_scalars_combine_as_python_numbers():
+    # np.sqrt(d_k), np.log(10000.0) are NumPy float64 scalars: PyTorch treats them as Python numbers, so a
+    # float32 (or integer) tensor does not become float64
+    assert (torch.arange(4) * np.float64(0.5)).dtype is torch.float32
+    assert (torch.arange(4) / np.sqrt(4)).dtype is torch.float32
+    assert (torch.tensor(1.0) + np.float64(0.5)).dtype is torch.float32
+    assert torch.ones(2).add(torch.ones(2), alpha=np.float64(2)).dtype is torch.float32
+    assert torch.ones(2).sub(torch.ones(2), alpha=np.float32(2)).tolist() == [-1.0, -1.0]
+    assert (torch.ones(2, dtype=torch.int32) * np.int64(3)).dtype is torch.int32
+    assert (np.float32(2) * torch.arange(2)).dtype is torch.float32
+    assert (torch.ones(2, dtype=torch.float16) * np.float64(3)).dtype is torch.float16
+    pe = torch.exp(torch.arange(0, 8, 2) * (-np.log(10000.0) / 8))
+    assert pe.dtype is torch.float32 and torch.nn.Linear(4, 2)(pe[None]).shape == (1, 2)
+
+
+def test_integer_scalars_wrap_into_narrow_dtypes():
+    assert (torch.ones(2, dtype=torch.uint8) + 300).tolist() == [45, 45]
+    assert (torch.ones(2, dtype=torch.int8) * 200).tolist() == [-56, -56]
+    assert (torch.ones(2, dtype=torch.int16) + 70000).tolist() == [4465, 4465]
+    assert (torch.ones(2, dtype=torch.uint8) + (-1)).tolist() == [0, 0]
+    assert (torch.ones(2, dtype=torch.uint8) + np.int64(300)).dtype is torch.uint8
+
+
+def test_cross_entropy_ignored_rows_count_for_nothing_even_with_nan_logits():
+    for bad in (-math.inf, math.nan):
+        x = torch.tensor([[1.0, 2.0, 3.0], [bad] * 3], requires_grad=True)
+        t = torch.tensor([0, -100])
+        want = -math.log(math.exp(1) / (math.exp(1) + math.exp(2) + math.exp(3)))
+        for kw in ({}, {"reduction": "sum"}, {"weight": torch.tensor([1.0, 2.0, 3.0])}):
+            assert F.cross_entropy(x, t, **kw).item() == pytest.approx(want, rel=1e-6)
+        assert F.cross_entropy(x, t, reduction="none").tolist()[1] == 0.0
+        assert math.isfinite(F.cross_entropy(x, t, label_smoothing=0.1).item())
+
+
+@needs_torch
+def test_numpy_scalar_and_wrap_dtypes_match_pytorch():
+    import torch as pt
+    for lib_a, lib_b in ((torch, pt),):
+        for f in (lambda L: L.arange(4) * np.float64(0.5), lambda L: L.tensor(1.0) + np.float64(0.5),
+                  lambda L: L.ones(2, dtype=L.uint8) + 300, lambda L: L.ones(2).add(L.ones(2), alpha=np.float64(2)),
+                  lambda L: L.where(L.tensor([True, False]), L.arange(2), np.float64(0.5))):
+            a, b = f(lib_a), f(lib_b)
+            assert str(a.dtype) == str(b.dtype) and a.tolist() == b.tolist()
