@@ -344,4 +344,11 @@ def test_set_multithreading_enabled_runs_device_nodes_on_caller():
 def test_legacy_variable():
     t = torch.ones(2)
     v = autograd.Variable(t, requires_grad=True)
-    assert v is t and t.requires_grad and isinstance(t, autograd.Variable)
+    # a new leaf over t's memory, as PyTorch's: t itself is left alone
+    assert v is not t and v.requires_grad and not t.requires_grad and v.is_leaf and isinstance(t, autograd.Variable)
+    assert v.data_ptr() == t.data_ptr()
+    y = torch.ones(2, requires_grad=True) * 2
+    w = autograd.Variable(y)
+    assert w.grad_fn is None and not w.requires_grad and y.grad_fn is not None
+    with pytest.raises(RuntimeError, match="Only Tensors of floating point and complex dtype can require gradients"):
+        autograd.Variable(torch.ones(2, dtype=torch.int64), requires_grad=True)

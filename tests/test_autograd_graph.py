@@ -230,7 +230,7 @@ def test_requires_grad_flag_rules():
     y = x * 2
     with pytest.raises(RuntimeError, match="you can only change requires_grad flags of leaf variables"):
         y.requires_grad_(False)
-    with pytest.raises(RuntimeError, match="only Tensors of floating point and complex dtype can require gradients"):
+    with pytest.raises(RuntimeError, match="only Tensors of floating point dtype can require gradients"):
         torch.ones(2, dtype=torch.int64).requires_grad_()
     d = y.detach()
     assert d.is_leaf and not d.requires_grad
@@ -291,3 +291,21 @@ def test_each_node_kind_is_its_own_python_type():
     out.grad_fn.register_hook(lambda gi, go: seen.append(type(out.grad_fn).__name__))
     out.sum().backward()
     assert seen == ["TwiceBackward"] and x.grad.tolist() == [2.0, 2.0, 2.0]
+
+
+def test_node_names_of_overloads_match_pytorchs():
+    w = torch.ones(2, 2, requires_grad=True)
+    x = torch.ones(1, 2, requires_grad=True)
+    cases = [(lambda: w.t(), "TBackward0"), (lambda: w.transpose(0, 1), "TransposeBackward0"),
+             (lambda: w.max(), "MaxBackward1"), (lambda: w.min(), "MinBackward1"), (lambda: w.amax(), "AmaxBackward0"),
+             (lambda: w.max(0)[0], "MaxBackward0"), (lambda: w.norm(), "LinalgVectorNormBackward0"),
+             (lambda: x.squeeze(), "SqueezeBackward0"), (lambda: x.squeeze(0), "SqueezeBackward1"),
+             (lambda: x.squeeze((0,)), "SqueezeBackward2"), (lambda: 1 - w, "RsubBackward1")]
+    for make, name in cases:
+        out = make()
+        assert out.grad_fn.name() == name and type(out.grad_fn).__name__ == name
+    g, = torch.autograd.grad((3 - 2 * w).sum(), w)
+    assert g.tolist() == [[-2.0, -2.0], [-2.0, -2.0]]
+    assert torch.autograd.gradcheck(lambda a: 1.5 - a, (torch.randn(3, dtype=torch.float64, requires_grad=True),))
+    assert torch.autograd.gradcheck(lambda a: torch.rsub(a, 2.0, alpha=3), (torch.randn(3, dtype=torch.float64,
+                                                                                       requires_grad=True),))

@@ -528,3 +528,25 @@ def test_double_backward_conv_pool_batch_norm():
     rm, rv = tinytorch.zeros(3, dtype=tinytorch.float64), tinytorch.ones(3, dtype=tinytorch.float64) * 2
     assert gradgradcheck(lambda a, ww, bb: F.batch_norm(a, None, None, ww, bb, True), (xp, wb, bb_))
     assert gradgradcheck(lambda a, ww, bb: F.batch_norm(a, rm, rv, ww, bb, False), (xp, wb, bb_))
+
+
+def test_input_gradients_under_create_graph_are_contiguous():
+    # WGAN-GP's gradient penalty: grad(D(x).sum(), x, create_graph=True)[0].view(B, -1) needs a contiguous
+    # gradient, as PyTorch's is, also through padded convolutions and average pooling.
+    F = tinytorch.nn.functional
+    def w(*shape):
+        return tinytorch.randn(*shape, requires_grad=True)
+
+    makers = [lambda x: F.conv2d(x, w(4, 3, 3, 3), padding=1),
+              lambda x: F.conv2d(x, w(4, 3, 4, 4), stride=2, padding=1),
+              lambda x: F.conv1d(x.flatten(2), w(4, 3, 3), padding=1),
+              lambda x: F.conv3d(x.unsqueeze(2), w(4, 3, 1, 3, 3), padding=(0, 1, 1)),
+              lambda x: F.conv_transpose2d(x, w(3, 4, 3, 3), padding=1),
+              lambda x: F.avg_pool2d(x, 3, 1, 1) * w(1)]
+    for make in makers:
+        x = tinytorch.randn(2, 3, 8, 8, requires_grad=True)
+        g, = tinytorch.autograd.grad(make(x).sum(), x, create_graph=True)
+        assert g.is_contiguous()
+        penalty = ((g.view(2, -1).norm(2, dim=1) - 1) ** 2).mean()
+        assert penalty.requires_grad
+        penalty.backward()

@@ -334,3 +334,20 @@ def test_channels_last_memory_format():
     assert torch.allclose(ref, out, rtol=1e-12) and torch.allclose(g0, net[0].weight.grad, rtol=1e-12)
     a = _t(2, 3, 2, 2)
     assert gradcheck(lambda t: t.contiguous(memory_format=torch.channels_last) * 2, (a,))
+
+
+def test_clone_of_a_channels_last_tensor_owns_its_memory():
+    # An NHWC batch permuted to NCHW is already channels last: its clone must still be a copy (a snapshot of a
+    # channels-last model's weights, a CutMix of a batch, must not follow or change the original).
+    x = torch.from_numpy(np.zeros((2, 4, 4, 3), np.float32)).permute(0, 3, 1, 2)
+    c = x.clone()
+    c.fill_(1.0)
+    assert x.sum().item() == 0.0 and c.sum().item() == 96.0
+    assert c.is_contiguous(memory_format=torch.channels_last) and c.data_ptr() != x.data_ptr()
+    m = torch.nn.Conv2d(3, 4, 3).to(memory_format=torch.channels_last)
+    snap = {k: v.clone() for k, v in m.state_dict().items()}
+    with torch.no_grad():
+        m.weight.add_(1.0)
+    assert torch.allclose(snap["weight"] + 1.0, m.weight)
+    d = x.contiguous(memory_format=torch.channels_last)
+    assert d is x  # contiguous() of what already is laid out so is the tensor itself, as PyTorch's

@@ -137,3 +137,35 @@ def test_numpy_scalar_and_wrap_dtypes_match_pytorch():
                   lambda L: L.where(L.tensor([True, False]), L.arange(2), np.float64(0.5))):
             a, b = f(lib_a), f(lib_b)
             assert str(a.dtype) == str(b.dtype) and a.tolist() == b.tolist()
+
+
+def test_a_numpy_array_or_number_where_a_tensor_goes_is_a_type_error():
+    a = np.ones((2, 3), np.float32)
+    cases = [(lambda: torch.nn.Linear(3, 2)(a), "linear(): argument 'input' (position 1) must be Tensor, not numpy.ndarray"),
+             (lambda: torch.exp(1.0), "exp(): argument 'input' (position 1) must be Tensor, not float"),
+             (lambda: torch.stack([a, a]), "expected Tensor as element 0 in argument 0, but got numpy.ndarray"),
+             (lambda: torch.cat([torch.ones(2, 3), a]), "expected Tensor as element 1 in argument 0, but got numpy.ndarray"),
+             (lambda: torch.nn.Conv2d(3, 2, 1)(np.ones((1, 3, 2, 2), np.float32)),
+              "Conv2d(): argument 'input' (position 1) must be Tensor, not numpy.ndarray")]
+    for call, msg in cases:
+        with pytest.raises(TypeError) as info:
+            call()
+        assert str(info.value) == msg
+
+
+def test_legacy_variable_and_bce_and_cosine_edges():
+    # BCELoss at a saturated sigmoid (p exactly 0 or 1) and cosine similarity of a zero vector: finite
+    # gradients, as PyTorch's
+    x = torch.tensor([30.0, -30.0, 0.5], requires_grad=True)
+    loss = torch.nn.BCELoss()(torch.sigmoid(x), torch.tensor([1.0, 0.0, 1.0]))
+    loss.backward()
+    assert math.isfinite(loss.item()) and all(math.isfinite(v) for v in x.grad.tolist())
+    p = torch.tensor([1.0, 0.0], requires_grad=True)
+    F.binary_cross_entropy(p, torch.tensor([0.0, 1.0])).backward()
+    assert p.grad.tolist() == pytest.approx([5e11, -5e11], rel=1e-3)
+    a = torch.tensor([[0.0, 0.0, 0.0], [1.0, 2.0, 3.0]], requires_grad=True)
+    F.cosine_similarity(a, torch.tensor([[1.0, 2.0, 3.0], [0.0, 1.0, 0.0]])).sum().backward()
+    assert all(math.isfinite(v) for row in a.grad.tolist() for v in row)
+    assert torch.autograd.gradcheck(lambda u, v: F.binary_cross_entropy(u, v),
+                                    (torch.tensor([0.2, 0.7], dtype=torch.float64, requires_grad=True),
+                                     torch.tensor([0.1, 0.9], dtype=torch.float64, requires_grad=True)))

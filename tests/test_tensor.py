@@ -20,8 +20,10 @@ def test_tensor_infers_pytorch_dtypes():
     assert torch.tensor([torch.tensor(1.0), torch.tensor(2.0)]).tolist() == [1.0, 2.0]
     assert torch.tensor([1.7, -2.2], dtype=torch.int32).tolist() == [1, -2]
     assert torch.tensor([]).shape == (0,) and torch.tensor([[]]).shape == (1, 0)
-    with pytest.raises(TypeError):
+    with pytest.raises(ValueError, match="^too many dimensions 'str'$"):  # PyTorch's: a string in a sequence
         torch.tensor(["a"])
+    with pytest.raises(TypeError, match="^new\\(\\): invalid data type 'str'$"):  # and a bare string
+        torch.tensor("a")
 
 
 def test_tensor_copies_but_as_tensor_and_from_numpy_share_memory():

@@ -34,6 +34,8 @@ def _infer_dtype(data) -> _dtype_cls:
             return functools.reduce(promote_types, (_PY_SCALAR_DTYPES[k]() for k in kinds))
         out = None
         for v in data:
+            if isinstance(v, str):  # a string inside a sequence: PyTorch's error (a bare one is a type error)
+                raise ValueError(f"too many dimensions '{type(v).__name__}'")
             d = _infer_dtype(v)
             out = d if out is None else promote_types(out, d)
             if out is complex128:  # nothing promotes further
@@ -726,6 +728,9 @@ def bernoulli(input: Tensor, p=None, *, generator=None) -> Tensor:
 
 def multinomial(probs: Tensor, num_samples: int, replacement: bool = False, *, generator=None) -> Tensor:
     """Sample category indices in proportion to the (unnormalized) weights in each row."""
+    if not probs.dtype.is_floating_point:
+        from ._ops._common import _short
+        raise RuntimeError(f"multinomial only supports floating-point dtypes for input, got: {_short(probs.dtype)}")
     p = np.asarray(probs.detach().cpu()._data, dtype=np.float64)
     if p.ndim not in (1, 2):
         raise RuntimeError("prob_dist must be 1 or 2 dim")

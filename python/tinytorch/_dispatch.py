@@ -35,13 +35,48 @@ def routed(fn: Callable, module: str, name: str) -> Callable:
                 for v in kwargs.values():
                     if type(v) is cls:
                         return handler(op, fn, args, kwargs)
-        return fn(*args, **kwargs)
+        try:
+            return fn(*args, **kwargs)
+        except AttributeError as e:
+            if "'_data'" not in str(e):
+                raise
+            not_a_tensor(fn, name, args, kwargs, e)
+            raise
 
     public.__name__, public.__qualname__, public.__module__ = name, name, module
     public.__doc__ = fn.__doc__
     public.__wrapped__ = fn
     public._routed = True
     return public
+
+
+def not_a_tensor(fn: Callable, name: str, args: tuple, kwargs: dict, error: AttributeError) -> None:
+    """Raise PyTorch's TypeError for a NumPy array, list or number where `fn` wanted a tensor (the op itself
+    failed reaching for its `_data`); return if no argument explains the error."""
+    import inspect
+
+    from ._tensor import Tensor
+
+    def kind(v: Any) -> str:
+        t = type(v)
+        return t.__name__ if t.__module__ == "builtins" else f"{t.__module__.split('.')[0]}.{t.__name__}"
+
+    try:
+        params = list(inspect.signature(fn).parameters)
+    except (TypeError, ValueError):
+        params = []
+    for i, v in enumerate(args):
+        if isinstance(v, Tensor) or v is None:
+            continue
+        if isinstance(v, (list, tuple)):
+            for j, e in enumerate(v):
+                if not isinstance(e, Tensor):
+                    raise TypeError(f"expected Tensor as element {j} in argument {i}, but got {kind(e)}") from error
+            continue
+        if i == 0 or type(v).__module__.split(".")[0] == "numpy":
+            pname = params[i] if i < len(params) else "input"
+            pname = {"a": "input", "x": "input", "b": "other"}.get(pname, pname)  # PyTorch's parameter names
+            raise TypeError(f"{name}(): argument '{pname}' (position {i + 1}) must be Tensor, not {kind(v)}") from error
 
 
 def route(namespace: dict, module: str, sources: tuple = ("tinytorch._ops",)) -> None:

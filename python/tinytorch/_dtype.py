@@ -144,7 +144,7 @@ def set_default_dtype(d: dtype) -> None:
     """Change the default floating dtype (float32 or float64, as PyTorch allows)."""
     d = to_dtype(d)
     if not d.is_floating_point:
-        raise TypeError(f"only floating-point types are supported as the default type (got {d})")
+        raise TypeError("only floating-point types are supported as the default type")
     _default[0] = d
 
 

@@ -189,8 +189,7 @@ class Tensor:
 
     def requires_grad_(self, requires_grad: bool = True) -> "Tensor":
         """Make a leaf start (or stop) recording its ops."""
-        return _set_requires_grad(self, requires_grad,
-                                  "only Tensors of floating point and complex dtype can require gradients")
+        return _set_requires_grad(self, requires_grad, "only Tensors of floating point dtype can require gradients")
 
     @property
     def is_leaf(self) -> bool:
@@ -216,11 +215,19 @@ class Tensor:
             if not isinstance(value, Tensor):
                 raise TypeError(f"assigned grad expected to be a Tensor or None but got grad of {type(value).__name__}")
             if value._data.shape != self._data.shape:
-                raise RuntimeError("assigned grad has data of a different size")
+                raise RuntimeError(f"attempting to assign a gradient of size '{list(value._data.shape)}' to a tensor "
+                                   f"of size '{list(self._data.shape)}'. Please ensure that the gradient and the tensor "
+                                   f"are the same size")
             if value._data.dtype != self._data.dtype:
-                raise RuntimeError("assigned grad has data of a different type")
+                from ._ops.linalg import _CPP_NAMES
+                from ._ops._common import _short
+                raise RuntimeError(f"attempting to assign a gradient with dtype '{_CPP_NAMES.get(value.dtype.name)}' to a "
+                                   f"tensor with grad_dtype '{_short(self.dtype)}'. The gradient must match the "
+                                   f"tensor's grad_dtype (defaults to the tensor's dtype).")
             if value.device != self.device:
-                raise RuntimeError("assigned grad has data located on a different device")
+                raise RuntimeError(f"attempting to assign a gradient with device type '{value.device.type}' to a "
+                                   f"tensor with device type '{self.device.type}'. Please ensure that the gradient "
+                                   f"and the tensor are on the same device")
         self._grad = value
 
     @grad.deleter

@@ -648,7 +648,8 @@ def _conv_backward_graph(g, x, w, has_bias, nd, batched, p4, Hp, Wp, s, d, k, gr
     if rx:
         op = (Hp - ((oh - 1) * s[0] + d[0] * (k[0] - 1) + 1), Wp - ((ow - 1) * s[1] + d[1] * (k[1] - 1) + 1))
         full = _conv_transposend("conv_transpose2d", 2, g4, w4, None, s, 0, op, groups, d)
-        gx = _f4(full[:, :, p4[0]:Hp - p4[1], p4[2]:Wp - p4[3]], nd, batched)
+        # contiguous, as PyTorch's input gradient is (a gradient penalty's g.view(B, -1) needs it)
+        gx = _f4(full[:, :, p4[0]:Hp - p4[1], p4[2]:Wp - p4[3]].contiguous(), nd, batched)
     if rw:
         gw = _weight_grad_graph(_pad_t(_t4(x, nd, batched), p4), g4, k, s, d, groups)
         gw = gw.squeeze(2) if nd == 1 else gw
@@ -663,7 +664,7 @@ def _conv_transpose_backward_graph(g, x, w, has_bias, nd, batched, p4, H, W, Hp,
     gpad = _pad_t(g4, p4)
     gx = gw = gb = None
     if rx:
-        gx = _f4(_convnd("conv2d", 2, gpad, w4, None, s, 0, d, groups)[:, :, :H, :W], nd, batched)
+        gx = _f4(_convnd("conv2d", 2, gpad, w4, None, s, 0, d, groups)[:, :, :H, :W].contiguous(), nd, batched)
     if rw:
         gw = _weight_grad_graph(gpad[:, :, :Hp - op[0], :Wp - op[1]], _t4(x, nd, batched), k, s, d, groups)
         gw = gw.squeeze(2) if nd == 1 else gw
@@ -906,7 +907,7 @@ def _conv3d_backward_graph(g, x, w, has_bias, batched, pads, padded, s, d, k, gr
         o = g5.shape[2:]
         op = tuple(n - ((oo - 1) * ss + dd * (kk - 1) + 1) for n, oo, ss, dd, kk in zip(padded, o, s, d, k))
         full = _conv_transpose3d(g5, w, None, s, 0, op, groups, d)
-        gx = full[(slice(None), slice(None)) + tuple(slice(a, n - b) for n, (a, b) in zip(padded, pads))]
+        gx = full[(slice(None), slice(None)) + tuple(slice(a, n - b) for n, (a, b) in zip(padded, pads))].contiguous()
         gx = gx if batched else gx.squeeze(0)
     if rw:
         x5 = x if batched else x.unsqueeze(0)

@@ -36,8 +36,9 @@ def pairwise_distance(x1: Tensor, x2: Tensor, p: float = 2.0, eps: float = 1e-6,
 
 def cosine_similarity(x1: Tensor, x2: Tensor, dim: int = 1, eps: float = 1e-8) -> Tensor:
     """x1 . x2 / (max(||x1||, eps) * max(||x2||, eps)) along dim (inputs broadcast)."""
-    n1 = (x1 * x1).sum(dim, keepdim=True).sqrt().clamp_min(eps)
-    n2 = (x2 * x2).sum(dim, keepdim=True).sqrt().clamp_min(eps)
+    # the norm's own node (not sqrt of a sum: its slope at a zero vector is 0 * inf = NaN, the norm's is 0)
+    n1 = x1.norm(2, dim, keepdim=True).clamp_min(eps)
+    n2 = x2.norm(2, dim, keepdim=True).clamp_min(eps)
     return ((x1 / n1) * (x2 / n2)).sum(dim)
 
 

@@ -318,6 +318,8 @@ def _class_targets(x: Tensor, target: Tensor, weight, ignore_index: int):
         C = shape[0]
     else:
         C = shape[1]
+        if x._data.ndim == 2 and t.ndim > 1:
+            raise RuntimeError("0D or 1D target tensor expected, multi-target not supported")
         if t.ndim == 0 or t.shape[0] != shape[0]:
             raise ValueError(f"Expected input batch_size ({shape[0]}) to match target batch_size "
                              f"({t.shape[0] if t.ndim else 0}).")
@@ -393,10 +395,16 @@ def _cross_entropy_class(x: Tensor, target: Tensor, weight, ignore_index: int, r
     x2 = _rows(x._data, C)
     dt = _compute(x2).dtype
     with np.errstate(invalid="ignore", divide="ignore"):
+        no_weight = False
         if reduction == "mean":
             d1 = wt.sum()
-            b = (1 - eps) * wt / d1
+            # Every row ignored (or of weight 0): the mean is 0/0 = NaN, as PyTorch's, but the gradient is 0
+            # (PyTorch's): the rows' coefficients divide by 1 instead, and the loss is made NaN below
+            no_weight = bool(d1 == 0)
+            b = (1 - eps) * wt / (1 if no_weight else d1)
             d2 = d1 if w is not None else valid.sum()
+            if no_weight or d2 == 0:
+                d2 = 1
         else:
             b = (1 - eps) * wt
             d2 = 1
@@ -420,13 +428,12 @@ def _cross_entropy_class(x: Tensor, target: Tensor, weight, ignore_index: int, r
         rows_loss = b * nll
         if r is not None:
             rows_loss = rows_loss + r * smooth
-        all_valid = bool(valid.all())
-        if not all_valid:  # an ignored row counts for nothing, even with NaN or inf logits (0 * NaN is NaN)
+        if not bool(valid.all()):  # an ignored row counts for nothing, even with NaN or inf logits (0 * NaN)
             rows_loss = xp.where(valid, rows_loss, 0)
     if reduction == "none":
         out_arr = rows_loss.reshape(target._data.shape)
     else:
-        out_arr = rows_loss.sum()
+        out_arr = rows_loss.sum() if not no_weight else xp.asarray(np.nan, rows_loss.dtype)
     out = _wrap(xp.asarray(out_arr).astype(x._data.dtype, copy=False))
     if needs_grad(x):
         s = b if r is None else b + r * u.sum()
@@ -1149,13 +1156,37 @@ def binary_cross_entropy(input: Tensor, target: Tensor, weight: Tensor | None = 
     xd = input._data
     if xd.size and type(xd) is not MetaArray and (bool((xd < 0).any()) or bool((xd > 1).any())):
         raise RuntimeError("all elements of input should be between 0 and 1")
-    with np.errstate(divide="ignore"):  # log(0) = -inf is expected here: it is clamped to -100
-        log_x = input.log().clamp(min=-100)
-        log_1mx = (1 - input).log().clamp(min=-100)
-    loss = -(target * log_x + (1 - target) * log_1mx)
-    if weight is not None:
-        loss = loss * weight
+    from ..autograd.grad_mode import no_grad
+    with no_grad(), np.errstate(divide="ignore"):  # log(0) = -inf is expected here: it is clamped to -100
+        loss = -(target * input.log().clamp(min=-100) + (1 - target) * (1 - input).log().clamp(min=-100))
+        if weight is not None:
+            loss = loss * weight
+    if needs_grad(input, target):
+        ri, rt = input._requires_grad, target._requires_grad
+
+        def binary_cross_entropy_backward(g):
+            # PyTorch's formulas, one node: through the clamped logs, a probability of exactly 0 or 1 (a
+            # saturated sigmoid) gave 0 * inf = NaN; here the slope's denominator is clamped at 1e-12 instead
+            gi = gt = None
+            if ri:
+                gi = g * (input - target) / ((1 - input) * input).clamp(min=1e-12)
+            if rt:
+                with np.errstate(divide="ignore"):  # unclamped, as PyTorch's: -inf/inf at 0 and 1
+                    gt = g * ((1 - input).log() - input.log())
+            if weight is not None:
+                gi = gi * weight if gi is not None else None
+                gt = gt * weight if gt is not None else None
+            return (_fit_grad(gi, input) if gi is not None else None,
+                    _fit_grad(gt, target) if gt is not None else None)
+        record("BinaryCrossEntropyBackward0", binary_cross_entropy_backward, loss, (input, target), (input, target))
     return _reduce(loss, reduction)
+
+
+def _fit_grad(g: Tensor, like: Tensor) -> Tensor:
+    """g summed down to like's shape (a weight that broadcast up) and cast to its dtype."""
+    if tuple(g.shape) != tuple(like.shape):
+        g = g.sum_to_size(like.shape)
+    return g if g.dtype is like.dtype else g.to(like.dtype)
 
 
 def binary_cross_entropy_with_logits(input: Tensor, target: Tensor, weight: Tensor | None = None,
@@ -1168,6 +1199,10 @@ def binary_cross_entropy_with_logits(input: Tensor, target: Tensor, weight: Tens
     reduction = _legacy_reduction(size_average, reduce, reduction)
     if tuple(target.shape) != tuple(input.shape):
         raise ValueError(f"Target size ({target.shape}) must be the same as input size ({input.shape})")
+    if input.dtype.is_floating_point and not target.dtype.is_floating_point:
+        from ._common import _short
+        raise RuntimeError(f"result type {_short(input.dtype)} can't be cast to the desired output type "
+                           f"{_short(target.dtype)}")
     if weight is None and pos_weight is None and reduction in ("mean", "sum"):
         fused = _pointwise_loss_fused(
             "BinaryCrossEntropyWithLogitsBackward0", _cpu.BCE_WITH_LOGITS, input, target, 0.0, reduction == "mean",

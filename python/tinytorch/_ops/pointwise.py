@@ -257,7 +257,14 @@ def rsub(a: Tensor, b, *, alpha=1) -> Tensor:
     """b - alpha * a (Python's `2 - t`)."""
     if a._data.dtype.kind == "b" or type(b) is bool:
         _sub_bool_error(a, b)
-    return add(neg(a) if alpha == 1 else mul(a, -alpha), b)
+    if isinstance(b, Tensor) or not isinstance(b, (int, float)):
+        return add(neg(a) if alpha == 1 else mul(a, -alpha), b)
+    x, y = operands(a, b)  # b - alpha * a for a number b: one node, PyTorch's RsubBackward1
+    out = _result(y - x if alpha == 1 else y - alpha * x)
+    if needs_grad(a):
+        sa, da = a._data.shape, a._data.dtype
+        record("RsubBackward1", lambda g: _fit(-g if alpha == 1 else g * -alpha, sa, da), out, (a,))
+    return out
 
 
 def mul(a, b, *, out=None) -> Tensor:
@@ -695,7 +702,13 @@ def sign(a: Tensor) -> Tensor:
     if x.dtype.kind == "c":
         raise RuntimeError("Unlike NumPy, torch.sign is not intended to support complex numbers. Please use "
                            "torch.sgn instead.")
-    out = _result(np.sign(x) if x.dtype.kind != "b" else x.copy())  # NumPy has no sign for bool
+    if x.dtype.kind == "b":  # NumPy has no sign for bool
+        out = _result(x.copy())
+    else:  # (0 < x) - (x < 0), as ATen: NaN has sign 0
+        s = np.sign(x)
+        if x.dtype.kind in "fV":
+            s = np.where(s != s, 0, s).astype(x.dtype, copy=False)
+        out = _result(s)
     if needs_grad(a):
         record("SignBackward0", lambda g: g * 0, out, (a,))
     return out

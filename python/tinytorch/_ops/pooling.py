@@ -392,7 +392,7 @@ def _avg_pool(name: str, nd: int, input: Tensor, kernel_size, stride, padding, c
                 gs = (g.reshape(N, C, oh, ow) * _wrap(inv)).reshape(N * C, 1, oh * ow).expand(N * C, k[0] * k[1],
                                                                                              oh * ow)
                 full = fold(gs, (Hp, Wp), k, 1, 0, s)
-                return full[:, 0, p[0]:p[0] + H, p[1]:p[1] + W].reshape(input.shape)
+                return full[:, 0, p[0]:p[0] + H, p[1]:p[1] + W].reshape(input.shape).contiguous()
             g4 = _as4d(g._data, nd)[0] * inv
             gx = xp.zeros((N, C, Hp, Wp), g4.dtype)
             for _, _, sl in _windows(gx, k, s, d, oh, ow):

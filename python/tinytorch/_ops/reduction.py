@@ -206,8 +206,9 @@ def std_mean(a: Tensor, dim=None, unbiased=None, keepdim: bool = False, *, corre
     return std(a, dim, unbiased, keepdim, correction=correction), a.mean(dim, keepdim)
 
 
-def _reduce_extremum(a: Tensor, axes, keepdim: bool, kernel, name: str) -> Tensor:
-    """amax/amin: the gradient is shared evenly among the elements that attain the extremum."""
+def _reduce_extremum(a: Tensor, axes, keepdim: bool, kernel, name: str, node: str = "") -> Tensor:
+    """amax/amin (and max()/min() of the whole tensor, node MaxBackward1/MinBackward1): the gradient is shared
+    evenly among the elements that attain the extremum."""
     x = a._data
     if x.size == 0:
         if axes is None:
@@ -227,11 +228,11 @@ def _reduce_extremum(a: Tensor, axes, keepdim: bool, kernel, name: str) -> Tenso
         out_alias = alias(out)
 
         def extremum_backward(g):
-            res = saved_output(out_alias, lambda: _reduce_extremum(a, axes, keepdim, kernel, name))
+            res = saved_output(out_alias, lambda: _reduce_extremum(a, axes, keepdim, kernel, name, node))
             mask = a == _expand_back(res, shape, axes, keepdim)
             count = mask.sum(dim=axes, keepdim=True)
             return _expand_back(g, shape, axes, keepdim) * mask / count
-        record(name + "Backward0", extremum_backward, out, (a,), (a, out_alias))
+        record(node or name + "Backward0", extremum_backward, out, (a,), (a, out_alias))
     return out
 
 
@@ -279,7 +280,7 @@ def max(a: Tensor, dim=None, keepdim: bool = False, *, out=None):
     if isinstance(dim, Tensor):
         return a.maximum(dim)
     if dim is None:
-        return _reduce_extremum(a, None, False, np.max, "Max")
+        return _reduce_extremum(a, None, False, np.max, "Max", "MaxBackward1")
     return _extremum_with_indices(a, dim, keepdim, _argmax, "Max")
 
 
@@ -290,7 +291,7 @@ def min(a: Tensor, dim=None, keepdim: bool = False, *, out=None):
     if isinstance(dim, Tensor):
         return a.minimum(dim)
     if dim is None:
-        return _reduce_extremum(a, None, False, np.min, "Min")
+        return _reduce_extremum(a, None, False, np.min, "Min", "MinBackward1")
     return _extremum_with_indices(a, dim, keepdim, _argmin, "Min")
 
 
@@ -424,7 +425,7 @@ def _norm2(a: Tensor, axes, keepdim: bool) -> Tensor:
             zero = res == 0  # subgradient 0 at the origin, as in PyTorch (and no 0/0 on the way)
             scale = (g / res.masked_fill(zero, 1.0)).masked_fill(zero, 0.0)
             return a * _expand_back(scale, shape, axes, keepdim)
-        record("NormBackward1", norm_backward, out, (a,), (a, out_alias))
+        record("LinalgVectorNormBackward0", norm_backward, out, (a,), (a, out_alias))
     return out
 
 
@@ -523,13 +524,15 @@ def cumprod(a: Tensor, dim: int, *, dtype=None) -> Tensor:
 
 
 def all(a: Tensor, dim=None, keepdim: bool = False) -> Tensor:
-    """Whether every element (along dim) is nonzero."""
-    return _result(_asarray(a._data.astype(bool).all(axis=_dims(dim, a._data.ndim), keepdims=keepdim)))
+    """Whether every element (along dim) is nonzero (uint8 for a uint8 tensor, as PyTorch keeps it)."""
+    r = _asarray(a._data.astype(bool).all(axis=_dims(dim, a._data.ndim), keepdims=keepdim))
+    return _result(r.astype(np.uint8) if a._data.dtype == np.uint8 else r)
 
 
 def any(a: Tensor, dim=None, keepdim: bool = False) -> Tensor:
-    """Whether some element (along dim) is nonzero."""
-    return _result(_asarray(a._data.astype(bool).any(axis=_dims(dim, a._data.ndim), keepdims=keepdim)))
+    """Whether some element (along dim) is nonzero (uint8 for a uint8 tensor, as PyTorch keeps it)."""
+    r = _asarray(a._data.astype(bool).any(axis=_dims(dim, a._data.ndim), keepdims=keepdim))
+    return _result(r.astype(np.uint8) if a._data.dtype == np.uint8 else r)
 
 
 def count_nonzero(a: Tensor, dim=None) -> Tensor:

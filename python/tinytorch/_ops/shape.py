@@ -197,7 +197,10 @@ def t(a: Tensor) -> Tensor:
     if a._data.ndim > 2:
         raise RuntimeError(f"t() expects a tensor with <= 2 dimensions, but self is {a._data.ndim}D")
     if a._data.ndim == 2:
-        return transpose(a, 0, 1)
+        out = _view_result(a, a._data.swapaxes(0, 1))
+        if needs_grad(a):
+            record("TBackward0", lambda g: g.t(), out, (a,))
+        return out
     return _identity_view(a, "TBackward0")
 
 
@@ -244,7 +247,9 @@ def squeeze(a: Tensor, dim=None) -> Tensor:
     out = _view_result(a, x.squeeze(axis=axes) if axes else x.view())
     if needs_grad(a):
         old = x.shape
-        record("SqueezeBackward0", lambda g: g.reshape(old), out, (a,))
+        # PyTorch's overloads: squeeze(), squeeze(dim), squeeze(dims)
+        node = "SqueezeBackward0" if dim is None else "SqueezeBackward1" if isinstance(dim, int) else "SqueezeBackward2"
+        record(node, lambda g: g.reshape(old), out, (a,))
     return out
 
 
@@ -320,9 +325,10 @@ def _is_channels_last(x, perm) -> bool:
 
 
 def _laid_out(x, perm):
-    """A copy of x whose memory holds its axes in `perm` order (channels last), with x's shape."""
+    """A copy of x whose memory holds its axes in `perm` order (channels last), with x's shape. Always a copy:
+    (ascontiguousarray would hand back x's own memory when x is already channels last, and clone would alias.)"""
     xp = np if type(x) is np.ndarray else x.__array_namespace__()
-    return xp.ascontiguousarray(x.transpose(perm)).transpose(np.argsort(perm))
+    return xp.array(x.transpose(perm), order="C", copy=True).transpose(np.argsort(perm))
 
 
 def contiguous(a: Tensor, memory_format=None) -> Tensor:

@@ -24,13 +24,18 @@ class _VariableMeta(type):
 
 
 class Variable(metaclass=_VariableMeta):
-    """Legacy alias kept for old code: Variable(t) is t (optionally marked requires_grad), and every
-    Tensor is an instance of Variable, as in PyTorch since 0.4."""
+    """Legacy alias kept for old code: Variable(t) is a new leaf sharing t's memory (t itself is left alone),
+    requiring grad when asked; every Tensor is an instance of Variable, as in PyTorch since 0.4."""
 
     def __new__(cls, data: Tensor, requires_grad: bool = False, volatile: bool = False) -> Tensor:
+        if not isinstance(data, Tensor):
+            raise TypeError(f"Variable data has to be a tensor, but got {type(data).__name__}")
+        out = data.detach()
         if requires_grad:
-            data.requires_grad_(True)
-        return data
+            if not (out.dtype.is_floating_point or out.dtype.is_complex):
+                raise RuntimeError("Only Tensors of floating point and complex dtype can require gradients")
+            out.requires_grad_(True)
+        return out
 
 
 def _tensors(x) -> tuple:
@@ -54,6 +59,8 @@ def _make_grads(outputs: tuple, grads, is_grads_batched: bool = False) -> list:
     for i, (out, g) in enumerate(zip(outputs, grads)):
         if g is None:
             d = out._data
+            if not out._requires_grad:  # before the dtype: an integer output never requires grad (argmax())
+                raise RuntimeError(f"element {i} of tensors does not require grad and does not have a grad_fn")
             if out._requires_grad and out.numel() != 1:
                 raise RuntimeError("grad can be implicitly created only for scalar outputs")
             if d.dtype.kind != "f" and not out.dtype.is_floating_point:

@@ -681,7 +681,13 @@ class Module:
         if not (self._forward_pre_hooks or self._forward_hooks or self._backward_hooks or self._backward_pre_hooks
                 or _global_forward_pre_hooks or _global_forward_hooks or _global_backward_hooks
                 or _global_backward_pre_hooks):
-            return self.forward(*args, **kwargs)
+            try:
+                return self.forward(*args, **kwargs)
+            except AttributeError as e:  # model(np_batch): PyTorch's TypeError, not an internal AttributeError
+                if "'_data'" in str(e):
+                    from ..._dispatch import not_a_tensor
+                    not_a_tensor(self.forward, type(self).__name__, args, kwargs, e)
+                raise
         return self._call_with_hooks(args, kwargs)
 
     __call__ = _call_impl
