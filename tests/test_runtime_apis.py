@@ -169,3 +169,80 @@ def test_legacy_variable_and_bce_and_cosine_edges():
     assert torch.autograd.gradcheck(lambda u, v: F.binary_cross_entropy(u, v),
                                     (torch.tensor([0.2, 0.7], dtype=torch.float64, requires_grad=True),
                                      torch.tensor([0.1, 0.9], dtype=torch.float64, requires_grad=True)))
+
+
+def test_foreach_ops_apply_per_tensor_in_place_and_out_of_place():
+    def make():
+        return [torch.tensor([0.5, 1.5, 2.0]), torch.tensor([0.7, 0.9])]
+    ts = make()
+    torch._foreach_mul_(ts, 2.0)
+    assert ts[0].tolist() == [1.0, 3.0, 4.0] and ts[1].tolist() == pytest.approx([1.4, 1.8])
+    ema, new = make(), [torch.ones(3), torch.ones(2)]
+    torch._foreach_lerp_(ema, new, 0.5)  # timm's ModelEmaV3
+    assert ema[1].tolist() == pytest.approx([0.85, 0.95])
+    out = torch._foreach_add(make(), [1.0, 2.0])
+    assert out[0].tolist() == [1.5, 2.5, 3.0] and out[1].tolist() == pytest.approx([2.7, 2.9])
+    ts = make()
+    torch._foreach_addcmul_(ts, make(), make(), value=2.0)
+    assert ts[0].tolist() == pytest.approx([1.0, 6.0, 10.0])
+    ts = make()
+    torch._foreach_maximum_(ts, 1.0)
+    assert ts[0].tolist() == [1.0, 1.5, 2.0]
+    assert [n.item() for n in torch._foreach_norm([torch.tensor([3.0, 4.0])])] == [5.0]
+    torch._foreach_zero_(ts)
+    assert all(t.sum().item() == 0 for t in ts)
+    with pytest.raises(RuntimeError, match="Tensor lists must have the same number of tensors, got 2 and 3"):
+        torch._foreach_add(make(), [1.0, 2.0, 3.0])
+
+
+@needs_torch
+def test_foreach_ops_match_pytorch():
+    import torch as pt
+    data = [np.array([0.5, 1.5, 2.0], np.float32), np.array([0.7, 0.9], np.float32)]
+    for name, args in (("_foreach_sqrt", ()), ("_foreach_add_", (1.0,)), ("_foreach_div", ([2.0, 3.0],)),
+                       ("_foreach_clamp_min_", (0.8,)), ("_foreach_pow", (2.0,)), ("_foreach_neg_", ())):
+        res = []
+        for lib in (torch, pt):
+            ts = [lib.from_numpy(d.copy()) for d in data]
+            r = getattr(lib, name)(ts, *args)
+            res.append([t.tolist() for t in (ts if r is None else r)])
+        assert all(a == pytest.approx(b) for a, b in zip(*res))
+
+
+def test_hub_downloads_once_into_its_cache_and_checks_the_hash(tmp_path):
+    m = torch.nn.Linear(2, 2)
+    src = tmp_path / "weights-abcd.pt"
+    torch.save(m.state_dict(), str(src))
+    torch.hub.set_dir(str(tmp_path / "hub"))
+    try:
+        sd = torch.hub.load_state_dict_from_url(src.as_uri())
+        assert torch.equal(sd["weight"], m.weight)
+        assert sorted(p.name for p in (tmp_path / "hub" / "checkpoints").iterdir()) == ["weights-abcd.pt"]
+        assert torch.equal(torch.utils.model_zoo.load_url(src.as_uri())["bias"], m.bias)
+        with pytest.raises(RuntimeError, match='invalid hash value \\(expected "ffff"'):
+            torch.hub.load_state_dict_from_url(src.as_uri(), file_name="other-ffff.pt", check_hash=True)
+        assert not (tmp_path / "hub" / "checkpoints" / "other-ffff.pt").exists()  # nothing half-written stays
+        with pytest.raises(NotImplementedError, match="hubconf.py"):
+            torch.hub.load("pytorch/vision", "resnet18")
+    finally:
+        torch.hub._hub_dir[0] = None
+
+
+def test_module_file_helpers_import_from_pytorchs_places():
+    from tinytorch.nn.common_types import _size_2_t  # noqa: F401
+    from tinytorch.nn.modules.utils import consume_prefix_in_state_dict_if_present
+    sd = torch.nn.DataParallel(torch.nn.Linear(2, 2)).state_dict()
+    consume_prefix_in_state_dict_if_present(sd, "module.")
+    assert list(sd) == ["weight", "bias"]
+    assert torch.functional.einsum("i,i->", torch.ones(2), torch.ones(2)).item() == 2.0
+    torch._assert(torch.tensor(True), "fine")
+    with pytest.raises(AssertionError, match="^shape mismatch$"):
+        torch._assert(1 == 2, "shape mismatch")
+    t = torch.nn.init._no_grad_trunc_normal_(torch.empty(1000), 0.0, 1.0, -0.5, 0.5)
+    assert t.min().item() >= -0.5 and t.max().item() <= 0.5
+    a = torch.tensor([3.0, 1.0, 2.0])
+    o = torch.empty(3)
+    assert torch.cumsum(a, 0, out=o) is o and o.tolist() == [3.0, 4.0, 6.0]
+    v, i = torch.empty(3), torch.empty(3, dtype=torch.int64)
+    r = torch.sort(a, out=(v, i))
+    assert r.values is v and v.tolist() == [1.0, 2.0, 3.0] and i.tolist() == [1, 2, 0]

@@ -66,6 +66,16 @@ _memory.follow_torch_huge_page_policy()
 
 # Mixed precision, backend switches and determinism (PyTorch's top-level names)
 from . import amp, backends, compiler, cpu, random  # noqa: E402
+from ._foreach import ops as _foreach_table  # noqa: E402  (torch._foreach_add_ and the rest)
+globals().update(_foreach_table)
+
+
+def _assert(condition, message: str) -> None:
+    """torch._assert: assert that survives tracing in PyTorch (here, a plain assert that python -O keeps)."""
+    if isinstance(condition, Tensor):
+        condition = condition.item()
+    if not condition:
+        raise AssertionError(message)
 from .amp import GradScaler, autocast  # noqa: E402
 from .cuda import OutOfMemoryError  # noqa: E402
 from ._autocast import (autocast_decrement_nesting, autocast_increment_nesting, clear_autocast_cache,  # noqa: E402
@@ -97,3 +107,5 @@ from ._ops.tensor_methods import as_strided, frexp, ldexp, layout, msort, positi
 from . import _dispatch  # noqa: E402
 
 _dispatch.route(globals(), "tinytorch")  # torch.* op functions hand DTensor arguments to DTensor's sharding rules
+
+from . import functional, hub  # noqa: E402,F401  (torch.functional, torch.hub: after the ops they re-export)

@@ -2,6 +2,9 @@
 and the in-place protocol (version bump, history rebase)."""
 from __future__ import annotations
 
+import os
+import sys
+
 import numpy as np
 
 from .. import _C
@@ -472,3 +475,14 @@ def inplace_unary(t: Tensor, out_of_place, *args) -> Tensor:
 def dtype_of_array(x):
     return from_numpy_dtype(x.dtype)
 
+
+_ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+
+
+def user_stacklevel() -> int:
+    """The warnings.warn stacklevel of the innermost caller outside tinytorch, for an op's warning: PyTorch's
+    points at the user's line, and here the op may sit under the public wrapper, a module's forward, a loss."""
+    frame, level = sys._getframe(1), 1
+    while frame is not None and os.path.abspath(frame.f_code.co_filename).startswith(_ROOT + os.sep):
+        frame, level = frame.f_back, level + 1
+    return level

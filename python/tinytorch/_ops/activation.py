@@ -18,6 +18,7 @@ from ._common import _grad_enabled, _short, attach, float_data, inplace_unary, n
 from . import _cpu, pointwise as _pw
 from .nn import _compute, _xp, dropout, softmax
 from .shape import cat
+from ._common import user_stacklevel as _user_stacklevel
 
 _SELU_ALPHA = 1.6732632423543772848170429916717
 _SELU_SCALE = 1.0507009873554804934193349852946
@@ -557,7 +558,7 @@ def rrelu_(input: Tensor, lower: float = 1.0 / 8, upper: float = 1.0 / 3, traini
 def gumbel_softmax(logits: Tensor, tau: float = 1, hard: bool = False, eps: float = 1e-10, dim: int = -1) -> Tensor:
     """softmax((logits + Gumbel noise) / tau); with hard=True the one-hot argmax, with the soft sample's gradient."""
     if eps != 1e-10:
-        warnings.warn("`eps` parameter is deprecated and has no effect.", stacklevel=2)
+        warnings.warn("`eps` parameter is deprecated and has no effect.", stacklevel=_user_stacklevel())
     if logits._data.dtype.kind not in _FLOAT_KINDS:
         raise RuntimeError("Exponential distribution is a continuous probability distribution. dtype must be a "
                            f"floating point but you specified {_short(logits._data.dtype)}")

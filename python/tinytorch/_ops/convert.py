@@ -8,6 +8,7 @@ from .._dtype import dtype as _dtype, to_dtype
 from .._tensor import Tensor, _wrap
 from . import _cpu
 from ._common import attach, needs_grad, record
+from ._common import user_stacklevel as _user_stacklevel
 
 
 def _parse_to(args, kwargs):
@@ -48,7 +49,7 @@ def to(a: Tensor, *args, **kwargs) -> Tensor:
         return a
     y = x
     if not same_dt and x.dtype.kind == "c" and not dt.is_complex:
-        warnings.warn("Casting complex values to real discards the imaginary part", UserWarning, stacklevel=2)
+        warnings.warn("Casting complex values to real discards the imaginary part", UserWarning, stacklevel=_user_stacklevel())
         y = y.real
     if not same_dt:
         r = _cpu.cast(y, dt.np) if y.size >= _cpu.MIN_SIZE else None

@@ -7,6 +7,7 @@ import warnings
 
 from .._tensor import Tensor
 from .nn import dropout
+from ._common import user_stacklevel as _user_stacklevel
 
 
 def _check_p(p: float) -> None:
@@ -44,7 +45,7 @@ def dropout2d(input: Tensor, p: float = 0.5, training: bool = True, inplace: boo
                       "behavior is desired - input is interpreted as shape (N, C, L), where C is the channel dim. "
                       "This behavior will change in a future release to interpret the input as one without a "
                       "batch dimension, i.e. shape (C, H, W). To maintain the 1D channel-wise dropout behavior, "
-                      "please switch to using dropout1d instead.", stacklevel=2)
+                      "please switch to using dropout1d instead.", stacklevel=_user_stacklevel())
         return _channel_dropout("dropout2d", 1, input, p, training, inplace)
     return _channel_dropout("dropout2d", 2, input, p, training, inplace)
 

@@ -19,6 +19,7 @@ from .. import _autocast
 from .._tensor import Tensor, _wrap
 from ._common import _grad_enabled, _short, needs_grad, record
 from .conv import _xp
+from ._common import user_stacklevel as _user_stacklevel
 
 _ALIGN_WARNING = ("Default grid_sample and affine_grid behavior has changed to align_corners=False since 1.3.0. "
                   "Please specify align_corners=True if the old behavior is desired. See the documentation of "
@@ -202,7 +203,7 @@ def grid_sample(input: Tensor, grid: Tensor, mode: str = "bilinear", padding_mod
         raise ValueError(f"nn.functional.grid_sample(): expected padding_mode to be 'zeros', 'border', or "
                          f"'reflection', but got: '{padding_mode}'")
     if align_corners is None:
-        warnings.warn(_ALIGN_WARNING, stacklevel=2)
+        warnings.warn(_ALIGN_WARNING, stacklevel=_user_stacklevel())
         align_corners = False
     if _autocast.active:
         return _autocast.dispatch("grid_sampler", grid_sample, input, grid, mode, padding_mode, align_corners)
@@ -269,7 +270,7 @@ def affine_grid(theta: Tensor, size: list, align_corners: bool | None = None) ->
     """The sampling grid (N, H, W, 2) (or (N, D, H, W, 3)) of the affine maps theta (N, 2, 3) (or (N, 3, 4))
     applied to the output's normalised pixel centres, for grid_sample."""
     if align_corners is None:
-        warnings.warn(_ALIGN_WARNING, stacklevel=2)
+        warnings.warn(_ALIGN_WARNING, stacklevel=_user_stacklevel())
         align_corners = False
     if not theta.is_floating_point():
         raise ValueError(f"Expected theta to have floating point type, but got {theta.dtype}")
@@ -290,7 +291,7 @@ def affine_grid(theta: Tensor, size: list, align_corners: bool | None = None) ->
     if align_corners and min(spatial) == 1:
         warnings.warn("Since version 1.3.0, affine_grid behavior has changed for unit-size grids when "
                       "align_corners=True. This is not an intended use case of affine_grid. See the documentation "
-                      "of affine_grid for details.", stacklevel=2)
+                      "of affine_grid for details.", stacklevel=_user_stacklevel())
     elif min(size) <= 0:
         raise ValueError(f"Expected non-zero, positive output size. Got {tuple(size)}")
     N, nd = size[0], len(spatial)

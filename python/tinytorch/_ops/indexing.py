@@ -7,8 +7,6 @@ of reads scatter-add into zeros (repeated indices accumulate, np.add.at semantic
 """
 from __future__ import annotations
 
-import os
-import sys
 import warnings
 
 import numpy as np
@@ -19,6 +17,7 @@ from .. import _C
 from .._dtype import int64
 from .._tensor import Tensor, _view_of, _wrap, _wrap_dim
 from . import _cpu
+from ._common import user_stacklevel as _user_stacklevel
 from ._common import _grad_enabled, attach, check_inplace, commit_inplace, needs_grad, record, sum_to
 
 # ------------------------------------------------------------------ array-module helpers
@@ -455,16 +454,6 @@ def _scatter_src(src, idx_shape, like: Tensor):
             return s[tuple(slice(0, n) for n in idx_shape)].astype(like._data.dtype, copy=False)
         return s
     return src
-
-
-def _user_stacklevel() -> int:
-    """The warnings.warn stacklevel of the innermost caller outside tinytorch, so a warning points at
-    the user's line as PyTorch's does."""
-    root = os.path.dirname(os.path.dirname(os.path.abspath(__file__))) + os.sep
-    frame, level = sys._getframe(1), 1
-    while frame is not None and os.path.abspath(frame.f_code.co_filename).startswith(root):
-        frame, level = frame.f_back, level + 1
-    return level
 
 
 def scatter(x: Tensor, dim: int, index: Tensor, src=None, *, value=None, reduce=None) -> Tensor:

@@ -14,6 +14,7 @@ from .._tensor import Tensor, _wrap_dim
 from ._common import _short, attach, needs_grad, operands, record, sum_to
 from .indexing import _inplace
 from .pointwise import _ctype_dtype, _result, _same_dtype_out, _write_out, broadcast_error_shapes
+from ._common import user_stacklevel as _user_stacklevel
 
 
 # out= dtype rule of matmul's vector . vector case (ATen's dot); the others (mm, bmm, mv) use _ctype_dtype
@@ -486,7 +487,7 @@ def cross(input: Tensor, other: Tensor, dim: int | None = None) -> Tensor:
     if dim is None:
         warnings.warn("Using torch.cross without specifying the dim arg is deprecated.\nPlease either pass the dim "
                       "explicitly or simply use torch.linalg.cross.\nThe default value of dim will change to agree "
-                      "with that of linalg.cross in a future release.", UserWarning, stacklevel=2)
+                      "with that of linalg.cross in a future release.", UserWarning, stacklevel=_user_stacklevel())
         dim = next((k for k, s in enumerate(input.shape) if s == 3), None)
         if dim is None:
             raise RuntimeError("no dimension of size 3 in input")
@@ -572,7 +573,7 @@ def chain_matmul(*matrices) -> Tensor:
     """The product of 2-D tensors, left to right (deprecated in PyTorch for torch.linalg.multi_dot)."""
     warnings.warn("torch.chain_matmul is deprecated and will be removed in a future PyTorch release. Use "
                   "torch.linalg.multi_dot instead, which accepts a list of two or more tensors rather than multiple "
-                  "parameters.", UserWarning, stacklevel=2)
+                  "parameters.", UserWarning, stacklevel=_user_stacklevel())
     if not matrices:
         raise RuntimeError("chain_matmul(): Expected one or more matrices")
     for m in matrices:

@@ -15,6 +15,7 @@ import numpy as np
 from .._tensor import Tensor
 from . import pointwise as _pw
 from .nn import _check_reduction, _legacy_reduction, _reduce, logsigmoid, relu, softplus
+from ._common import user_stacklevel as _user_stacklevel
 
 
 def _zeros_like(x: Tensor) -> Tensor:
@@ -72,7 +73,7 @@ def kl_div(input: Tensor, target: Tensor, size_average=None, reduce=None, reduct
         warnings.warn("reduction: 'mean' divides the total loss by both the batch size and the support size."
                       "'batchmean' divides only by the batch size, and aligns with the KL div math definition."
                       "'mean' will be changed to behave the same as 'batchmean' in the next major release.",
-                      stacklevel=2)
+                      stacklevel=_user_stacklevel())
     if log_target:
         loss = target.exp() * (target - input)
     else:

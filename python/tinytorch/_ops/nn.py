@@ -19,6 +19,7 @@ from ._common import (_grad_enabled, alias, attach, float_data, inplace_unary, n
 from . import _cpu, pointwise as _pw
 from .linalg import _FLOATS, _matmul
 from .shape import empty_pieces_like
+from ._common import user_stacklevel as _user_stacklevel
 
 _SQRT1_2 = 1.0 / math.sqrt(2.0)
 _INV_SQRT_2PI = 1.0 / math.sqrt(2.0 * math.pi)
@@ -171,7 +172,7 @@ def erf(a: Tensor) -> Tensor:
 
 def _softmax_dim(name: str, ndim: int) -> int:
     warnings.warn(f"Implicit dimension choice for {name} has been deprecated. Change the call to include dim=X "
-                  "as an argument.", stacklevel=4)
+                  "as an argument.", stacklevel=_user_stacklevel())
     return 0 if ndim in (0, 1, 3) else 1
 
 
@@ -1010,7 +1011,7 @@ def _warn_broadcast(name: str, input: Tensor, target: Tensor) -> None:
     if tuple(input.shape) != tuple(target.shape):
         warnings.warn(f"Using a target size ({target.shape}) that is different to the input size ({input.shape}). "
                       "This will likely lead to incorrect results due to broadcasting. Please ensure they have the "
-                      "same size.", stacklevel=3)
+                      "same size.", stacklevel=_user_stacklevel())
 
 
 def mse_loss(input: Tensor, target: Tensor, size_average=None, reduce=None, reduction: str = "mean",
@@ -1581,7 +1582,7 @@ def linear_cross_entropy(input: Tensor, linear_weight: Tensor, target: Tensor, *
                           f"Got reduction={reduction!r}, label_smoothing={label_smoothing}, "
                           f"target.dtype={target.dtype}, out_features={out_features}, tracing=False, "
                           f"linear_bias.shape={tuple(linear_bias.shape) if linear_bias is not None else None}.",
-                          stacklevel=2)
+                          stacklevel=_user_stacklevel())
         else:
             return _linear_cross_entropy_chunked(input, linear_weight, target, linear_bias, weight, reduction,
                                                  ignore_index, getattr(options, "batch_chunk_size", None))

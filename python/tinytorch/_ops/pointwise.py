@@ -140,12 +140,11 @@ def _write_out(name: str, result: Tensor, out, check=_castable_out, inputs: tupl
     if had != shape:
         if out._data.size:
             import warnings
-            from ..nn.modules.module import _stacklevel_outside_tinytorch
             warnings.warn(f"An output with one or more elements was resized since it had shape {list(had)}, "
                           f"which does not match the required output shape {list(shape)}. This behavior is deprecated, "
                           "and in a future PyTorch release outputs will not be resized unless they have zero elements. "
                           "You can explicitly reuse an out tensor t by resizing it, inplace, to zero elements with "
-                          "t.resize_(0).", UserWarning, stacklevel=_stacklevel_outside_tinytorch())
+                          "t.resize_(0).", UserWarning, stacklevel=_common.user_stacklevel())
         _resize_out(out, shape)
     return copy_(out, result)
 

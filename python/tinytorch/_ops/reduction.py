@@ -465,8 +465,10 @@ def prod(a: Tensor, dim=None, keepdim: bool = False, *, dtype=None) -> Tensor:
     return out
 
 
-def cumsum(a: Tensor, dim: int, *, dtype=None) -> Tensor:
+def cumsum(a: Tensor, dim: int, *, dtype=None, out=None) -> Tensor:
     """Running sum along dim."""
+    if out is not None:
+        return _write_out("cumsum", cumsum(a, dim, dtype=dtype), out)
     if _autocast.active:
         return _autocast.dispatch("cumsum", cumsum, a, dim, dtype=dtype)
     x = a._data if dtype is None else a._data.astype(to_dtype(dtype).np)
@@ -491,8 +493,10 @@ def cumsum(a: Tensor, dim: int, *, dtype=None) -> Tensor:
     return out
 
 
-def cumprod(a: Tensor, dim: int, *, dtype=None) -> Tensor:
+def cumprod(a: Tensor, dim: int, *, dtype=None, out=None) -> Tensor:
     """Running product along dim (the gradient stays exact where inputs are zero)."""
+    if out is not None:
+        return _write_out("cumprod", cumprod(a, dim, dtype=dtype), out)
     if _autocast.active:
         return _autocast.dispatch("cumprod", cumprod, a, dim, dtype=dtype)
     x = a._data if dtype is None else a._data.astype(to_dtype(dtype).np)
@@ -575,8 +579,13 @@ def _argsort_array(x, axis: int, descending: bool, stable: bool):
     return np.argsort(x, axis=axis, kind=kind)
 
 
-def sort(a: Tensor, dim: int = -1, descending: bool = False, *, stable: bool = False):
-    """Sorted values along dim and the indices they came from."""
+def sort(a: Tensor, dim: int = -1, descending: bool = False, *, stable: bool = False, out=None):
+    """Sorted values along dim and the indices they came from (out=: a (values, indices) pair to write)."""
+    if out is not None:
+        if not isinstance(out, (tuple, list)) or len(out) != 2:
+            raise TypeError("sort(): argument 'out' must be tuple of Tensors")
+        values, indices = sort(a, dim, descending, stable=stable)
+        return sort_result(_write_out("sort", values, out[0]), _write_out("sort", indices, out[1]))
     x = a._data
     if x.ndim == 0:
         return sort_result(a.clone(), _result(np.zeros((), np.int64)))

@@ -15,6 +15,7 @@ from . import _cpu
 from ._common import attach, needs_grad, record, _grad_enabled
 from .indexing import _inplace
 from .pointwise import _write_out
+from ._common import user_stacklevel as _user_stacklevel
 
 
 def _short_name(a: Tensor) -> str:
@@ -844,7 +845,7 @@ def meshgrid(*tensors, indexing: str | None = None) -> tuple:
         tensors = tuple(tensors[0])
     if indexing is None:
         warnings.warn("torch.meshgrid: in an upcoming release, it will be required to pass the indexing argument.",
-                      UserWarning, stacklevel=2)
+                      UserWarning, stacklevel=_user_stacklevel())
         indexing = "ij"
     if indexing not in ("ij", "xy"):
         raise RuntimeError(f'torch.meshgrid: indexing must be one of "xy" or "ij", but received: {indexing}')

@@ -14,6 +14,7 @@ import numpy as np
 from .._dtype import get_default_dtype, to_dtype
 from .._tensor import Tensor
 from ._common import attach
+from ._common import user_stacklevel as _user_stacklevel
 
 __all__ = ["hann_window", "hamming_window", "blackman_window", "bartlett_window", "kaiser_window", "stft", "istft"]
 
@@ -142,7 +143,7 @@ def stft(input: Tensor, n_fft: int, hop_length: int | None = None, win_length: i
         warnings.warn("A window was not provided. A rectangular window will be applied,which is known to cause "
                       "spectral leakage. Other windows such as torch.hann_window or torch.hamming_window are "
                       "recommended to reduce spectral leakage.To suppress this warning and use a rectangular window, "
-                      "explicitly set `window=torch.ones(n_fft, device=<device>)`.", UserWarning, stacklevel=2)
+                      "explicitly set `window=torch.ones(n_fft, device=<device>)`.", UserWarning, stacklevel=_user_stacklevel())
     if center and input.dim() <= 3:
         dim = input.dim()
         half = n_fft // 2

@@ -12,6 +12,7 @@ from ._common import _short, alias, as_tensor_like, attach, needs_grad, record, 
 from .indexing import _xp
 from .pointwise import _result, where
 from .reduction import _dims, _expand_back, _return_type, _wide, amax, amin, sum as _sum
+from ._common import user_stacklevel as _user_stacklevel
 
 __all__ = ["median", "nanmedian", "kthvalue", "mode", "quantile", "nanquantile", "nansum", "nanmean", "aminmax",
            "cummax", "cummin", "logcumsumexp", "cov", "corrcoef"]
@@ -424,7 +425,7 @@ def cov(input: Tensor, *, correction: int = 1, fweights: Tensor | None = None,
             else w_sum - correction
     if bool(norm <= 0):
         warnings.warn("cov(): degrees of freedom is <= 0. Correction should be strictly less than the number of "
-                      "observations.", UserWarning, stacklevel=2)
+                      "observations.", UserWarning, stacklevel=_user_stacklevel())
         norm = norm * 0
     centered = x - avg.unsqueeze(1)
     c = centered.mm((centered if w is None else centered * w).t().conj())

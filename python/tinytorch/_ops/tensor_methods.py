@@ -16,6 +16,7 @@ from ._common import (_grad_enabled, _new, _short, attach, check_inplace, inplac
                       sum_to)
 from .decompositions import _return_type
 from .pointwise import _inplace_call
+from ._common import user_stacklevel as _user_stacklevel
 
 _frexp_t = _return_type("frexp", "mantissa exponent")
 
@@ -479,7 +480,7 @@ def index_reduce(a: Tensor, dim: int, index: Tensor, source: Tensor, reduce: str
     from .shape import _scatter_reduce_grads, scatter_reduce
     if not _index_reduce_warned[0]:  # PyTorch warns once per process
         _index_reduce_warned[0] = True
-        warnings.warn("index_reduce() is in beta and the API may change at any time.", UserWarning, stacklevel=2)
+        warnings.warn("index_reduce() is in beta and the API may change at any time.", UserWarning, stacklevel=_user_stacklevel())
     if reduce not in _INDEX_REDUCTIONS:
         raise RuntimeError(f"index_reduce(): Expected reduce to be one of prod, mean, amax or amin but got {reduce}.")
     if not isinstance(index, Tensor):
@@ -998,13 +999,13 @@ def _resize_view(a: Tensor, shape: tuple) -> Tensor:
 
 def resize(a: Tensor, *sizes) -> Tensor:
     """The deprecated out-of-place resize: a tensor sharing a's memory in the new shape (same number of elements)."""
-    warnings.warn("non-inplace resize is deprecated", UserWarning, stacklevel=2)
+    warnings.warn("non-inplace resize is deprecated", UserWarning, stacklevel=_user_stacklevel())
     return _resize_view(a, _resize_sizes(sizes))
 
 
 def resize_as(a: Tensor, tensor: Tensor) -> Tensor:
     """The deprecated out-of-place resize_as."""
-    warnings.warn("non-inplace resize_as is deprecated", UserWarning, stacklevel=2)
+    warnings.warn("non-inplace resize_as is deprecated", UserWarning, stacklevel=_user_stacklevel())
     return _resize_view(a, tuple(tensor._data.shape))
 
 

@@ -31,6 +31,7 @@ from .tensor_methods import (_legacy_new, _not_differentiable, as_strided_, as_s
                              bitwise_right_shift, eig, igamma, igammac, index_reduce, is_nonzero, is_same_size,
                              is_signed, lstsq, msort, nonzero_static, put, solve, split_with_sizes, symeig)
 from .upsampling import pixel_shuffle, pixel_unshuffle
+from ._common import user_stacklevel as _user_stacklevel
 
 # ------------------------------------------------------------------ torch.X_(input, ...): the Tensor method X_
 
@@ -514,7 +515,7 @@ def range(start=0, end=None, step=1, *, out=None, dtype=None, layout=None, devic
     """Deprecated: start, start + step, ... up to and including end, in the default float dtype."""
     warnings.warn("torch.range is deprecated and will be removed in a future release because its behavior is "
                   "inconsistent with Python's range builtin. Instead, use torch.arange, which produces values in "
-                  "[start, end).", UserWarning, stacklevel=3)
+                  "[start, end).", UserWarning, stacklevel=_user_stacklevel())
     if end is None:
         start, end = 0, start
     if step == 0:
@@ -1236,7 +1237,7 @@ def set_default_tensor_type(t) -> None:
     from .._dtype import set_default_dtype
     warnings.warn("torch.set_default_tensor_type() is deprecated as of PyTorch 2.1, please use "
                   "torch.set_default_dtype() and torch.set_default_device() as alternatives.", UserWarning,
-                  stacklevel=2)
+                  stacklevel=_user_stacklevel())
     name = t if isinstance(t, str) else f"torch.{getattr(t, '__name__', t)}"
     parts = name.split(".")
     if parts[0] != "torch" or len(parts) not in (2, 3) or (len(parts) == 3 and parts[1] != "cuda"):

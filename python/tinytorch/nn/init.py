@@ -105,6 +105,11 @@ def trunc_normal_(tensor: Tensor, mean: float = 0.0, std: float = 1.0, a: float 
     return _fill(tensor, make)
 
 
+def _no_grad_trunc_normal_(tensor: Tensor, mean: float, std: float, a: float, b: float, generator=None) -> Tensor:
+    """The name timm and older model files import trunc_normal_ under (it already fills without recording)."""
+    return trunc_normal_(tensor, mean, std, a, b, generator=generator)
+
+
 def constant_(tensor: Tensor, val: float) -> Tensor:
     """Fill with the value val."""
     tensor._data[...] = val

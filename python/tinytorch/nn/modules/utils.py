@@ -5,7 +5,8 @@ import collections.abc
 from itertools import repeat
 from typing import Any, Callable, List
 
-__all__ = ["_single", "_pair", "_triple", "_quadruple", "_ntuple", "_reverse_repeat_tuple", "_list_with_default"]
+__all__ = ["_single", "_pair", "_triple", "_quadruple", "_ntuple", "_reverse_repeat_tuple", "_list_with_default",
+           "consume_prefix_in_state_dict_if_present"]
 
 
 def _ntuple(n: int, name: str = "parse") -> Callable[[Any], tuple]:
@@ -36,3 +37,15 @@ def _list_with_default(out_size: List, defaults: List) -> List:
     if len(defaults) <= len(out_size):
         raise ValueError(f"Input dimension should be at least {len(out_size) + 1}")
     return [v if v is not None else d for v, d in zip(out_size, defaults[-len(out_size):])]
+
+
+def consume_prefix_in_state_dict_if_present(state_dict: dict, prefix: str) -> None:
+    """Strip `prefix` from the keys that have it, in place (a DataParallel/DDP checkpoint's 'module.'), and from
+    the state dict's _metadata keys, as PyTorch does."""
+    for key in [k for k in state_dict if k.startswith(prefix)]:
+        state_dict[key[len(prefix):]] = state_dict.pop(key)
+    metadata = getattr(state_dict, "_metadata", None)
+    if metadata is not None:
+        for key in [k for k in metadata if k == prefix.rstrip(".") or k.startswith(prefix)]:
+            new = "" if key == prefix.rstrip(".") else key[len(prefix):]
+            metadata[new] = metadata.pop(key)
