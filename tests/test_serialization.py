@@ -390,11 +390,9 @@ def test_pytorch_checkpoint_loads_in_tinytorch(tmp_path):
 
 def test_pytorch_dtypes_tinytorch_lacks_give_a_clear_error(tmp_path):
     torch = pytest.importorskip("torch")
-    path = tmp_path / "old.pt"
+    path = tmp_path / "old.pt"  # PyTorch's pre-1.6 format reads (test_pytorch_pre_1_6_checkpoint_loads)
     torch.save({"x": torch.ones(2)}, path, _use_new_zipfile_serialization=False)
-    with pytest.raises(serialization.CheckpointError, match=r"old\.pt: this is a bare pickle stream \(PyTorch's "
-                                                            "pre-1.6 format"):
-        tinytorch.load(path)
+    assert tinytorch.load(path)["x"].tolist() == [1.0, 1.0]
     path = tmp_path / "f8.pt"
     torch.save({"x": torch.zeros(2, dtype=torch.float8_e4m3fn)}, path)
     with pytest.raises(pickle.UnpicklingError, match="dtype torch.float8_e4m3fn, which tinytorch does not have"):
@@ -684,3 +682,31 @@ def test_object_state_cannot_set_dunder_attributes(tmp_path):
     _archive(path, buf.getvalue(), {})
     with pytest.raises(pickle.UnpicklingError, match="object state must be a dict of attribute names"):
         tinytorch.load(path)
+
+
+def test_pytorch_pre_1_6_checkpoint_loads(tmp_path):
+    # tests/data/pytorch_legacy_checkpoint.pt: torch.save(..., _use_new_zipfile_serialization=False) from PyTorch
+    # 2.13 (the format every checkpoint had before 1.6): views sharing one storage, transposes, several dtypes
+    path = DATA / "pytorch_legacy_checkpoint.pt"
+    for weights_only in (True, False):
+        ck = tinytorch.load(path, weights_only=weights_only)
+        w = np.arange(12, dtype=np.float32).reshape(3, 4) / 10
+        assert np.array_equal(ck["weight"].numpy(), w) and np.array_equal(ck["t"].numpy(), w.T)
+        assert ck["col"].tolist() == pytest.approx(w[:, 1].tolist())
+        assert ck["shared"].dtype is tinytorch.float64 and ck["slice"].tolist() == [2.0, 3.0, 4.0]
+        assert ck["slice"].untyped_storage().data_ptr() == ck["shared"].untyped_storage().data_ptr()
+        assert ck["i64"].tolist() == [1, -2, 3] and ck["half"].dtype is tinytorch.float16
+        assert ck["half"].tolist() == [0.5, -1.5] and ck["flag"].tolist() == [True, False]
+        assert ck["epoch"] == 7 and ck["name"] == "pre-1.6" and ck["empty"].shape == (0, 3)
+        assert ck["nested"][0].tolist() == [[1.0, 1.0], [1.0, 1.0]] and ck["nested"][1][0].tolist() == [0.0]
+    with open(path, "rb") as f:
+        data = f.read()
+    cut = tmp_path / "cut.pt"
+    cut.write_bytes(data[:-20])
+    with pytest.raises(serialization.CheckpointError, match="truncated"):
+        tinytorch.load(cut)
+    plain = io.BytesIO()
+    pickle.dump({"a": 1}, plain)
+    plain.seek(0)
+    with pytest.raises(serialization.CheckpointError, match="plain pickle"):
+        tinytorch.load(plain)

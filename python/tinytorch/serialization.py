@@ -948,6 +948,103 @@ def _unpickle_zip(reader: "_ZipReader", name: str, weights_only: bool, pickle_mo
     return cls(io.BytesIO(data), reader.persistent_load, **pickle_load_args).load()
 
 
+# ================================================================== load: PyTorch's pre-1.6 format
+
+_LEGACY_MAGIC = 0x1950A86A20F9469CFC6C
+_LEGACY_PROTOCOL = 1001
+
+
+def _load_legacy(f: BinaryIO, name: str, map_location: Any, weights_only: bool, pickle_module: Any,
+                 pickle_load_args: dict) -> Any:
+    """torch.save(..., _use_new_zipfile_serialization=False): pickles of the magic number, protocol version and
+    system info, the object's pickle (storages as persistent ids), the list of storage keys, then each storage's
+    bytes (an int64 element count, then the elements) in that order. The storages' arrays are made empty while
+    unpickling, so that the tensors built meanwhile view them, and filled from the file after."""
+    plain = dict(pickle_load_args)
+    try:
+        magic = pickle.load(f, **plain)
+        protocol = pickle.load(f, **plain)
+        sys_info = pickle.load(f, **plain)
+    except Exception:
+        _fail(name, "this is a plain pickle, not a checkpoint torch.save wrote (PyTorch's pre-1.6 format starts with "
+                    "its magic number): load it with pickle")
+    if magic != _LEGACY_MAGIC:
+        _fail(name, f"invalid magic number {magic!r}: not a checkpoint torch.save wrote (a plain pickle?)")
+    if protocol != _LEGACY_PROTOCOL:
+        _fail(name, f"invalid protocol version {protocol!r} (expected {_LEGACY_PROTOCOL})")
+    if not isinstance(sys_info, dict) or not sys_info.get("little_endian", True):
+        _fail(name, "the checkpoint was written on a big-endian machine, which tinytorch does not read")
+    storages: dict = {}  # root key -> (storage, array to fill); view key -> storage
+    views: dict = {}
+
+    def persistent_load(pid: Any) -> Any:
+        if isinstance(pid, tuple) and pid and pid[0] in ("module", b"module"):
+            if weights_only:
+                raise pickle.UnpicklingError("a whole module (its source code) in a weights_only load")
+            return pid[1]
+        if not isinstance(pid, tuple) or len(pid) != 6 or pid[0] not in ("storage", b"storage"):
+            raise pickle.UnpicklingError(f"unsupported persistent id in a pre-1.6 checkpoint: {pid!r}")
+        _, storage_type, key, location, numel, view = pid
+        if not isinstance(storage_type, _StorageType) or type(numel) is not int or numel < 0:
+            raise pickle.UnpicklingError(f"malformed storage persistent id {pid!r}")
+        location = location.decode("ascii") if isinstance(location, bytes) else location
+        if _restore_location_target(location, map_location).type != "cpu":
+            raise RuntimeError(f"{name}: a pre-1.6 checkpoint is read into CPU memory only; load it with "
+                               "map_location='cpu' and move the tensors (or save it again in the zip format)")
+        if key not in storages:
+            dtype = _DTYPES[storage_type.dtype_name]
+            arr = np.empty(numel, dtype.np)
+            cls = UntypedStorage if storage_type.name == "UntypedStorage" else TypedStorage
+            storages[key] = (cls(arr, dtype), arr)
+        storage = storages[key][0]
+        if view is None:
+            return storage
+        view_key, offset, size = view
+        if view_key not in views:
+            views[view_key] = type(storage)(storage._array[offset:offset + size], storage.dtype)
+        return views[view_key]
+
+    if weights_only:
+        unpickler: Any = _WeightsUnpickler(f, persistent_load, **pickle_load_args)
+    else:
+        unpickler = _full_unpickler((pickle_module or pickle).Unpickler)(f, persistent_load, **pickle_load_args)
+    try:
+        result = unpickler.load()
+    except pickle.UnpicklingError as e:
+        if not weights_only:
+            raise
+        raise pickle.UnpicklingError(
+            f"Weights only load failed for {name}. Re-running `tinytorch.load` with `weights_only` set to `False` "
+            "will likely succeed, but it can result in arbitrary code execution. Do it only if you got the file "
+            f"from a trusted source.\n WeightsUnpickler error: {e}") from None
+    keys = pickle.load(f, **plain)
+    for key in keys:
+        if key not in storages:
+            _fail(name, f"storage {key!r} is listed after the pickle but no tensor uses it: the file is corrupted")
+        arr = storages[key][1]
+        head = f.read(8)
+        if len(head) != 8:
+            _fail(name, f"storage {key!r}: the file ends before its data: the file is truncated")
+        count = struct.unpack("<q", head)[0]
+        if count != arr.size:
+            _fail(name, f"storage {key!r} holds {count} elements in the file but {arr.size} in the pickle: the file "
+                        "is corrupted")
+        view = memoryview(arr.view(np.uint8)) if arr.size else memoryview(b"")
+        if arr.size and f.readinto(view) != arr.nbytes:
+            _fail(name, f"storage {key!r}: the file ends inside its data: the file is truncated")
+    return result
+
+
+def _restore_location_target(location: str, map_location: Any) -> _device_cls:
+    """Where _restore_location would put a storage saved at `location` (callables: where they were saved)."""
+    if map_location is None or callable(map_location) and not isinstance(map_location, (str, _device_cls, dict)):
+        return to_device(location)
+    if isinstance(map_location, dict):
+        target = map_location.get(location, location)
+        return to_device(str(target) if isinstance(target, _device_cls) else target)
+    return to_device(str(map_location))
+
+
 def get_unsafe_globals_in_checkpoint(f: str | os.PathLike | BinaryIO) -> list[str]:
     """The globals a checkpoint's pickle names that a weights_only load would refuse (read without loading)."""
     import pickletools
@@ -1021,8 +1118,10 @@ def load(f: str | os.PathLike | BinaryIO, map_location: str | _device_cls | dict
         if len(head) < len(MAGIC):
             _fail(name, f"file is truncated: {len(head)} bytes, too short to be a checkpoint")
         if head[:1] == b"\x80":
-            _fail(name, "this is a bare pickle stream (PyTorch's pre-1.6 format, torch.save(..., "
-                        "_use_new_zipfile_serialization=False), or a plain pickle), which tinytorch.load does not "
-                        "read: save it again with PyTorch's default format")
+            if mmap:
+                raise RuntimeError(f"{name}: mmap can only be used with files saved with "
+                                   "`torch.save(_use_new_zipfile_serialization=True), please torch.save your "
+                                   "checkpoint with this option in order to use mmap.")
+            return _load_legacy(fh, name, map_location, bool(weights_only), pickle_module, pickle_load_args)
         _fail(name, f"not a checkpoint tinytorch can read (starts with {head!r}): expected PyTorch's zip format "
                     "(torch.save since PyTorch 1.6, tinytorch.save) or tinytorch's older format")

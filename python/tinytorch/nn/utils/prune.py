@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import numbers
 from abc import ABC, abstractmethod
-from collections.abc import Iterable
+from collections.abc import Iterable, Iterator
 from typing import Any
 
 from ... import _creation
@@ -60,7 +60,7 @@ def _validate_pruning_dim(t: Tensor, dim: int) -> None:
         raise IndexError(f"Invalid index {dim} for tensor of size {t.shape}")
 
 
-def _compute_norm(t: Tensor, n, dim: int) -> Tensor:
+def _compute_norm(t: Tensor, n: int | float | str, dim: int) -> Tensor:
     """The L_n norm of each channel along `dim`, taken over all the other dims (torch.norm's p values)."""
     dims = list(range(t.dim()))
     dims.remove(dims[dim])
@@ -159,6 +159,7 @@ class BasePruningMethod(ABC):
                 orig = getattr(module, name + "_orig")
                 module.register_parameter(name, orig)
                 del module._parameters[name + "_orig"]
+                module._buffers.pop(name + "_mask", None)
             else:
                 if old is method:
                     old._pruning_methods = old._pruning_methods[:-1]
@@ -220,10 +221,10 @@ class PruningContainer(BasePruningMethod):
     def __len__(self) -> int:
         return len(self._pruning_methods)
 
-    def __iter__(self):
+    def __iter__(self) -> Iterator[BasePruningMethod]:
         return iter(self._pruning_methods)
 
-    def __getitem__(self, idx):
+    def __getitem__(self, idx: int) -> BasePruningMethod:
         return self._pruning_methods[idx]
 
     def compute_mask(self, t: Tensor, default_mask: Tensor) -> Tensor:
@@ -357,7 +358,7 @@ class LnStructured(BasePruningMethod):
 
     PRUNING_TYPE = "structured"
 
-    def __init__(self, amount: int | float, n, dim: int = -1) -> None:
+    def __init__(self, amount: int | float, n: int | float | str, dim: int = -1) -> None:
         _validate_pruning_amount_init(amount)
         self.amount = amount
         self.n = n
@@ -378,7 +379,8 @@ class LnStructured(BasePruningMethod):
         return mask * default_mask.to(dtype=mask.dtype)
 
     @classmethod
-    def apply(cls, module: Module, name: str, amount: int | float, n, dim: int,  # type: ignore[override]
+    def apply(cls, module: Module, name: str, amount: int | float, n: int | float | str,  # type: ignore[override]
+              dim: int,
               importance_scores: Tensor | None = None) -> "LnStructured":
         return super().apply(module, name, amount=amount, n=n, dim=dim, importance_scores=importance_scores)
 
@@ -428,7 +430,7 @@ def random_structured(module: Module, name: str, amount: int | float, dim: int) 
     return module
 
 
-def ln_structured(module: Module, name: str, amount: int | float, n, dim: int,
+def ln_structured(module: Module, name: str, amount: int | float, n: int | float | str, dim: int,
                   importance_scores: Tensor | None = None) -> Module:
     """Prune `amount` of the unpruned channels of module.<name> along `dim` with the smallest L_n norm."""
     LnStructured.apply(module, name, amount, n, dim, importance_scores=importance_scores)
