@@ -276,7 +276,7 @@ def test_shape_errors_match_pytorch():
     with pytest.raises(RuntimeError, match=r"cannot reshape tensor of 0 elements into shape \[-1, 0\] because the "
                                            r"unspecified dimension size -1 can be any value and is ambiguous"):
         torch.ones(0).view(-1, 0)
-    with pytest.raises(RuntimeError, match="torch.cat\\(\\): expected a non-empty list of Tensors"):
+    with pytest.raises(ValueError, match="torch.cat\\(\\): expected a non-empty list of Tensors"):
         torch.cat([])
 
 

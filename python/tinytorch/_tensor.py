@@ -6,6 +6,8 @@ methods and operators to Tensor when it is imported, so this file holds only wha
 from __future__ import annotations
 
 import atexit
+import os
+import sys
 import threading
 import warnings
 import weakref
@@ -365,6 +367,8 @@ class Tensor:
                 raise TypeError("can't convert cuda:0 device type tensor to numpy. Use Tensor.cpu() to copy the "
                                 "tensor to host memory first.")
             return self._data.get()
+        if self._data.dtype.kind == "V" and not force:  # NumPy has no bfloat16: PyTorch refuses rather than guess
+            raise TypeError("Got unsupported ScalarType BFloat16")
         return self._data
 
     def is_shared(self) -> bool:
@@ -406,6 +410,9 @@ class Tensor:
         return _wrap(out)
 
     def __array__(self, dtype=None, copy=None):
+        if self._requires_grad and not _called_from_tinytorch():
+            # np.asarray(t) is t.numpy(): PyTorch refuses to hand a user a graph's values silently
+            raise RuntimeError("Can't call numpy() on Tensor that requires grad. Use tensor.detach().numpy() instead.")
         a = _host(self._data)
         return a if dtype is None else a.astype(dtype)
 
@@ -425,9 +432,13 @@ class Tensor:
         return bool(self.item())
 
     def __float__(self) -> float:
+        if self._data.size != 1:
+            raise ValueError("only one element tensors can be converted to Python scalars")
         return float(self.item())
 
     def __int__(self) -> int:
+        if self._data.size != 1:
+            raise ValueError("only one element tensors can be converted to Python scalars")
         return int(self.item())
 
     def __index__(self) -> int:
@@ -487,6 +498,16 @@ def _rebuild(cls, array, dev, requires_grad):
     return t
 
 
+_PACKAGE = os.path.dirname(os.path.abspath(__file__)) + os.sep
+
+
+def _called_from_tinytorch() -> bool:
+    """Whether the Python code that asked NumPy for a tensor's array (np.asarray(t) from __array__) is tinytorch's
+    own: its ops may read values of tensors that require grad; a user may not, as in PyTorch."""
+    frame = sys._getframe(2)
+    return frame is not None and os.path.abspath(frame.f_code.co_filename).startswith(_PACKAGE)
+
+
 def _set_requires_grad(self: Tensor, requires_grad: bool, integer_error: str) -> Tensor:
     """requires_grad_() with the integer-dtype error worded as the caller's PyTorch counterpart words it (a
     function, not a method: DTensor dispatches every Tensor method through its sharding rules)."""
@@ -498,6 +519,8 @@ def _set_requires_grad(self: Tensor, requires_grad: bool, integer_error: str) ->
         return self
     if requires_grad and self.dtype._category < 2:
         raise RuntimeError(integer_error)
+    if requires_grad and self.is_inference() and not _inference_contexts[0]:
+        raise RuntimeError("Setting requires_grad=True on inference tensor outside InferenceMode is not allowed.")
     self._requires_grad = bool(requires_grad)
     return self
 

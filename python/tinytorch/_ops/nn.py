@@ -484,12 +484,16 @@ def cross_entropy(input: Tensor, target: Tensor, weight: Tensor | None = None, s
     _check_reduction(reduction)
     if not 0.0 <= label_smoothing <= 1.0:
         raise RuntimeError(f"label_smoothing must be between 0.0 and 1.0. Got: {label_smoothing}")
-    if target.dtype.is_floating_point:
+    if target.dtype.is_floating_point or (input._data.ndim and target._data.shape == input._data.shape):
         return _cross_entropy_probs(input, target, weight, reduction, label_smoothing)
     return _cross_entropy_class(input, target, weight, ignore_index, reduction, label_smoothing)
 
 
 def _cross_entropy_probs(x: Tensor, target: Tensor, weight, reduction: str, eps: float) -> Tensor:
+    if not target.dtype.is_floating_point:  # an integer target of the input's shape: one-hot, not indices
+        from ._common import _short
+        raise RuntimeError(f"Expected floating point type for target with class probabilities, got "
+                           f"{_short(target.dtype)}")
     if tuple(x._data.shape) != tuple(target._data.shape):
         if x._data.ndim >= 1 and target._data.ndim >= 1 and x._data.shape[0] != target._data.shape[0]:
             raise ValueError(f"Expected input batch_size ({x._data.shape[0]}) to match target batch_size "
@@ -569,6 +573,8 @@ def layer_norm(input: Tensor, normalized_shape, weight: Tensor | None = None, bi
         if p is not None and tuple(p._data.shape) != ns:
             raise RuntimeError(f"Expected {name} to be of same shape as normalized_shape, but got {name} of shape "
                                f"{list(p._data.shape)} and normalized_shape = {list(ns)}")
+    from .normalization import _check_mixed_dtype
+    _check_mixed_dtype(x, (weight, bias))
     n = math.prod(ns)
     xd = x._data
     x2 = xd.reshape(-1, n)
@@ -1155,6 +1161,9 @@ def binary_cross_entropy(input: Tensor, target: Tensor, weight: Tensor | None = 
         raise ValueError(f"Using a target size ({target.shape}) that is different to the input size "
                          f"({input.shape}) is deprecated. Please ensure they have the same size.")
     xd = input._data
+    if target.dtype is not input.dtype:
+        from ._common import _short
+        raise RuntimeError(f"Found dtype {_short(target.dtype)} but expected {_short(input.dtype)}")
     if xd.size and type(xd) is not MetaArray and (bool((xd < 0).any()) or bool((xd > 1).any())):
         raise RuntimeError("all elements of input should be between 0 and 1")
     from ..autograd.grad_mode import no_grad

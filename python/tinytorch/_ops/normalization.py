@@ -61,6 +61,18 @@ def batch_norm(input: Tensor, running_mean: Tensor | None, running_var: Tensor |
     return _batch_norm(input, running_mean, running_var, weight, bias, training, momentum, eps, None)
 
 
+def _check_mixed_dtype(x: Tensor, params: tuple) -> None:
+    """PyTorch's CPU norms take parameters of the input's dtype, or float32 ones for a float16/bfloat16 input;
+    anything else (a float64 batch into a float32 model) is an error there, not a silent promotion."""
+    if type(x._data) is not np.ndarray:
+        return
+    dt = x._data.dtype
+    for p in params:
+        if p is not None and p._data.dtype != dt and not (dt.itemsize == 2 and dt.kind in "fV" and
+                                                           p._data.dtype == np.float32):
+            raise RuntimeError("mixed dtype (CPU): all inputs must share same datatype.")
+
+
 def _batch_norm(input, running_mean, running_var, weight, bias, training, momentum, eps, sync) -> Tensor:
     """batch_norm; `sync` = (process_group, world_size) all-reduces the statistics and their gradients."""
     x = input
@@ -70,6 +82,7 @@ def _batch_norm(input, running_mean, running_var, weight, bias, training, moment
                     ("bias", bias)):
         if t is not None and t._data.size != C:
             raise RuntimeError(f"{name} should contain {C} elements not {t._data.size}")
+    _check_mixed_dtype(x, (running_mean, running_var, weight, bias))
     if xd.size == 0:  # an empty batch: nothing to normalise, statistics untouched
         return input.clone()
     xp = _xp(xd)

@@ -1297,7 +1297,14 @@ def copy_(a: Tensor, src: Tensor, non_blocking: bool = False) -> Tensor:
     if type(y) is not type(x):
         from .._device import move
         y = move(y, a.device)
-    x[...] = y  # NumPy/CuPy cast and broadcast on assignment; overlapping memory is handled by the library
+    elif type(x) is _ND and np.may_share_memory(x, y) and not (
+            x.__array_interface__["data"][0] == y.__array_interface__["data"][0] and x.strides == y.strides and
+            x.shape == y.shape) and np.shares_memory(x, y):
+        # t[1:].copy_(t[:-1]): NumPy would buffer it; PyTorch refuses a partial overlap (its result depends on
+        # the copy order there)
+        raise RuntimeError("unsupported operation: some elements of the input tensor and the written-to tensor refer "
+                           "to a single memory location. Please clone() the tensor before performing the operation.")
+    x[...] = y  # NumPy/CuPy cast and broadcast on assignment
     a._bump_version()
     return a
 

@@ -329,6 +329,8 @@ def argmax(a: Tensor, dim=None, keepdim: bool = False) -> Tensor:
     """Index of the largest element (of the flattened tensor when dim is None)."""
     x = a._data
     if dim is None:
+        if x.size == 0:
+            raise IndexError("argmax(): Expected reduction dim to be specified for input.numel() == 0.")
         return _result(_asarray(np.argmax(x.reshape(-1))).astype(np.int64))
     return _result(np.argmax(x, axis=_wrap_dim(dim, x.ndim), keepdims=keepdim).astype(np.int64, copy=False))
 
@@ -337,6 +339,8 @@ def argmin(a: Tensor, dim=None, keepdim: bool = False) -> Tensor:
     """Index of the smallest element (of the flattened tensor when dim is None)."""
     x = a._data
     if dim is None:
+        if x.size == 0:
+            raise IndexError("argmin(): Expected reduction dim to be specified for input.numel() == 0.")
         return _result(_asarray(np.argmin(x.reshape(-1))).astype(np.int64))
     return _result(np.argmin(x, axis=_wrap_dim(dim, x.ndim), keepdims=keepdim).astype(np.int64, copy=False))
 

@@ -429,7 +429,7 @@ def cat(tensors, dim: int = 0, *, out=None) -> Tensor:
         return _autocast.dispatch("cat", cat, tensors, dim)
     tensors = [t for t in tensors]
     if not tensors:
-        raise RuntimeError("torch.cat(): expected a non-empty list of Tensors")
+        raise ValueError("torch.cat(): expected a non-empty list of Tensors")
     # PyTorch skips 1-D empty tensors (legacy behaviour users rely on).
     parts = [t for t in tensors if not (t._data.ndim == 1 and t._data.shape[0] == 0)] or tensors[:1]
     nd = parts[0]._data.ndim

@@ -11,3 +11,7 @@ from .spectral_norm import remove_spectral_norm, spectral_norm  # noqa: E402
 from .weight_norm import remove_weight_norm, weight_norm  # noqa: E402
 
 __all__ += ["weight_norm", "remove_weight_norm", "spectral_norm", "remove_spectral_norm"]
+from . import fusion, prune  # noqa: F401,E402
+from .fusion import fuse_conv_bn_eval, fuse_conv_bn_weights, fuse_linear_bn_eval, fuse_linear_bn_weights  # noqa: E402
+
+__all__ += ["fuse_conv_bn_eval", "fuse_conv_bn_weights", "fuse_linear_bn_eval", "fuse_linear_bn_weights"]

@@ -380,8 +380,7 @@ class LnStructured(BasePruningMethod):
 
     @classmethod
     def apply(cls, module: Module, name: str, amount: int | float, n: int | float | str,  # type: ignore[override]
-              dim: int,
-              importance_scores: Tensor | None = None) -> "LnStructured":
+              dim: int, importance_scores: Tensor | None = None) -> "LnStructured":
         return super().apply(module, name, amount=amount, n=n, dim=dim, importance_scores=importance_scores)
 
 
