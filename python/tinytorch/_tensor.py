@@ -367,8 +367,6 @@ class Tensor:
                 raise TypeError("can't convert cuda:0 device type tensor to numpy. Use Tensor.cpu() to copy the "
                                 "tensor to host memory first.")
             return self._data.get()
-        if self._data.dtype.kind == "V" and not force:  # NumPy has no bfloat16: PyTorch refuses rather than guess
-            raise TypeError("Got unsupported ScalarType BFloat16")
         return self._data
 
     def is_shared(self) -> bool:

@@ -42,7 +42,8 @@ class Parameter(Tensor, metaclass=_ParameterMeta):
         # Share the version counter too: an in-place write through either name is seen by both.
         p._vc = data._shared_vc()
         if requires_grad:
-            p.requires_grad_(True)
+            from .._tensor import _set_requires_grad
+            _set_requires_grad(p, True, "Only Tensors of floating point and complex dtype can require gradients")
         return p
 
     def __init__(self, data: Tensor | None = None, requires_grad: bool = True) -> None:
