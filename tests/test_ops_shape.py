@@ -223,7 +223,8 @@ def test_values_match_numpy():
     x = torch.tensor(a)
     np.testing.assert_array_equal(x.permute(2, 0, 1).numpy(), a.transpose(2, 0, 1))
     np.testing.assert_array_equal(x.transpose(0, 2).numpy(), a.swapaxes(0, 2))
-    np.testing.assert_array_equal(x.T.numpy(), a.transpose(2, 1, 0))
+    with pytest.warns(UserWarning, match="The use of `x.T` on tensors of dimension other than 2"):
+        np.testing.assert_array_equal(x.T.numpy(), a.transpose(2, 1, 0))
     np.testing.assert_array_equal(x.flatten(0, 1).numpy(), a.reshape(6, 4))
     np.testing.assert_array_equal(x[0].tril(1).numpy(), np.tril(a[0], 1))
     np.testing.assert_array_equal(x.triu(-1).numpy(), np.triu(a, -1))  # batched

@@ -14,6 +14,7 @@ from .._dtype import get_default_dtype, int64, to_dtype
 from .._tensor import Tensor, _wrap_dim
 from . import _cpu
 from ._common import alias, attach, float_data, needs_grad, record, saved_output, sum_to, _grad_enabled
+from ._common import user_stacklevel as _user_stacklevel
 from .pointwise import _ctype_dtype, _result, _write_out
 
 def _return_type(name: str):
@@ -122,6 +123,8 @@ def mean(a: Tensor, dim=None, keepdim: bool = False, *, dtype=None, out=None) ->
     axes = _dims(dim, x.ndim)
     n = x.size if axes is None else math.prod([x.shape[i] for i in axes])
     r = _cpu.sum(x, axes, keepdim, mean=True) if type(x) is np.ndarray and x.size >= _cpu.MIN_SIZE else None
+    if r is None and n == 0 and type(x) is np.ndarray:  # the mean of nothing: NaN, without NumPy's warnings
+        r = np.full(np.sum(x, axis=axes, keepdims=keepdim).shape, np.nan, x.dtype)
     out = _result(r if r is not None else _wide(x).mean(axis=axes, keepdims=keepdim).astype(x.dtype, copy=False))
     if needs_grad(a):
         shape = x.shape
@@ -171,15 +174,25 @@ def _var_backward(a: Tensor, axes, keepdim: bool, denom):
 def var(a: Tensor, dim=None, unbiased=None, keepdim: bool = False, *, correction=None) -> Tensor:
     """Variance with Bessel's correction by default (correction=1); var(x, dim, unbiased, keepdim) also works."""
     r, axes, denom = _variance(a, dim, unbiased, keepdim, correction)
+    _warn_dof("var", denom)
     out = _result(r.astype(a._data.dtype, copy=False))
     if needs_grad(a):
         record("VarBackward0", _var_backward(a, axes, keepdim, denom), out, (a,), (a,))
     return out
 
 
+def _warn_dof(name: str, denom) -> None:
+    """PyTorch's warning when the correction leaves no degrees of freedom (the result is then inf or NaN)."""
+    if denom <= 0:
+        import warnings
+        warnings.warn(f"{name}(): degrees of freedom is <= 0. Correction should be strictly less than the reduction "
+                      "factor (input numel divided by output numel).", UserWarning, stacklevel=_user_stacklevel())
+
+
 def std(a: Tensor, dim=None, unbiased=None, keepdim: bool = False, *, correction=None) -> Tensor:
     """Standard deviation: sqrt(var), with PyTorch's gradient (0 where the std is 0, not sqrt's inf * 0)."""
     r, axes, denom = _variance(a, dim, unbiased, keepdim, correction)
+    _warn_dof("std", denom)
     out = _result(np.sqrt(r).astype(a._data.dtype, copy=False))
     if needs_grad(a):
         var_backward = _var_backward(a, axes, keepdim, denom)

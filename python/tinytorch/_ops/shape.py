@@ -206,7 +206,15 @@ def t(a: Tensor) -> Tensor:
 
 
 def _T(a: Tensor) -> Tensor:
-    return permute(a, tuple(reversed(range(a._data.ndim))))
+    nd = a._data.ndim
+    if nd != 2:
+        import warnings
+        warnings.warn("Tensor.T is deprecated on 0-D tensors. This function is the identity in these cases." if nd == 0
+                      else "The use of `x.T` on tensors of dimension other than 2 to reverse their shape is deprecated "
+                      "and it will throw an error in a future release. Consider `x.mT` to transpose batches of "
+                      "matrices or `x.permute(*torch.arange(x.ndim - 1, -1, -1))` to reverse the dimensions of a "
+                      "tensor.", UserWarning, stacklevel=_user_stacklevel())
+    return permute(a, tuple(reversed(range(nd))))
 
 
 def _mT(a: Tensor) -> Tensor:
