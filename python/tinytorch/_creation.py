@@ -173,6 +173,13 @@ def _nested_tensors_to_lists(data):
 
 def tensor(data, dtype=None, device=None, requires_grad: bool = False, pin_memory: bool = False) -> Tensor:
     """A new tensor holding a copy of `data` (nested lists, scalars, NumPy/CuPy arrays, tensors)."""
+    from ._ops._common import called_by_user
+    if isinstance(data, Tensor) and called_by_user():
+        import warnings
+        from ._ops._common import user_stacklevel
+        warnings.warn("To copy construct from a tensor, it is recommended to use sourceTensor.detach().clone() or "
+                      "sourceTensor.detach().clone().requires_grad_(True), rather than torch.tensor(sourceTensor).",
+                      UserWarning, stacklevel=user_stacklevel())
     dt = to_dtype(dtype) if dtype is not None else None
     dev = to_device(device) if device is not None else (data.device if isinstance(data, Tensor) else to_device(None))
     return _finish(_wrap(_to_array(data, dt, dev)), requires_grad)
@@ -204,7 +211,19 @@ def from_numpy(array: np.ndarray) -> Tensor:
         raise ValueError("At least one stride in the given numpy array is negative, and tensors with negative strides "
                          "are not currently supported. (You can probably work around this by making a copy of your "
                          "array  with array.copy().) ")
+    if not array.flags.writeable and not _warned_read_only[0]:
+        import warnings
+        from ._ops._common import user_stacklevel
+        _warned_read_only[0] = True  # once a program, as PyTorch
+        warnings.warn("The given NumPy array is not writable, and PyTorch does not support non-writable tensors. This "
+                      "means writing to this tensor will result in undefined behavior. You may want to copy the array "
+                      "to protect its data or make it writable before converting it to a tensor. This type of "
+                      "warning will be suppressed for the rest of this program.", UserWarning,
+                      stacklevel=user_stacklevel())
     return _wrap(array)
+
+
+_warned_read_only = [False]
 
 
 def _is_int(x) -> bool:

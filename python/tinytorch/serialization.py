@@ -332,6 +332,8 @@ def save(obj: Any, f: str | os.PathLike | BinaryIO, pickle_module: Any = pickle,
     if isinstance(f, (str, os.PathLike)):
         path = os.fspath(f)
         directory = os.path.dirname(os.path.abspath(path))
+        if not os.path.isdir(directory):
+            raise RuntimeError(f"Parent directory {os.path.dirname(path) or directory} does not exist.")
         fd, tmp = tempfile.mkstemp(prefix="." + os.path.basename(path) + ".", suffix=".tmp", dir=directory)
         try:
             with os.fdopen(fd, "wb") as fh:

@@ -479,6 +479,15 @@ def dtype_of_array(x):
 _ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
 
+def called_by_user() -> bool:
+    """Whether the function calling this one was called from outside tinytorch (directly, or through the public
+    wrapper of _dispatch.py): a warning about how the user called it should not fire for tinytorch's own calls."""
+    frame = sys._getframe(2)
+    while frame is not None and frame.f_code.co_filename.endswith(os.sep + "_dispatch.py"):
+        frame = frame.f_back
+    return frame is None or not os.path.abspath(frame.f_code.co_filename).startswith(_ROOT + os.sep)
+
+
 def user_stacklevel() -> int:
     """The warnings.warn stacklevel of the innermost caller outside tinytorch, for an op's warning: PyTorch's
     points at the user's line, and here the op may sit under the public wrapper, a module's forward, a loss."""

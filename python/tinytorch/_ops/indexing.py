@@ -220,6 +220,9 @@ def _check_key(data, key: list) -> None:
         raise IndexError("an index can only have a single ellipsis ('...')")
     used = sum(_dims_consumed(k) for k in key if k is not Ellipsis and not isinstance(k, bool))
     if used > data.ndim:
+        if data.ndim == 0 and len(key) == 1 and isinstance(key[0], int):  # t[0] of a scalar: PyTorch's hint
+            raise IndexError("invalid index of a 0-dim tensor. Use `tensor.item()` in Python or `tensor.item<T>()` "
+                             "in C++ to convert a 0-dim tensor to a number")
         raise IndexError(f"too many indices for tensor of dimension {data.ndim}")
     dim = 0
     for i, k in enumerate(key):
