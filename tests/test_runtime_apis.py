@@ -246,3 +246,39 @@ def test_module_file_helpers_import_from_pytorchs_places():
     v, i = torch.empty(3), torch.empty(3, dtype=torch.int64)
     r = torch.sort(a, out=(v, i))
     assert r.values is v and v.tolist() == [1.0, 2.0, 3.0] and i.tolist() == [1, 2, 0]
+
+
+def test_pytorch_errors_and_warnings_for_common_slips(tmp_path):
+    t = torch.ones(2, 2)
+    assert (t @ np.ones((2, 2), np.float32)).tolist() == [[2.0, 2.0], [2.0, 2.0]]  # an array operand, as PyTorch
+    assert (t ** np.array([2.0, 3.0], np.float32)).dtype is torch.float32
+    with pytest.raises(RuntimeError, match="^masked_fill_ only supports boolean masks, but got mask with dtype long int$"):
+        t.masked_fill(torch.ones(2, 2, dtype=torch.int64), 0.0)
+    with pytest.raises(NotImplementedError, match=r"Only 3D, 4D and 5D input Tensors supported \(got 2D\)"):
+        F.interpolate(t, scale_factor=2)
+    with pytest.raises(IndexError, match="^invalid index of a 0-dim tensor. Use `tensor.item\\(\\)`"):
+        torch.tensor(1.0)[0]
+    with pytest.raises(RuntimeError, match="^Parent directory .*missing does not exist.$"):
+        torch.save(t, str(tmp_path / "missing" / "x.pt"))
+    with pytest.warns(UserWarning, match="To copy construct from a tensor, it is recommended to use"):
+        torch.tensor(t)
+    with pytest.warns(UserWarning, match="Converting a tensor with requires_grad=True to a scalar"):
+        float(torch.ones(1, requires_grad=True))
+    with pytest.raises(ValueError, match="^only one element tensors can be converted to Python scalars$"):
+        int(torch.ones(2))
+    with pytest.raises(IndexError, match=r"^argmax\(\): Expected reduction dim to be specified"):
+        torch.tensor([]).argmax()
+    with pytest.raises(RuntimeError, match="^mixed dtype \\(CPU\\): all inputs must share same datatype.$"):
+        torch.nn.LayerNorm(2)(torch.ones(3, 2, dtype=torch.float64))
+    assert torch.nn.LayerNorm(2)(torch.ones(3, 2).bfloat16()).dtype is torch.bfloat16  # half inputs, float32 params
+    x = torch.ones(3, requires_grad=True)
+    with pytest.raises(RuntimeError, match="^Can't call numpy\\(\\) on Tensor that requires grad"):
+        np.asarray(x)
+    a = torch.arange(5.0)
+    with pytest.raises(RuntimeError, match="^unsupported operation: some elements of the input tensor and the written-to"):
+        a[1:].copy_(a[:-1])
+    a[::2][:2].copy_(a[1::2])  # interleaved, not overlapping: fine
+    with torch.inference_mode():
+        inf = torch.ones(2)
+    with pytest.raises(RuntimeError, match="^Setting requires_grad=True on inference tensor outside InferenceMode"):
+        inf.requires_grad_()

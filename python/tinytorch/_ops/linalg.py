@@ -29,6 +29,9 @@ def matmul(a: Tensor, b: Tensor, *, out=None) -> Tensor:
         return _write_out("matmul", matmul(a, b), out, _dot_out_dtype if vectors else _ctype_dtype)
     if _autocast.active:
         return _autocast.dispatch("matmul", matmul, a, b)
+    if isinstance(b, np.ndarray):  # t @ array: the array as a tensor, as PyTorch's __matmul__ takes it
+        from .._creation import tensor
+        b = tensor(b, device=a.device)
     if not isinstance(b, Tensor):
         raise TypeError(f"matmul(): argument 'other' must be Tensor, not {type(b).__name__}")
     x, y = operands(a, b)

@@ -381,6 +381,9 @@ def pow(a, b, *, out=None) -> Tensor:
         return _autocast.dispatch("pow", pow, a, b)
     if not isinstance(a, Tensor):
         return _rpow(b, a)
+    if isinstance(b, np.ndarray):  # t ** array: the array as a tensor, as PyTorch takes it
+        from .._creation import tensor
+        b = tensor(b, device=a.device)
     if isinstance(b, Tensor):
         x, y = operands(a, b)
         try:
@@ -863,8 +866,9 @@ def where(condition, a=None, b=None, *, out=None) -> Tensor:
 def masked_fill(a: Tensor, mask: Tensor, value) -> Tensor:
     """a with `value` where mask is True (mask broadcasts to a)."""
     if not isinstance(mask, Tensor) or mask.dtype.name != "bool":
+        from .linalg import _CPP_NAMES  # ATen's C++ spelling of the dtype ("long int")
         raise RuntimeError(f"masked_fill_ only supports boolean masks, but got mask with dtype "
-                           f"{mask.dtype if isinstance(mask, Tensor) else type(mask).__name__}")
+                           f"{_CPP_NAMES.get(mask.dtype.name) if isinstance(mask, Tensor) else type(mask).__name__}")
     if isinstance(value, Tensor):
         if value._data.ndim != 0:
             raise RuntimeError(f"masked_fill_ only supports a 0-dimensional value tensor, but got tensor with "

@@ -211,9 +211,9 @@ def interpolate(input: Tensor, size=None, scale_factor=None, mode: str = "neares
         raise RuntimeError("tinytorch's interpolate does not implement antialias=True")
     dim = input._data.ndim - 2
     if dim < 1:
-        raise ValueError(f"Input Error: Only 3D, 4D and 5D input Tensors supported (got {input._data.ndim}D) for "
-                         f"the modes: nearest | linear | bilinear | bicubic | trilinear | area | nearest-exact "
-                         f"(got {mode})")
+        raise NotImplementedError(f"Input Error: Only 3D, 4D and 5D input Tensors supported (got {input._data.ndim}D) "
+                                  f"for the modes: nearest | linear | bilinear | bicubic | trilinear | lanczos | area "
+                                  f"| nearest-exact (got {mode})")
     if size is not None and scale_factor is not None:
         raise ValueError("only one of size or scale_factor should be defined")
     if size is not None:
