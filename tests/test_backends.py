@@ -77,9 +77,25 @@ def test_deterministic_algorithms():
 
 def test_compile_returns_its_argument_and_seeding_repeats():
     model = tinytorch.nn.Linear(2, 2)
-    assert tinytorch.compile(model) is model
-    assert tinytorch.compile(mode="max-autotune")(model) is model
-    assert tinytorch.compiler.compile(model) is model and tinytorch.compiler.disable(model) is model
+    compiled = tinytorch.compile(model)
+    # PyTorch's OptimizedModule: the original as _orig_mod, its state_dict keys prefixed, attributes forwarded
+    assert type(compiled).__name__ == "OptimizedModule" and compiled._orig_mod is model
+    assert list(compiled.state_dict()) == ["_orig_mod.weight", "_orig_mod.bias"]
+    assert compiled.weight is model.weight and compiled.in_features == 2
+    x = tinytorch.randn(3, 2)
+    assert tinytorch.equal(compiled(x), model(x))
+    compiled.eval()
+    assert not model.training
+    fresh = tinytorch.compile(tinytorch.nn.Linear(2, 2))
+    fresh.load_state_dict(compiled.state_dict())
+    assert tinytorch.equal(fresh(x), model(x))
+    assert tinytorch.compile(mode="max-autotune")(model)._orig_mod is model
+    assert tinytorch.compile(model, disable=True) is model
+
+    def f(t):
+        return t * 2
+    assert tinytorch.compile(f) is f and tinytorch.compile()(f) is f
+    assert tinytorch.compiler.compile(model)._orig_mod is model and tinytorch.compiler.disable(model) is model
     assert tinytorch.compiler.is_compiling() is False and tinytorch._dynamo.is_compiling() is False
     tinytorch.manual_seed(3)
     a = tinytorch.randn(4)

@@ -47,11 +47,16 @@ def set_num_threads(n: int) -> None:
 
 def compile(model=None, *, fullgraph: bool = False, dynamic=None, backend="inductor", mode=None,  # noqa: A001
             options=None, disable: bool = False):
-    """torch.compile's signature; tinytorch has no graph compiler, so the model or function is returned
-    unchanged (with no model: a decorator that returns its argument). Scripts that compile run eagerly."""
+    """torch.compile's signature; tinytorch has no graph compiler, so scripts that compile run eagerly: a function
+    comes back unchanged, a module wrapped in PyTorch's OptimizedModule (state_dict keys '_orig_mod.*', as
+    PyTorch's, so compiled models' checkpoints load both ways). With no model: a decorator doing the same."""
     if model is None:
-        return lambda m: m
-    return model
+        return lambda m: compile(m, disable=disable)
+    from .nn.modules.module import Module
+    if disable or not isinstance(model, Module):
+        return model
+    from ._dynamo.eval_frame import OptimizedModule
+    return OptimizedModule(model)
 
 
 Tensor.allclose = allclose

@@ -1,5 +1,6 @@
 """tinytorch._dynamo: the few torch._dynamo names scripts touch. tinytorch has no graph compiler
-(tinytorch.compile returns its argument unchanged), so these configure nothing and wrap nothing."""
+(tinytorch.compile runs eagerly: OptimizedModule in eval_frame.py only keeps PyTorch's wrapper), so these configure
+nothing and wrap nothing."""
 from __future__ import annotations
 
 from types import SimpleNamespace
