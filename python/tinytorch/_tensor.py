@@ -6,8 +6,6 @@ methods and operators to Tensor when it is imported, so this file holds only wha
 from __future__ import annotations
 
 import atexit
-import os
-import sys
 import threading
 import warnings
 import weakref
@@ -408,8 +406,10 @@ class Tensor:
         return _wrap(out)
 
     def __array__(self, dtype=None, copy=None):
-        if self._requires_grad and not _called_from_tinytorch():
-            # np.asarray(t) is t.numpy(): PyTorch refuses to hand a user a graph's values silently
+        from ._ops._common import called_by_user
+        if self._requires_grad and called_by_user():
+            # np.asarray(t) is t.numpy(): PyTorch refuses to hand a user a graph's values silently (tinytorch's
+            # own ops may read them)
             raise RuntimeError("Can't call numpy() on Tensor that requires grad. Use tensor.detach().numpy() instead.")
         a = _host(self._data)
         return a if dtype is None else a.astype(dtype)
@@ -498,16 +498,6 @@ def _rebuild(cls, array, dev, requires_grad):
     if requires_grad:
         t._requires_grad = True
     return t
-
-
-_PACKAGE = os.path.dirname(os.path.abspath(__file__)) + os.sep
-
-
-def _called_from_tinytorch() -> bool:
-    """Whether the Python code that asked NumPy for a tensor's array (np.asarray(t) from __array__) is tinytorch's
-    own: its ops may read values of tensors that require grad; a user may not, as in PyTorch."""
-    frame = sys._getframe(2)
-    return frame is not None and os.path.abspath(frame.f_code.co_filename).startswith(_PACKAGE)
 
 
 def _set_requires_grad(self: Tensor, requires_grad: bool, integer_error: str) -> Tensor:
