@@ -271,6 +271,17 @@ class Identity(BasePruningMethod):
         return super().apply(module, name)
 
 
+def _unstructured_mask(t: Tensor, default_mask: Tensor, amount: int | float, pick) -> Tensor:
+    """default_mask with the k = amount (count or fraction of t) flat positions pick(k) names set to 0."""
+    tensor_size = t.nelement()
+    k = _compute_nparams_toprune(amount, tensor_size)
+    _validate_pruning_amount(k, tensor_size)
+    flat = default_mask.reshape(-1).clone()
+    if k != 0:
+        flat[pick(k)] = 0
+    return flat.view(default_mask.shape)
+
+
 class RandomUnstructured(BasePruningMethod):
     """Prunes `amount` (count or fraction) of the currently unpruned entries, chosen uniformly at random."""
 
@@ -281,15 +292,9 @@ class RandomUnstructured(BasePruningMethod):
         self.amount = amount
 
     def compute_mask(self, t: Tensor, default_mask: Tensor) -> Tensor:
-        tensor_size = t.nelement()
-        k = _compute_nparams_toprune(self.amount, tensor_size)
-        _validate_pruning_amount(k, tensor_size)
-        flat = default_mask.reshape(-1).clone()
-        if k != 0:
-            # The entries drawing the k largest random scores are pruned.
-            scores = _creation.rand_like(t).reshape(-1)
-            flat[scores.topk(k).indices] = 0
-        return flat.view(default_mask.shape)
+        # The entries drawing the k largest random scores are pruned.
+        return _unstructured_mask(t, default_mask, self.amount,
+                                  lambda k: _creation.rand_like(t).reshape(-1).topk(k).indices)
 
     @classmethod
     def apply(cls, module: Module, name: str, amount: int | float) -> "RandomUnstructured":  # type: ignore[override]
@@ -306,13 +311,8 @@ class L1Unstructured(BasePruningMethod):
         self.amount = amount
 
     def compute_mask(self, t: Tensor, default_mask: Tensor) -> Tensor:
-        tensor_size = t.nelement()
-        k = _compute_nparams_toprune(self.amount, tensor_size)
-        _validate_pruning_amount(k, tensor_size)
-        flat = default_mask.reshape(-1).clone()
-        if k != 0:
-            flat[t.abs().reshape(-1).topk(k, largest=False).indices] = 0
-        return flat.view(default_mask.shape)
+        return _unstructured_mask(t, default_mask, self.amount,
+                                  lambda k: t.abs().reshape(-1).topk(k, largest=False).indices)
 
     @classmethod
     def apply(cls, module: Module, name: str, amount: int | float,  # type: ignore[override]
