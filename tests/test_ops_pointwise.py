@@ -444,3 +444,23 @@ def test_integer_pow_rules():
     # A tensor exponent may be negative (PyTorch truncates 1 / x**|y|); NumPy raises a ValueError for it.
     r = torch.tensor([2, 1, -1, -1, 3]) ** torch.tensor([-1, -3, -3, -2, 2])
     assert r.tolist() == [0, 1, -1, 1, 9] and r.dtype is torch.int64
+
+
+def test_sequences_are_not_operands_as_in_pytorch():
+    """A list or tuple is neither a tensor nor a number: arithmetic and ordering refuse it (TypeError), and
+    == / != fall back to identity (False / True), as PyTorch's operators do; NumPy arrays still combine."""
+    t = torch.tensor([1.0, 2.0])
+    for op in (lambda: t + [1.0, 2.0], lambda: [1.0, 2.0] + t, lambda: t * (1.0, 2.0), lambda: t < [3.0, 0.0],
+               lambda: torch.add(t, [1.0, 2.0]), lambda: t.pow([2.0, 2.0]), lambda: [2.0, 2.0] ** t,
+               lambda: torch.where(t > 1, t, [0.0, 0.0])):
+        with pytest.raises(TypeError):
+            op()
+    assert (t == [1.0, 2.0]) is False and (t != [1.0, 2.0]) is True and (t == (1.0, 2.0)) is False
+    assert torch.equal(t + np.array([1.0, 2.0], np.float32), torch.tensor([2.0, 4.0]))
+
+
+def test_device_never_equals_a_string():
+    """torch.device('cpu') == 'cpu' is False in PyTorch (a device compares equal to devices only)."""
+    assert (torch.device("cpu") == "cpu") is False and torch.device("cpu") != "cpu"
+    assert torch.device("cpu") == torch.device("cpu") and torch.tensor(1.0).device.type == "cpu"
+    assert torch.device("cuda", 0) != torch.device("cuda") and torch.device("cuda:0") == torch.device("cuda", 0)

@@ -48,8 +48,7 @@ class device:
         _default.device = _default.stack.pop()
 
     def __eq__(self, other) -> bool:
-        if isinstance(other, str):
-            other = device(other)
+        # a device never equals a string (torch.device('cpu') == 'cpu' is False in PyTorch): compare .type
         return isinstance(other, device) and self.type == other.type and self.index == other.index
 
     def __hash__(self) -> int:

@@ -70,8 +70,10 @@ def operands(a: Tensor, b):
         # A NumPy scalar (np.sqrt(d), np.log(10000.0)) combines as the Python number it holds, as in PyTorch:
         # np.float64 does not make a float32 tensor float64
         return operands(a, b.item())
-    if isinstance(b, (np.generic, np.ndarray, list, tuple)):
+    if isinstance(b, (np.generic, np.ndarray)):
         return operands(a, as_tensor_like(b, a))
+    if isinstance(b, (list, tuple)):  # PyTorch takes a tensor or a number here, never a sequence
+        raise TypeError(f"argument 'other' must be Tensor or Number, not {type(b).__name__}")
     if isinstance(b, (float, int, complex)):  # float/int subclasses (numpy.float64 is a float)
         return operands(a, float(b) if isinstance(b, float) else int(b) if isinstance(b, int) else complex(b))
     raise TypeError(f"unsupported operand type for a Tensor op: '{type(b).__name__}'")

@@ -86,6 +86,8 @@ def _lhs(a, b):
     """Functional forms accept a scalar first (tinytorch.mul(2, t)): make the left side a tensor."""
     if isinstance(a, Tensor):
         return a
+    if isinstance(a, (list, tuple)):  # [1., 2.] ** t, torch.add([1.], t): PyTorch refuses sequences
+        raise TypeError(f"argument 'input' must be Tensor or Number, not {type(a).__name__}")
     from .._creation import tensor
     from .._dtype import result_type
     if isinstance(b, Tensor) and isinstance(a, (bool, int, float, complex)):
@@ -1085,14 +1087,15 @@ def isfinite(a: Tensor) -> Tensor:
 
 
 def _is_equal(a: Tensor, b) -> Tensor:
-    # `==` between a tensor and something that is not a number (None, a string) is False, like PyTorch.
-    if b is None or isinstance(b, str):
+    # `==` between a tensor and what is neither a tensor nor a number (None, a string, a list) falls back to
+    # identity, False, as in PyTorch (whose __eq__ returns NotImplemented for them).
+    if b is None or isinstance(b, (str, list, tuple)):
         return False
     return eq(a, b)
 
 
 def _is_not_equal(a: Tensor, b) -> Tensor:
-    if b is None or isinstance(b, str):
+    if b is None or isinstance(b, (str, list, tuple)):
         return True
     return ne(a, b)
 
