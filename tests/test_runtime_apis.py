@@ -282,3 +282,32 @@ def test_pytorch_errors_and_warnings_for_common_slips(tmp_path):
         inf = torch.ones(2)
     with pytest.raises(RuntimeError, match="^Setting requires_grad=True on inference tensor outside InferenceMode"):
         inf.requires_grad_()
+
+
+def test_device_types_without_a_backend_name_devices_but_hold_no_tensors():
+    """PyTorch's device types all make device objects; tensors on one tinytorch has no backend for are refused
+    with a build-without-it error (xpu: AssertionError, others: RuntimeError); unknown types list the valid ones."""
+    assert str(torch.device("mps:0")) == "mps:0" and torch.device("xla", 1).index == 1
+    with pytest.raises(RuntimeError, match="Expected one of cpu, cuda, ipu, xpu, .* device type at start of device "
+                                           "string: foo"):
+        torch.device("foo")
+    x = torch.ones(2)
+    for make in (lambda: torch.zeros(1, device="mps"), lambda: x.to("mps"), lambda: torch.randn(2, device="hpu"),
+                 lambda: torch.tensor([1.0], device="mps"), lambda: torch.nn.Linear(2, 2).to("mps")):
+        with pytest.raises(RuntimeError, match="not linked with support for (mps|hpu) devices"):
+            make()
+    with pytest.raises(AssertionError, match="Torch not compiled with XPU enabled"):
+        x.to(torch.device("xpu"))
+
+
+def test_xpu_and_mps_modules_answer_as_a_build_without_them():
+    """Device-picking code runs: torch.xpu / torch.mps report nothing available, accept seeds, and what needs a
+    device raises PyTorch's errors."""
+    pick = "xpu" if torch.xpu.is_available() else "mps" if torch.mps.is_available() else "cpu"
+    assert pick == "cpu" and torch.xpu.device_count() == 0 and torch.mps.device_count() == 0
+    assert torch.xpu.manual_seed_all(0) is None and torch.mps.manual_seed(0) is None
+    assert torch.xpu.memory_allocated() == 0 and not torch.xpu.is_initialized()
+    with pytest.raises(AssertionError, match="Torch not compiled with XPU enabled"):
+        torch.xpu.synchronize()
+    with pytest.raises(RuntimeError, match=r"Cannot execute deviceSynchronize\(\) without MPS backend."):
+        torch.mps.synchronize()

@@ -6,6 +6,13 @@ import threading
 import numpy as np
 
 
+# PyTorch's device types, in its order: each names a device object; tensors live on cpu, cuda and meta only
+# (xp_for refuses the others as a PyTorch build without them does), so that device-picking code
+# (`torch.device("mps" if torch.backends.mps.is_available() else "cpu")`) runs unchanged.
+DEVICE_TYPES = ("cpu", "cuda", "ipu", "xpu", "mkldnn", "opengl", "opencl", "ideep", "hip", "ve", "fpga", "maia", "xla",
+                "lazy", "vulkan", "mps", "meta", "hpu", "mtia", "privateuseone")
+
+
 class device:
     """A device like PyTorch's: device("cpu"), device("cuda"), device("cuda:1"), device("cuda", 1)."""
 
@@ -29,8 +36,9 @@ class device:
             index = int(idx)
         else:
             kind = spec
-        if kind not in ("cpu", "cuda", "meta"):
-            raise RuntimeError(f"Expected one of cpu, cuda, meta device type at start of device string: {spec}")
+        if kind not in DEVICE_TYPES:
+            raise RuntimeError(f"Expected one of {', '.join(DEVICE_TYPES)} device type at start of device string: "
+                               f"{spec}")
         if index is not None and index < 0:
             raise RuntimeError("Device index must not be negative")
         # The index is kept for cpu too, as PyTorch: device('cpu:0').index == 0 and device('cpu:0') != device('cpu')
@@ -100,12 +108,25 @@ def cupy():
 
 
 def to_device(d) -> device:
-    """Normalise a device argument (device, str, int or None -> the default device, cpu unless set)."""
+    """Normalise a device argument (device, str, int or None -> the default device, cpu unless set) of an op that
+    puts memory there: a device type tinytorch has no backend for is refused here."""
     if d is None:
         return getattr(_default, "device", None) or CPU
     if isinstance(d, device):
-        return d
-    return device(d)
+        return d if d.type in _BACKENDS else supported(d)
+    return supported(device(d))
+
+
+_BACKENDS = ("cpu", "cuda", "meta")
+
+
+def supported(dev: device) -> device:
+    """dev, when tinytorch can hold tensors there; else the error a PyTorch build without that backend raises."""
+    if dev.type in _BACKENDS:
+        return dev
+    if dev.type == "xpu":
+        raise AssertionError("Torch not compiled with XPU enabled")
+    raise RuntimeError(f"tinytorch is not linked with support for {dev.type} devices (it has cpu, cuda and meta)")
 
 
 def xp_for(dev: device):
@@ -115,6 +136,7 @@ def xp_for(dev: device):
     if dev.type == "meta":
         from ._meta import namespace
         return namespace
+    supported(dev)
     return cupy()
 
 
@@ -147,7 +169,7 @@ def move(array, dev: device):
         raise NotImplementedError(NO_DATA)
     if dev.type == "cpu":
         return array.get()
-    cp = cupy()
+    cp = xp_for(dev)
     with cp.cuda.Device(dev.index or 0):
         return cp.asarray(array)
 
