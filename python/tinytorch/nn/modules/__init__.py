@@ -57,6 +57,10 @@ __all__ += ["BatchNorm1d", "BatchNorm2d", "SyncBatchNorm", "Conv1d", "Conv2d", "
             "AdaptiveAvgPool2d", "AdaptiveMaxPool1d", "AdaptiveMaxPool2d", "AvgPool1d", "AvgPool2d", "MaxPool1d",
             "MaxPool2d", "Upsample", "UpsamplingBilinear2d", "UpsamplingNearest2d"]
 
+from .adaptive import AdaptiveLogSoftmaxWithLoss  # noqa: E402
+
+__all__ += ["AdaptiveLogSoftmaxWithLoss"]
+
 # Every other export of the layer modules: each module's __all__ names its layers.
 from . import (activation as _activation, batchnorm as _batchnorm, container as _container, conv as _conv,  # noqa: E402
                lazy as _lazy, linear as _linear, normalization as _normalization, padding as _padding,
