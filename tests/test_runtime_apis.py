@@ -311,3 +311,35 @@ def test_xpu_and_mps_modules_answer_as_a_build_without_them():
         torch.xpu.synchronize()
     with pytest.raises(RuntimeError, match=r"Cannot execute deviceSynchronize\(\) without MPS backend."):
         torch.mps.synchronize()
+
+
+def test_skip_init_builds_without_initialising():
+    """nn.utils.skip_init: the module is built on meta (nothing initialised) and given empty memory on the device
+    asked for; a module without a device argument is refused with PyTorch's message."""
+    lin = torch.nn.utils.skip_init(torch.nn.Linear, 3, 2, bias=False)
+    assert type(lin) is torch.nn.Linear and lin.weight.shape == (2, 3) and lin.bias is None
+    assert lin.weight.device == torch.device("cpu") and lin.weight.requires_grad
+    lin.weight.data.fill_(1.0)
+    assert torch.equal(lin(torch.ones(1, 3)), torch.full((1, 2), 3.0))
+    with pytest.raises(RuntimeError, match="Module must support a 'device' arg to skip initialization"):
+        torch.nn.utils.skip_init(torch.nn.ReLU)
+
+
+def test_convert_conv_weight_memory_format_reaches_nested_convolutions():
+    m = torch.nn.Sequential(torch.nn.Conv2d(2, 3, 3), torch.nn.Sequential(torch.nn.ConvTranspose2d(3, 2, 2)),
+                            torch.nn.Linear(2, 2))
+    before = m[0].weight.detach().clone()
+    assert torch.nn.utils.convert_conv2d_weight_memory_format(m, torch.channels_last) is m
+    for conv in (m[0], m[1][0]):
+        assert conv.weight.is_contiguous(memory_format=torch.channels_last)
+        assert isinstance(conv.weight, torch.nn.Parameter) and conv.weight.requires_grad
+    assert torch.equal(m[0].weight, before)
+    c3 = torch.nn.utils.convert_conv3d_weight_memory_format(torch.nn.Conv3d(2, 2, 1), torch.channels_last_3d)
+    assert c3.weight.is_contiguous(memory_format=torch.channels_last_3d)
+
+
+def test_nll_loss2d_is_the_deprecated_name_of_nll_loss():
+    with pytest.warns(FutureWarning, match="`NLLLoss2d` has been deprecated"):
+        loss = torch.nn.NLLLoss2d(ignore_index=1)
+    x, t = torch.randn(2, 3, 4, 4).log_softmax(1), torch.randint(0, 3, (2, 4, 4))
+    assert torch.equal(loss(x, t), F.nll_loss(x, t, ignore_index=1))

@@ -36,9 +36,9 @@ __all__ += ["EmbeddingBag"]
 from .loss import CTCLoss
 
 __all__ += ["CTCLoss"]
-from .loss import MultiMarginLoss, TripletMarginWithDistanceLoss
+from .loss import MultiMarginLoss, NLLLoss2d, TripletMarginWithDistanceLoss
 
-__all__ += ["TripletMarginWithDistanceLoss", "MultiMarginLoss"]
+__all__ += ["TripletMarginWithDistanceLoss", "MultiMarginLoss", "NLLLoss2d"]
 
 # Convolution, pooling, normalisation, channel dropout, resampling and fold layers (issue 12, item 3).
 from .batchnorm import BatchNorm1d, BatchNorm2d, SyncBatchNorm  # noqa: E402

@@ -15,3 +15,7 @@ from . import fusion, prune  # noqa: F401,E402
 from .fusion import fuse_conv_bn_eval, fuse_conv_bn_weights, fuse_linear_bn_eval, fuse_linear_bn_weights  # noqa: E402
 
 __all__ += ["fuse_conv_bn_eval", "fuse_conv_bn_weights", "fuse_linear_bn_eval", "fuse_linear_bn_weights"]
+from .init import skip_init  # noqa: E402
+from .memory_format import convert_conv2d_weight_memory_format, convert_conv3d_weight_memory_format  # noqa: E402
+
+__all__ += ["skip_init", "convert_conv2d_weight_memory_format", "convert_conv3d_weight_memory_format"]
