@@ -343,3 +343,54 @@ def test_nll_loss2d_is_the_deprecated_name_of_nll_loss():
         loss = torch.nn.NLLLoss2d(ignore_index=1)
     x, t = torch.randn(2, 3, 4, 4).log_softmax(1), torch.randint(0, 3, (2, 4, 4))
     assert torch.equal(loss(x, t), F.nll_loss(x, t, ignore_index=1))
+
+
+def test_as_subclass_aliases_memory_and_stays_in_the_graph():
+    class Tagged(torch.Tensor):
+        pass
+    x = torch.randn(3, requires_grad=True)
+    y = x.as_subclass(Tagged)
+    assert type(y) is Tagged and y.data_ptr() == x.data_ptr() and type(y.grad_fn).__name__ == "AliasBackward0"
+    (y * 3).sum().backward()
+    assert torch.equal(x.grad, torch.full((3,), 3.0))
+    plain = torch.ones(2)
+    z = plain.as_subclass(Tagged)
+    plain.add_(1)  # the same memory
+    assert type(z) is Tagged and not z.requires_grad and torch.equal(z, torch.full((2,), 2.0))
+    with pytest.raises(TypeError, match="does not inherit from Tensor"):
+        x.as_subclass(int)
+
+
+def test_tensor_moves_to_devices_without_a_backend_and_record_stream_on_cpu_are_refused():
+    with pytest.raises(AssertionError, match="Torch not compiled with XPU enabled"):
+        torch.ones(1).xpu()
+    with pytest.raises(RuntimeError, match="not linked with support for ipu devices"):
+        torch.ones(1).ipu()
+    with pytest.raises(RuntimeError, match="record_stream expects a CUDA tensor"):
+        torch.ones(1).record_stream(None)
+
+
+def test_svd_and_pca_lowrank_give_the_leading_triplets():
+    """The q largest singular values and their vectors (batched); pca centres the columns first. Against NumPy's
+    SVD, and the factors rebuild the best rank-q approximation."""
+    rng = np.random.default_rng(0)
+    a = rng.standard_normal((2, 7, 5))
+    U, S, V = torch.svd_lowrank(torch.tensor(a), q=3)
+    assert U.shape == (2, 7, 3) and S.shape == (2, 3) and V.shape == (2, 5, 3)
+    u, s, vh = np.linalg.svd(a, full_matrices=False)
+    np.testing.assert_allclose(S.numpy(), s[:, :3], rtol=1e-12)
+    np.testing.assert_allclose((U * S[:, None, :]) @ V.mT, (u[..., :3] * s[:, None, :3]) @ vh[:, :3], atol=1e-12)
+    c = a[0] - a[0].mean(0)
+    U, S, V = torch.pca_lowrank(torch.tensor(a[0]))
+    assert S.shape == (5,)
+    np.testing.assert_allclose(S.numpy(), np.linalg.svd(c, compute_uv=False), rtol=1e-12)
+    with pytest.raises(ValueError, match="not greater than min"):
+        torch.svd_lowrank(torch.tensor(a[0]), q=6)
+    x = torch.tensor(a[0], requires_grad=True)
+    torch.svd_lowrank(x, q=2)[1].sum().backward()  # gradients of the kept singular values: u_i v_i^T
+    np.testing.assert_allclose(x.grad.numpy(), u[0, :, :2] @ vh[0, :2], atol=1e-10)
+
+
+def test_functional_has_nn_grad_and_the_torch_function_helpers():
+    assert F.grad is torch.nn.grad and F.has_torch_function_unary(torch.ones(1)) is False
+    assert F.handle_torch_function is torch.overrides.handle_torch_function

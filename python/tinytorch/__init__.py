@@ -60,6 +60,7 @@ from . import torch_version, version  # noqa: E402
 __version__ = torch_version.TorchVersion(version.__version__)  # the API's release, tinytorch's as a label
 
 from ._misc import allclose, compile, equal, get_num_threads, is_tensor, isclose, numel, set_num_threads  # noqa: E402,A004
+from ._lowrank import pca_lowrank, svd_lowrank  # noqa: E402
 
 _memory.keep_freed_memory()  # the process keeps freed arrays for the next step (see _memory.py)
 _memory.follow_torch_huge_page_policy()

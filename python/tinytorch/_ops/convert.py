@@ -83,3 +83,22 @@ attach(to=to, cpu=lambda a, memory_format=None: to(a, "cpu"),
        long=_cast("int64"), int=_cast("int32"), short=_cast("int16"), char=_cast("int8"), byte=_cast("uint8"),
        bool=_cast("bool"), cfloat=_cast("complex64"), cdouble=_cast("complex128"),
        type_as=lambda a, other: to(a, other.dtype))
+
+
+def _to_backend(kind: str):
+    def move(a: Tensor, device=None, non_blocking: bool = False, memory_format=None) -> Tensor:
+        return to(a, _device(kind, device) if isinstance(device, int) else to_device(device or kind))
+    move.__name__ = kind
+    move.__doc__ = f"The tensor on the {kind} device (refused: tinytorch has no {kind} backend)."
+    return move
+
+
+def record_stream(a: Tensor, stream) -> None:
+    """Mark a CUDA tensor's memory as in use by `stream` until the work queued there so far is done. CuPy's pool
+    reuses a freed block only on the stream that freed it, so no extra bookkeeping is needed; CPU tensors are
+    refused as by PyTorch."""
+    if a.device.type != "cuda":
+        raise RuntimeError(f"record_stream expects a CUDA tensor, but got a tensor on {a.device}")
+
+
+attach(xpu=_to_backend("xpu"), ipu=_to_backend("ipu"), mtia=_to_backend("mtia"), record_stream=record_stream)

@@ -100,6 +100,19 @@ def view(a: Tensor, *shape) -> Tensor:
     return out
 
 
+def as_subclass(a: Tensor, cls) -> Tensor:
+    """The same memory as an instance of cls (a Tensor subclass, whose __init__ is not called), still in the
+    graph: its gradient flows to a unchanged (AliasBackward0)."""
+    if not (isinstance(cls, type) and issubclass(cls, Tensor)):
+        raise TypeError("Creating a Tensor subclass from a class that does not inherit from Tensor is not possible. "
+                        "Make sure your class inherits from Tensor.")
+    out = _view_of(a, a._data.view())
+    out.__class__ = cls
+    if a._requires_grad and _grad_enabled():
+        record("AliasBackward0", lambda g: g, out, (a,))
+    return out
+
+
 def _reshaped(x, shape: tuple):
     """x.reshape(shape); a copy that reshape must make of a large strided array (attention's heads merged back)
     is made by the pool."""
@@ -834,7 +847,7 @@ def _triu_(a: Tensor, diagonal_: int = 0) -> Tensor:
 
 
 attach(ravel=ravel, select=select, roll=roll, trace=trace, diag=diag, tril_=_tril_, triu_=_triu_)
-attach(view=view, reshape=reshape, view_as=view_as, reshape_as=reshape_as, flatten=flatten, unflatten=unflatten,
+attach(as_subclass=as_subclass, view=view, reshape=reshape, view_as=view_as, reshape_as=reshape_as, flatten=flatten, unflatten=unflatten,
        permute=permute, transpose=transpose, swapaxes=_swapaxes, swapdims=_swapaxes, t=t, movedim=movedim,
        moveaxis=movedim, unsqueeze=unsqueeze, squeeze=squeeze, expand=expand, expand_as=expand_as,
        broadcast_to=broadcast_to, contiguous=contiguous, clone=clone, narrow=narrow, split=split, chunk=chunk,

@@ -197,6 +197,10 @@ def boolean_dispatch(arg_name: str, arg_index: int, default: bool, if_true, if_f
 __all__ += ["conv_tbc", "linear_cross_entropy", "assert_int_or_pair", "boolean_dispatch",
             "GRID_SAMPLE_INTERPOLATION_MODES", "GRID_SAMPLE_PADDING_MODES"]
 
+# PyTorch's functional module has these names too (not in its __all__): nn.grad, and the __torch_function__ helpers
+from . import grad  # noqa: E402,F401
+from ..overrides import (handle_torch_function, has_torch_function, has_torch_function_unary,  # noqa: E402,F401
+                         has_torch_function_variadic)
 from .. import _dispatch  # noqa: E402
 
 _dispatch.route(globals(), "tinytorch.nn.functional", ("tinytorch._ops", "tinytorch.nn.functional"))
