@@ -8,14 +8,16 @@ pools poll for work for a while after each parallel region). --in-process steps 
 iteration. Both report the ratio of the processes' CPU time per iteration (median) beside the wall-clock one: at 1
 thread it leaves out the time other processes held the core. --products times each matrix product of the step in
 both libraries (one process, alternating steps), per shape, with the route tinytorch took (register-tiled kernel
-or BLAS): where a gap in the step comes from. --overhead steps the same loop on a model shrunk until its kernels
+or BLAS): where a gap in the step comes from. --phases times the step's phases (batch, forward, backward, clip,
+optimizer, zero_grad) in both libraries in one process. --overhead steps the same loop on a model shrunk until its kernels
 take nothing (in one process): the Python, op dispatch and engine cost of an iteration, which no core count shortens.
 
     python benchmarks/nanogpt.py [--iters 30] [--warmup 5] [--runs 3] [--threads 1 2] [--json PATH]
     python benchmarks/nanogpt.py --in-process [--iters 30] [--warmup 5] [--threads 1 2] [--compare-blas]
     python benchmarks/nanogpt.py --script DIR [--iters 30] [--threads 1 2]
     python benchmarks/nanogpt.py --products [--iters 40] [--threads 1]
-    python benchmarks/nanogpt.py --overhead [--iters 200] [--threads 1]
+    python benchmarks/nanogpt.py --overhead [--iters 200] [--threads 1] [--phases]
+    python benchmarks/nanogpt.py --phases [--iters 40] [--threads 1]
 
 The first builds nanoGPT's model here (model.py's GPT: pre-LayerNorm blocks without bias, causal
 scaled_dot_product_attention, GELU MLP, tied embedding, GPT-2 init) and steps it exactly as train.py's loop
@@ -131,7 +133,7 @@ class Trainer:
                   {"params": [p for p in params if p.dim() < 2], "weight_decay": 0.0}]
         self.opt = torch.optim.AdamW(groups, lr=1e-3, betas=(0.9, 0.99))
         self.rng = np.random.default_rng(0)  # both libraries draw the same batches
-        self.it, self.times, self.cpu_times, self.losses = 0, [], [], []
+        self.it, self.times, self.cpu_times, self.losses, self.phases = 0, [], [], [], []
 
     def get_batch(self):
         torch = self.torch
@@ -141,20 +143,62 @@ class Trainer:
         return x, y
 
     def step(self) -> None:
-        torch = self.torch
-        t0, c0 = time.perf_counter(), time.process_time()
+        torch, clock = self.torch, time.perf_counter
+        t0, c0 = clock(), time.process_time()
         for group in self.opt.param_groups:
             group["lr"] = get_lr(self.it)
         x, y = self.get_batch()
+        t1 = clock()
         loss = self.model(x, y)
+        t2 = clock()
         loss.backward()
+        t3 = clock()
         torch.nn.utils.clip_grad_norm_(self.model.parameters(), 1.0)
+        t4 = clock()
         self.opt.step()
+        t5 = clock()
         self.opt.zero_grad(set_to_none=True)
         self.losses.append(loss.item())
-        self.times.append(time.perf_counter() - t0)
+        t6 = clock()
+        self.times.append(t6 - t0)
         self.cpu_times.append(time.process_time() - c0)
+        self.phases.append((t1 - t0, t2 - t1, t3 - t2, t4 - t3, t5 - t4, t6 - t5))
         self.it += 1
+
+
+# What Trainer.step times apart (seconds each, per step, in Trainer.phases)
+PHASES = ("batch", "forward", "backward", "clip", "optimizer", "zero_grad+item")
+
+
+def phases(args) -> dict:
+    """Where each library's step goes: both in this process, stepping alternately (as --in-process), each step
+    cut into get_batch, forward (model + loss), backward, clip_grad_norm_, AdamW's step and zero_grad + item;
+    median milliseconds per phase. With --overhead's shrunk model it splits the Python and dispatch cost."""
+    import tinytorch
+    try:
+        import torch
+    except ImportError:
+        torch = None
+    threads = args.threads[0]
+    tinytorch.set_num_threads(threads)
+    runs = {"tinytorch": Trainer(tinytorch, char_data())}
+    if torch is not None:
+        torch.set_num_threads(threads)
+        runs["torch"] = Trainer(torch, char_data(), state=runs["tinytorch"].state)
+    for _ in range(args.iters):
+        for trainer in runs.values():
+            trainer.step()
+    table = {lib: {name: 1e3 * statistics.median(p[i] for p in tr.phases[args.warmup:])
+                   for i, name in enumerate(PHASES)} for lib, tr in runs.items()}
+    for lib, tr in runs.items():
+        table[lib]["step"] = 1e3 * statistics.median(tr.times[args.warmup:])
+    print(f"{'phase':>15} {'tinytorch ms':>13}" + (f" {'torch ms':>9} {'ratio':>6}" if torch is not None else ""))
+    for name in PHASES + ("step",):
+        line = f"{name:>15} {table['tinytorch'][name]:13.3f}"
+        if torch is not None:
+            line += f" {table['torch'][name]:9.3f} {table['tinytorch'][name] / table['torch'][name]:6.2f}"
+        print(line)
+    return {"mode": "phases", "threads": threads, "iters": args.iters, "warmup": args.warmup, "ms": table}
 
 
 def char_data(n: int = 1 << 20, seed: int = 0) -> np.ndarray:
@@ -403,6 +447,9 @@ def main(argv=None) -> dict:
                         "with OpenBLAS's, alternating with PyTorch's (needs the mkl extra)")
     p.add_argument("--products", action="store_true",
                    help="the step's matrix products per shape, both libraries in this process (first --threads)")
+    p.add_argument("--phases", action="store_true",
+                   help="time the step's phases (batch, forward, backward, clip, optimizer, zero_grad) in both "
+                        "libraries, in one process (results/nanogpt_phases.json)")
     p.add_argument("--overhead", action="store_true",
                    help="the recipe shrunk to width 8, 4 tokens, batch 1 (the kernels then take nothing), in this "
                         "process: what an iteration costs in Python, dispatch and the engine")
@@ -419,12 +466,15 @@ def main(argv=None) -> dict:
         args.in_process = True
     if args.products:
         results = products(args)
+    elif args.phases:
+        results = phases(args)
     else:
         results = script(args) if args.script else in_process(args) if args.in_process else processes(args)
     from tinytorch import _threads
     results["tinytorch_blas"] = _threads.blas  # the children choose as this process did (same TINYTORCH_BLAS)
     print(f"tinytorch's matrix products: {_threads.blas}")
-    name = "nanogpt_products.json" if args.products else "nanogpt_overhead.json" if args.overhead else "nanogpt.json"
+    name = ("nanogpt_products.json" if args.products else "nanogpt_phases.json" if args.phases else
+            "nanogpt_overhead.json" if args.overhead else "nanogpt.json")
     write_json(args.json or os.path.join(os.path.dirname(os.path.abspath(__file__)), "results", name), results)
     return results
 

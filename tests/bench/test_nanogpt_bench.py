@@ -55,3 +55,21 @@ def test_compare_blas_steps_the_model_with_both_libraries(tmp_path):
     row = json.loads(out.read_text())["threads"]["1"]
     assert row["tinytorch_openblas_ms"] > 0 and row["mkl_over_openblas"] > 0
     assert "tinytorch's matrix products: mkl" in res.stdout
+
+
+def test_phases_split_each_step_and_add_up(tmp_path):
+    """--phases times get_batch, forward, backward, clipping, AdamW and zero_grad apart (nothing about speed is
+    asserted): every phase is timed, and their medians come to about the step's median."""
+    out = tmp_path / "phases.json"
+    env = dict(os.environ, PYTHONPATH=os.path.join(ROOT, "python"))
+    res = subprocess.run([sys.executable, os.path.join(ROOT, "benchmarks", "nanogpt.py"), "--phases", "--overhead",
+                          "--iters", "6", "--warmup", "2", "--threads", "1", "--json", str(out)],
+                         capture_output=True, text=True, timeout=300, env=env)
+    assert res.returncode == 0, res.stderr[-3000:]
+    libs = json.loads(out.read_text())["ms"]
+    assert set(libs) == ({"tinytorch", "torch"} if importlib.util.find_spec("torch") else {"tinytorch"})
+    for ms in libs.values():
+        parts = [ms[p] for p in ("batch", "forward", "backward", "clip", "optimizer", "zero_grad+item")]
+        assert all(p > 0 for p in parts)
+        assert 0.5 * ms["step"] < sum(parts) < 2 * ms["step"]
+    assert "backward" in res.stdout and "optimizer" in res.stdout

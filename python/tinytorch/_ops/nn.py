@@ -20,6 +20,7 @@ from . import _cpu, pointwise as _pw
 from .linalg import _FLOATS, _matmul
 from .shape import empty_pieces_like
 from ._common import user_stacklevel as _user_stacklevel
+from .normalization import _check_mixed_dtype
 
 _SQRT1_2 = 1.0 / math.sqrt(2.0)
 _INV_SQRT_2PI = 1.0 / math.sqrt(2.0 * math.pi)
@@ -301,7 +302,7 @@ def _check_reduction(reduction: str) -> None:
 
 def _class_targets(x: Tensor, target: Tensor, weight, ignore_index: int):
     """Validate class-index targets; return (flat targets clamped to range, valid mask, per-row weight,
-    weight array or None, rows, classes). Errors use PyTorch's messages."""
+    weight array or None, rows, classes, whether no row is ignored). Errors use PyTorch's messages."""
     shape = x._data.shape
     if x._data.ndim == 0:
         raise RuntimeError("input tensor should be 1D or 2D")
@@ -332,12 +333,14 @@ def _class_targets(x: Tensor, target: Tensor, weight, ignore_index: int):
     if type(tf) is not type(x._data):
         tf = xp.asarray(tf) if xp is not np else tf.get()
     valid = tf != ignore_index
+    every = type(tf) is not MetaArray and bool(valid.all())  # no row ignored: the common case, fewer passes
     if tf.size and type(tf) is not MetaArray:  # meta targets hold no values to check
-        tv = tf[valid]
-        if tv.size and (int(tv.max()) >= C or int(tv.min()) < 0):
-            bad = int(tv.max()) if int(tv.max()) >= C else int(tv.min())
-            raise IndexError(f"Target {bad} is out of bounds.")
-    tc = xp.where(valid, tf, 0).astype(np.int64, copy=False)
+        tv = tf if every else tf[valid]
+        if tv.size:
+            lo, hi = int(tv.min()), int(tv.max())
+            if hi >= C or lo < 0:
+                raise IndexError(f"Target {hi if hi >= C else lo} is out of bounds.")
+    tc = (tf if every else xp.where(valid, tf, 0)).astype(np.int64, copy=False)
     w = None
     if weight is not None:
         w = weight._data
@@ -348,7 +351,7 @@ def _class_targets(x: Tensor, target: Tensor, weight, ignore_index: int):
         wt = xp.where(valid, w[tc], 0)
     else:
         wt = valid.astype(_compute(x._data).dtype)
-    return tc, valid, wt, w, tc.shape[0], C
+    return tc, valid, wt, w, tc.shape[0], C, every
 
 
 def _rows(a, C: int):
@@ -389,7 +392,7 @@ def _per(v, n: int, dtype):
 def _cross_entropy_class(x: Tensor, target: Tensor, weight, ignore_index: int, reduction: str,
                          label_smoothing: float) -> Tensor:
     """Fused log_softmax + nll_loss (+ label smoothing) for class-index targets."""
-    tc, valid, wt, w, M, C = _class_targets(x, target, weight, ignore_index)
+    tc, valid, wt, w, M, C, every = _class_targets(x, target, weight, ignore_index)
     xp = _xp(x._data)
     shape = x._data.shape
     eps = float(label_smoothing)
@@ -398,12 +401,12 @@ def _cross_entropy_class(x: Tensor, target: Tensor, weight, ignore_index: int, r
     with np.errstate(invalid="ignore", divide="ignore"):
         no_weight = False
         if reduction == "mean":
-            d1 = wt.sum()
+            d1 = M if every and w is None else wt.sum()
             # Every row ignored (or of weight 0): the mean is 0/0 = NaN, as PyTorch's, but the gradient is 0
             # (PyTorch's): the rows' coefficients divide by 1 instead, and the loss is made NaN below
             no_weight = bool(d1 == 0)
             b = (1 - eps) * wt / (1 if no_weight else d1)
-            d2 = d1 if w is not None else valid.sum()
+            d2 = d1 if w is not None or every else valid.sum()
             if no_weight or d2 == 0:
                 d2 = 1
         else:
@@ -429,7 +432,7 @@ def _cross_entropy_class(x: Tensor, target: Tensor, weight, ignore_index: int, r
         rows_loss = b * nll
         if r is not None:
             rows_loss = rows_loss + r * smooth
-        if not bool(valid.all()):  # an ignored row counts for nothing, even with NaN or inf logits (0 * NaN)
+        if not every:  # an ignored row counts for nothing, even with NaN or inf logits (0 * NaN)
             rows_loss = xp.where(valid, rows_loss, 0)
     if reduction == "none":
         out_arr = rows_loss.reshape(target._data.shape)
@@ -525,7 +528,7 @@ def nll_loss(input: Tensor, target: Tensor, weight: Tensor | None = None, size_a
     reduction = _legacy_reduction(size_average, reduce, reduction)
     _check_reduction(reduction)
     x = input
-    tc, valid, wt, w, M, C = _class_targets(x, target, weight, ignore_index)
+    tc, valid, wt, w, M, C, _ = _class_targets(x, target, weight, ignore_index)
     xp = _xp(x._data)
     shape = x._data.shape
     x2 = _rows(x._data, C)
@@ -564,27 +567,30 @@ def layer_norm(input: Tensor, normalized_shape, weight: Tensor | None = None, bi
         return _autocast.dispatch("layer_norm", layer_norm, input, normalized_shape, weight, bias, eps)
     ns = (int(normalized_shape),) if isinstance(normalized_shape, (int, np.integer)) else tuple(normalized_shape)
     x = input
-    shape = x._data.shape
+    xd = x._data
+    shape = xd.shape
     k = len(ns)
-    if k == 0 or tuple(shape[len(shape) - k:]) != ns or len(shape) < k:
+    if k == 0 or shape[len(shape) - k:] != ns or len(shape) < k:
         raise RuntimeError(f"Given normalized_shape={list(ns)}, expected input with shape "
                            f"[*, {', '.join(str(s) for s in ns)}], but got input of size{list(shape)}")
-    for name, p in (("weight", weight), ("bias", bias)):
-        if p is not None and tuple(p._data.shape) != ns:
+    w = weight._data if weight is not None else None
+    bb = bias._data if bias is not None else None
+    for name, a in (("weight", w), ("bias", bb)):
+        if a is not None and a.shape != ns:
             raise RuntimeError(f"Expected {name} to be of same shape as normalized_shape, but got {name} of shape "
-                               f"{list(p._data.shape)} and normalized_shape = {list(ns)}")
-    from .normalization import _check_mixed_dtype
-    _check_mixed_dtype(x, (weight, bias))
-    n = math.prod(ns)
-    xd = x._data
+                               f"{list(a.shape)} and normalized_shape = {list(ns)}")
+    if (w is not None and w.dtype != xd.dtype) or (bb is not None and bb.dtype != xd.dtype):
+        _check_mixed_dtype(x, (weight, bias))
+    n = ns[0] if k == 1 else math.prod(ns)
     x2 = xd.reshape(-1, n)
-    w = weight._data.reshape(-1) if weight is not None else None
-    bb = bias._data.reshape(-1) if bias is not None else None
+    if k > 1:
+        w = w.reshape(-1) if w is not None else None
+        bb = bb.reshape(-1) if bb is not None else None
     xp = _xp(xd)
     if _kernel_ok(x2) and x2.size and (w is None or w.dtype == x2.dtype) and (bb is None or bb.dtype == x2.dtype):
         from .. import _kernels
         y, mean, rstd = _kernels.layer_norm_forward(x2, w, bb, eps)
-    elif x2.size and _cpu_fusable(x2, *(p for p in (w, bb) if p is not None)):
+    elif x2.size and _cpu_fusable_params(x2, w, bb):
         y = np.empty_like(x2)
         mean, rstd = np.empty(x2.shape[0], x2.dtype), np.empty(x2.shape[0], x2.dtype)
         _C._cpu.layer_norm(x2, n, w, bb, eps, y, mean, rstd, _threads.count)
@@ -633,7 +639,8 @@ def layer_norm(input: Tensor, normalized_shape, weight: Tensor | None = None, bi
             if bias is not None:
                 res.append(_wrap(db.astype(bias._data.dtype, copy=False).reshape(ns)) if rb else None)
             return tuple(res) if len(res) > 1 else res[0]
-        inputs = (x,) + tuple(p for p in (weight, bias) if p is not None)
+        inputs = (x,) if weight is None and bias is None else (x, weight) if bias is None else \
+            (x, bias) if weight is None else (x, weight, bias)
         record("NativeLayerNormBackward0", layer_norm_backward, out, inputs, inputs)
     return out
 
@@ -766,6 +773,17 @@ def _cpu_fusable(*arrays) -> bool:
     first = arrays[0]
     return all(type(a) is np.ndarray and a.dtype == first.dtype and a.flags.c_contiguous for a in arrays) and \
         first.dtype in (np.float32, np.float64)
+
+
+def _cpu_fusable_params(x, w, b) -> bool:
+    """_cpu_fusable(x, w, b) for a normalisation's optional weight and bias (None: absent), without building the
+    argument list: the layer norms of a transformer's forward pay it per call."""
+    if type(x) is not np.ndarray or not x.flags.c_contiguous or x.dtype not in (np.float32, np.float64):
+        return False
+    for a in (w, b):
+        if a is not None and (type(a) is not np.ndarray or a.dtype != x.dtype or not a.flags.c_contiguous):
+            return False
+    return True
 
 
 def _gelu_array(x, approximate: str):

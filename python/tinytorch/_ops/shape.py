@@ -46,7 +46,10 @@ def _view_dtype(a: Tensor, dtype) -> Tensor:
 def _shape_arg(shape) -> tuple:
     if len(shape) == 1 and isinstance(shape[0], (tuple, list, Size)):
         shape = tuple(shape[0])
-    return tuple(int(s) for s in shape)
+    for s in shape:
+        if type(s) is not int:  # NumPy integers, 0-d tensors, SymInt-likes: int() each
+            return tuple(int(s) for s in shape)
+    return shape if type(shape) is tuple else tuple(shape)  # the common case: ints already
 
 
 def _infer(shape: tuple, numel: int, old: tuple) -> tuple:
@@ -76,10 +79,6 @@ def _aliases(data, x) -> bool:
     return data.base is x or (data.base is not None and data.base is x.base)
 
 
-def _view_result(a: Tensor, data) -> Tensor:
-    return _view_of(a, data)
-
-
 def view(a: Tensor, *shape) -> Tensor:
     """Same memory, new shape; fails (as in PyTorch) when the strides don't allow it."""
     if len(shape) == 1 and not isinstance(shape[0], (tuple, list, Size, int)):
@@ -93,7 +92,7 @@ def view(a: Tensor, *shape) -> Tensor:
     except AttributeError:
         raise RuntimeError("view size is not compatible with input tensor's size and stride (at least one dimension "
                            "spans across two contiguous subspaces). Use .reshape(...) instead.") from None
-    out = _view_result(a, data)
+    out = _view_of(a, data)
     if a._requires_grad and _grad_enabled():
         old = x.shape
         record("ViewBackward0", lambda g: g.reshape(old), out, (a,))
@@ -133,7 +132,7 @@ def reshape(a: Tensor, *args, shape=None) -> Tensor:
     x = a._data
     new = _infer(_shape_arg(args if shape is None else (shape,)), x.size, x.shape)
     data = _reshaped(x, new)
-    out = _view_result(a, data) if _aliases(data, x) else _wrap(data)
+    out = _view_of(a, data) if _aliases(data, x) else _wrap(data)
     if a._requires_grad and _grad_enabled():
         old = x.shape
         record("ViewBackward0" if out._base is not None else "UnsafeViewBackward0", lambda g: g.reshape(old), out, (a,))
@@ -180,7 +179,7 @@ def permute(a: Tensor, *args, dims=None) -> Tensor:
     axes = tuple(_wrap_dim(d, nd) for d in dims)
     if len(set(axes)) != nd:
         raise RuntimeError("permute(): duplicate dims are not allowed.")
-    out = _view_result(a, a._data.transpose(axes))
+    out = _view_of(a, a._data.transpose(axes))
     if needs_grad(a):
         inverse = tuple(np.argsort(axes))
         record("PermuteBackward0", lambda g: g.permute(inverse), out, (a,))
@@ -193,14 +192,14 @@ def transpose(a: Tensor, dim0: int, dim1: int) -> Tensor:
     d0, d1 = _wrap_dim(dim0, nd), _wrap_dim(dim1, nd)
     if nd == 0:  # dims 0/-1 only (checked above): an identity view that stays in the graph
         return _identity_view(a, "TransposeBackward0")
-    out = _view_result(a, a._data.swapaxes(d0, d1))
+    out = _view_of(a, a._data.swapaxes(d0, d1))
     if needs_grad(a):
         record("TransposeBackward0", lambda g: g.transpose(d0, d1), out, (a,))
     return out
 
 
 def _identity_view(a: Tensor, name: str) -> Tensor:
-    out = _view_result(a, a._data.view())
+    out = _view_of(a, a._data.view())
     if needs_grad(a):
         record(name, lambda g: g, out, (a,))
     return out
@@ -211,7 +210,7 @@ def t(a: Tensor) -> Tensor:
     if a._data.ndim > 2:
         raise RuntimeError(f"t() expects a tensor with <= 2 dimensions, but self is {a._data.ndim}D")
     if a._data.ndim == 2:
-        out = _view_result(a, a._data.swapaxes(0, 1))
+        out = _view_of(a, a._data.swapaxes(0, 1))
         if needs_grad(a):
             record("TBackward0", lambda g: g.t(), out, (a,))
         return out
@@ -252,7 +251,7 @@ def movedim(a: Tensor, source, destination) -> Tensor:
 def unsqueeze(a: Tensor, dim: int) -> Tensor:
     """Insert a dimension of size 1 (a view)."""
     d = _wrap_dim(dim, a._data.ndim + 1)
-    out = _view_result(a, np.expand_dims(a._data, d))
+    out = _view_of(a, np.expand_dims(a._data, d))
     if needs_grad(a):
         record("UnsqueezeBackward0", lambda g: g.squeeze(d), out, (a,))
     return out
@@ -266,7 +265,7 @@ def squeeze(a: Tensor, dim=None) -> Tensor:
     else:
         dims = (dim,) if isinstance(dim, int) else tuple(dim)
         axes = tuple(sorted({_wrap_dim(d, x.ndim) for d in dims if x.ndim and x.shape[_wrap_dim(d, x.ndim)] == 1}))
-    out = _view_result(a, x.squeeze(axis=axes) if axes else x.view())
+    out = _view_of(a, x.squeeze(axis=axes) if axes else x.view())
     if needs_grad(a):
         old = x.shape
         # PyTorch's overloads: squeeze(), squeeze(dim), squeeze(dims)
@@ -298,7 +297,7 @@ def expand(a: Tensor, *sizes) -> Tensor:
         data = x.view()
     else:
         data = np.broadcast_to(x, target) if type(x) is np.ndarray else x.__array_namespace__().broadcast_to(x, target)
-    out = _view_result(a, data)
+    out = _view_of(a, data)
     if needs_grad(a):
         old = x.shape
         record("ExpandBackward0", lambda g: g.sum_to_size(old), out, (a,))
@@ -401,7 +400,7 @@ def narrow(a: Tensor, dim: int, start: int, length: int) -> Tensor:
     if not (0 <= start and start + length <= size):
         raise RuntimeError(f"start ({start}) + length ({length}) exceeds dimension size ({size}).")
     idx = (slice(None),) * d + (slice(start, start + length),)
-    out = _view_result(a, a._data[idx])
+    out = _view_of(a, a._data[idx])
     if needs_grad(a):
         shape, dt = a._data.shape, a.dtype
 
@@ -552,7 +551,7 @@ def split(a: Tensor, split_size_or_sections, dim: int = 0) -> tuple:
                                f"dimension {d}), but got split_sizes={sizes}")
     pieces, offset = [], 0
     for s in sizes:
-        pieces.append(_view_result(a, a._data[(slice(None),) * d + (slice(offset, offset + s),)]))
+        pieces.append(_view_of(a, a._data[(slice(None),) * d + (slice(offset, offset + s),)]))
         offset += s
     out = tuple(pieces)
     if needs_grad(a):
@@ -762,7 +761,7 @@ def diagonal(a: Tensor, offset: int = 0, dim1: int = 0, dim2: int = 1) -> Tensor
     v = x.diagonal(offset, d1, d2)
     if type(x) is np.ndarray and x.flags.writeable:
         v.flags.writeable = True  # NumPy hands diagonals out read-only; PyTorch's is a view one may write through
-    out = _view_result(a, v)
+    out = _view_of(a, v)
     if needs_grad(a):
         shape = x.shape
         record("DiagonalBackward0", lambda g: _diagonal_scatter(g, shape, offset, d1, d2), out, (a,))
