@@ -394,3 +394,47 @@ def test_svd_and_pca_lowrank_give_the_leading_triplets():
 def test_functional_has_nn_grad_and_the_torch_function_helpers():
     assert F.grad is torch.nn.grad and F.has_torch_function_unary(torch.ones(1)) is False
     assert F.handle_torch_function is torch.overrides.handle_torch_function
+
+
+def test_compiler_and_backend_settings_scripts_write_are_kept():
+    """torch._inductor.config / torch._dynamo.config / backends.opt_einsum: what tuning scripts set is stored and
+    read back (tinytorch.compile is eager, so nothing else changes)."""
+    cfg = torch._inductor.config
+    old = cfg.coordinate_descent_tuning
+    try:
+        cfg.coordinate_descent_tuning = True
+        cfg.triton.unique_kernel_names = True
+        assert torch._inductor.config.coordinate_descent_tuning and cfg.triton.unique_kernel_names
+    finally:
+        cfg.coordinate_descent_tuning, cfg.triton.unique_kernel_names = old, False
+    assert torch.backends.opt_einsum.enabled and torch.backends.opt_einsum.strategy == "auto"
+    assert torch.backends.opt_einsum.is_available() == (importlib.util.find_spec("opt_einsum") is not None)
+    if not torch.cuda.is_available():
+        assert torch.cuda.get_arch_list() == []
+    with torch.utils.checkpoint.set_checkpoint_debug_enabled(True):
+        assert torch.utils.checkpoint._debug_enabled is True
+    assert torch.utils.checkpoint._debug_enabled is None
+
+
+def test_deterministic_mode_fills_uninitialized_memory():
+    """With use_deterministic_algorithms(True), empty() is filled as PyTorch fills it (NaN, the integer maximum,
+    True), unless utils.deterministic.fill_uninitialized_memory is False."""
+    torch.use_deterministic_algorithms(True)
+    try:
+        assert torch.isnan(torch.empty(3)).all() and torch.isnan(torch.empty_like(torch.ones(2, 2))).all()
+        assert torch.empty(2, dtype=torch.int16).tolist() == [32767, 32767]
+        assert torch.empty(2, dtype=torch.bool).all()
+        torch.utils.deterministic.fill_uninitialized_memory = False
+        torch.empty(3)  # not filled: nothing to check but that it still works
+    finally:
+        torch.utils.deterministic.fill_uninitialized_memory = True
+        torch.use_deterministic_algorithms(False)
+
+
+def test_assert_allclose_is_the_deprecated_assert_close():
+    with pytest.warns(FutureWarning, match="assert_allclose\\(\\)` is deprecated"):
+        torch.testing.assert_allclose(torch.tensor([1.0, float("nan")]), [1.0, float("nan")])
+    with pytest.warns(FutureWarning), pytest.raises(AssertionError, match="not close"):
+        torch.testing.assert_allclose(torch.tensor([1.0]), [1.1])
+    with pytest.warns(FutureWarning), pytest.raises(ValueError, match="Both 'rtol' and 'atol'"):
+        torch.testing.assert_allclose(torch.tensor([1.0]), [1.0], rtol=1e-3)

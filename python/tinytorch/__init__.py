@@ -66,7 +66,7 @@ _memory.keep_freed_memory()  # the process keeps freed arrays for the next step 
 _memory.follow_torch_huge_page_policy()
 
 # Mixed precision, backend switches and determinism (PyTorch's top-level names)
-from . import amp, backends, compiler, cpu, mps, random, xpu  # noqa: E402
+from . import _dynamo, _inductor, amp, backends, compiler, cpu, mps, random, xpu  # noqa: E402
 from ._foreach import ops as _foreach_table  # noqa: E402  (torch._foreach_add_ and the rest)
 globals().update(_foreach_table)
 

@@ -11,6 +11,8 @@ from ._device import CPU, cuda_context, device_of, move, to_device, xp_for
 from ._dtype import (bool_, complex128, dtype as _dtype_cls, from_numpy_dtype, get_default_dtype, int64, promote_types,
                      to_dtype)
 from ._tensor import Tensor, _set_requires_grad, _wrap
+from . import _deterministic
+from ._meta import namespace as meta_namespace
 
 
 def _finish(t: Tensor, requires_grad: bool) -> Tensor:
@@ -269,7 +271,26 @@ def _factory(fill, fn: str):
 
 zeros = _factory(lambda xp, s, d: xp.zeros(s, d), "zeros")
 ones = _factory(lambda xp, s, d: xp.ones(s, d), "ones")
-empty = _factory(lambda xp, s, d: xp.empty(s, d), "empty")
+
+
+def _uninitialized(xp, shape, dt):
+    """xp.empty; under use_deterministic_algorithms(True) with utils.deterministic.fill_uninitialized_memory (the
+    default), filled as PyTorch fills it: NaN for floating and complex dtypes, the largest value for integers (True for bool)."""
+    arr = xp.empty(shape, dt)
+    if _deterministic._mode[0] and xp is not meta_namespace:
+        from .utils import deterministic
+        if deterministic.fill_uninitialized_memory:
+            k = np.dtype(dt).kind
+            if k in "fcV":
+                arr.fill(np.nan)
+            elif k in "iu":
+                arr.fill(np.iinfo(dt).max)
+            elif k == "b":
+                arr.fill(True)
+    return arr
+
+
+empty = _factory(_uninitialized, "empty")
 
 
 zeros.__doc__ = "A tensor of zeros."

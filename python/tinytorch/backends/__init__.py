@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import warnings
 
-from . import cpu, cuda, cudnn, mkl, mkldnn, mps, openmp  # noqa: F401
+from . import cpu, cuda, cudnn, mkl, mkldnn, mps, openmp, opt_einsum  # noqa: F401
 
 _PRECISIONS = ("highest", "high", "medium")
 
@@ -24,5 +24,5 @@ def get_float32_matmul_precision() -> str:
     return cuda.matmul._precision
 
 
-__all__ = ["cpu", "cuda", "cudnn", "get_float32_matmul_precision", "mkl", "mkldnn", "mps", "openmp",
+__all__ = ["cpu", "cuda", "cudnn", "get_float32_matmul_precision", "mkl", "mkldnn", "mps", "openmp", "opt_einsum",
            "set_float32_matmul_precision"]

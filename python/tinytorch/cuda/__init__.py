@@ -289,6 +289,14 @@ def is_bf16_supported(including_emulation: bool = True) -> bool:
     return major >= 8 or bool(including_emulation)
 
 
+def get_arch_list() -> list:
+    """The CUDA architectures kernels are built for: tinytorch compiles src/*.cu at run time (NVRTC) for the
+    devices present, so this lists theirs (['sm_90']); [] without CUDA, as PyTorch."""
+    if not is_available():
+        return []
+    return sorted({"sm_%d%d" % get_device_capability(i) for i in range(device_count())})
+
+
 def get_device_capability(device=None) -> tuple:
     """(major, minor) compute capability of device (default: current)."""
     import cupy

@@ -357,3 +357,22 @@ def assert_close(actual: Any, expected: Any, *, allow_subclasses: bool = True, r
                                         check_layout=check_layout, check_stride=check_stride, msg=msg)
     if error_metas:
         raise error_metas[0].to_error(msg)
+
+
+def assert_allclose(actual: Any, expected: Any, rtol: float | None = None, atol: float | None = None,
+                    equal_nan: bool = True, msg: str = "") -> None:
+    """PyTorch's deprecated assert_allclose: assert_close with expected made a tensor like actual, NaNs equal by
+    default, dtypes and strides not compared (a FutureWarning says to use assert_close)."""
+    import warnings
+    warnings.warn("`torch.testing.assert_allclose()` is deprecated since 1.12 and will be removed in a future release. "
+                  "Please use `torch.testing.assert_close()` instead. You can find detailed upgrade instructions in "
+                  "https://github.com/pytorch/pytorch/issues/61844.", FutureWarning, stacklevel=2)
+    if not isinstance(actual, tinytorch.Tensor):
+        actual = tinytorch.tensor(actual)
+    if not isinstance(expected, tinytorch.Tensor):
+        expected = tinytorch.tensor(expected, dtype=actual.dtype)
+    if (rtol is None) != (atol is None):
+        raise ValueError("Both 'rtol' and 'atol' must be either specified or omitted, but got no "
+                         f"{'rtol' if rtol is None else 'atol'}.")
+    assert_close(actual, expected, rtol=rtol, atol=atol, equal_nan=equal_nan, check_device=True, check_dtype=False,
+                 check_stride=False, msg=msg or None)

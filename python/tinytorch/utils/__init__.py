@@ -1,2 +1,2 @@
 """tinytorch.utils: data loading, checkpointing, hooks."""
-from . import _pytree, benchmark, checkpoint, data, hooks, model_zoo  # noqa: F401
+from . import _pytree, benchmark, checkpoint, data, deterministic, hooks, model_zoo  # noqa: F401

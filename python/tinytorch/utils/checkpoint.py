@@ -90,6 +90,21 @@ def set_checkpoint_early_stop(enable: bool) -> Iterator[None]:
         _early_stop_override = prev
 
 
+_debug_enabled: Optional[bool] = None
+
+
+@contextlib.contextmanager
+def set_checkpoint_debug_enabled(enabled: Optional[bool]) -> Iterator[None]:
+    """PyTorch's override of checkpoint(debug=...) within the block (None: each call's own). tinytorch keeps no
+    operator trace for debug mode, so the setting is recorded and restored, nothing more."""
+    global _debug_enabled
+    prev, _debug_enabled = _debug_enabled, enabled
+    try:
+        yield
+    finally:
+        _debug_enabled = prev
+
+
 class _Holder:
     """What the forward leaves in place of one saved tensor: per backward call, a key into the recomputed ones."""
     __slots__ = ("handles", "__weakref__")
@@ -325,4 +340,5 @@ def check_backward_validity(inputs: Iterable[Any]) -> None:
 
 
 __all__ = ["checkpoint", "checkpoint_sequential", "CheckpointError", "CheckpointFunction", "check_backward_validity",
+           "set_checkpoint_debug_enabled",
            "detach_variable", "noop_context_fn", "set_checkpoint_early_stop"]
