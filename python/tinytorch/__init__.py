@@ -67,6 +67,11 @@ _memory.follow_torch_huge_page_policy()
 
 # Mixed precision, backend switches and determinism (PyTorch's top-level names)
 from . import _dynamo, _inductor, amp, backends, compiler, cpu, mps, random, xpu  # noqa: E402
+from . import _torch_function  # noqa: E402
+
+# PyTorch keeps the subclass protocol's switches in torch._C, where overrides reach for them
+_C.DisableTorchFunctionSubclass = _C.DisableTorchFunction = _torch_function.DisableTorchFunctionSubclass
+_C._disabled_torch_function_impl = _torch_function._disabled_torch_function_impl
 from ._foreach import ops as _foreach_table  # noqa: E402  (torch._foreach_add_ and the rest)
 globals().update(_foreach_table)
 

@@ -1,4 +1,5 @@
-"""Route public functions called with a DTensor argument to DTensor's op dispatcher.
+"""Route public functions called with a DTensor argument to DTensor's op dispatcher, and those called with an
+instance of a Tensor subclass to its __torch_function__ (_torch_function.py).
 
 tinytorch's ops compute on `._data`, and a DTensor's `_data` is only this rank's piece: a public function
 (`torch.*`, `F.*`) that receives a DTensor must hand the call to DTensor's sharding rules instead (PyTorch
@@ -10,6 +11,8 @@ DTensor's own methods (`x.view`, `x + y`) are DTensor class attributes and do no
 from __future__ import annotations
 
 from typing import Any, Callable
+
+from . import _torch_function as _tf
 
 handler: Callable | None = None  # handler(name, fn, args, kwargs), set by tinytorch.distributed.tensor
 subclass: type | None = None  # the DTensor class
@@ -35,6 +38,11 @@ def routed(fn: Callable, module: str, name: str) -> Callable:
                 for v in kwargs.values():
                     if type(v) is cls:
                         return handler(op, fn, args, kwargs)
+        if _tf.active and not _tf.disabled():  # a Tensor subclass exists: its instances go to __torch_function__
+            relevant = _tf._relevant(args, kwargs)
+            if relevant:
+                from .overrides import handle_torch_function
+                return handle_torch_function(public, relevant, *args, **kwargs)
         try:
             return fn(*args, **kwargs)
         except AttributeError as e:

@@ -75,6 +75,21 @@ class Tensor:
     _placements = None  # a DTensor's layout over its DeviceMesh (distributed/tensor); None for a plain tensor
     __array_priority__ = 1000  # numpy scalars/arrays on the left defer to Tensor's operators
 
+    def __init_subclass__(cls, **kwargs) -> None:
+        super().__init_subclass__(**kwargs)
+        from ._torch_function import install
+        install(cls)  # a subclass's ops go through its __torch_function__ (_torch_function.py)
+
+    @classmethod
+    def __torch_function__(cls, func, types, args=(), kwargs=None):
+        """PyTorch's default for subclasses: run func with the protocol off and return its Tensors as cls."""
+        from ._torch_function import DisableTorchFunctionSubclass, convert
+        if not all(issubclass(cls, t) for t in types):
+            return NotImplemented
+        with DisableTorchFunctionSubclass():
+            ret = func(*args, **(kwargs or {}))
+            return convert(ret, cls)
+
     def __init__(self, *args, **kwargs) -> None:
         # Legacy constructor, as PyTorch's: Tensor([1, 2]) copies data as float, Tensor(2, 3) is uninitialized.
         from ._creation import _legacy_tensor_init

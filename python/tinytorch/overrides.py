@@ -1,7 +1,8 @@
-"""torch.overrides: the `__torch_function__` protocol's helpers, for library code that dispatches its own functions.
+"""torch.overrides: the `__torch_function__` protocol's helpers.
 
-tinytorch's own ops do not consult `__torch_function__` (its Tensor defines none), so these helpers matter to
-functions that call them explicitly, as PyTorch's Python-level functions do:
+tinytorch's ops hand instances of Tensor subclasses to their class's `__torch_function__` (_torch_function.py:
+methods through wrappers on the subclass, torch.*/F.* through _dispatch); these helpers also serve functions that
+dispatch their own arguments, as PyTorch's Python-level functions do:
 
     def f(x):
         if has_torch_function_unary(x):
@@ -36,10 +37,15 @@ def _plain_tensor_types() -> Tuple[type, ...]:
 
 
 def _overrides(obj: Any) -> bool:
-    """Whether obj takes part in __torch_function__ dispatch."""
+    """Whether obj takes part in __torch_function__ dispatch: a Tensor subclass instance unless its class opts out
+    (Parameter, DTensor), or any other object with a __torch_function__."""
     t = type(obj)
     if t in _BASIC_TYPES or t in _plain_tensor_types():
         return False
+    from ._tensor import Tensor
+    from ._torch_function import takes_part
+    if isinstance(obj, Tensor):
+        return takes_part(t)
     return hasattr(obj, "__torch_function__")
 
 
@@ -66,13 +72,16 @@ def _get_overloaded_args(relevant_args: Iterable[Any],
                          get_type_fn: Optional[Callable[[Any], type]] = None) -> List[Any]:
     """The arguments whose types define __torch_function__, one per type, in calling order: a subclass goes before
     its base class, other types keep their left-to-right order (NEP-18's rule, as PyTorch)."""
+    from ._tensor import Tensor as tensor_cls
+    from ._torch_function import takes_part
     get_type = type if get_type_fn is None else get_type_fn
     plain = _plain_tensor_types()
     seen: Set[type] = set()
     ordered: List[Any] = []
     for arg in relevant_args:
         t = get_type(arg)
-        if t in seen or t in plain or not hasattr(t, "__torch_function__"):
+        if t in seen or t in plain or not hasattr(t, "__torch_function__") or (issubclass(t, tensor_cls) and
+                                                                             not takes_part(t)):
             continue
         seen.add(t)
         index = len(ordered)

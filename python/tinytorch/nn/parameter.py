@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 from .._tensor import Tensor
+from .._torch_function import _disabled_torch_function_impl
 
 _new = object.__new__
 
@@ -23,6 +24,7 @@ class Parameter(Tensor, metaclass=_ParameterMeta):
     """
 
     _is_param = True
+    __torch_function__ = staticmethod(_disabled_torch_function_impl)  # ops on parameters give plain tensors
 
     def __new__(cls, data: Tensor | None = None, requires_grad: bool = True) -> "Parameter":
         if data is None:
@@ -55,6 +57,8 @@ class Parameter(Tensor, metaclass=_ParameterMeta):
 
 class Buffer(Tensor):
     """A tensor that a Module registers as a buffer when assigned as an attribute (torch.nn.Buffer)."""
+
+    __torch_function__ = staticmethod(_disabled_torch_function_impl)
 
     def __new__(cls, data: Tensor | None = None, *, persistent: bool = True) -> "Buffer":
         if data is None:

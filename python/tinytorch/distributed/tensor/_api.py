@@ -21,6 +21,7 @@ import numpy as np
 
 from ..._C import _grad_enabled
 from ..._ops._common import record
+from ..._torch_function import _disabled_torch_function_impl
 from ..._tensor import Size, Tensor, _new, _wrap
 from .. import distributed_c10d as c10d
 from ..device_mesh import DeviceMesh, _mesh_resources, init_device_mesh
@@ -68,6 +69,8 @@ def _default_mesh(mesh: Optional[DeviceMesh], device_type: str) -> DeviceMesh:
 
 class DTensor(Tensor):
     """A distributed tensor: `_data` is this rank's local piece; `placements` say how pieces make the whole."""
+
+    __torch_function__ = staticmethod(_disabled_torch_function_impl)  # DTensor dispatches its own ops
 
     _mesh: DeviceMesh
     _placements: tuple

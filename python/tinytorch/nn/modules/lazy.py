@@ -15,6 +15,7 @@ from ... import _dispatch, _tensor
 from ..._creation import empty, tensor
 from ..._ops import convert as _convert
 from ..._tensor import Tensor
+from ..._torch_function import _disabled_torch_function_impl
 from ...autograd.grad_mode import no_grad
 from .. import parameter as _parameter
 from ..parameter import Parameter
@@ -52,6 +53,8 @@ class UninitializedTensorMixin:
     """A placeholder tensor of unknown shape: only its dtype/device can be queried or changed until materialize()."""
 
     cls_to_become: type = Tensor
+    # out of the subclass protocol: reading _data (below) is what refuses ops on a placeholder
+    __torch_function__ = staticmethod(_disabled_torch_function_impl)
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         pass  # everything happens in __new__; the base classes' __init__ would take the arguments as data
