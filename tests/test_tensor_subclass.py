@@ -89,3 +89,29 @@ def test_result_types_match_pytorch():
             pass
         return {k: type(v).__name__ for k, v in _ops(lib, lib.ones(2).as_subclass(Tagged)).items()}
     assert types(torch) == types(pt)
+
+
+def test_subclasses_build_through_new_and_make_subclass():
+    """PyTorch's two ways to build a subclass instance: super().__new__(cls, data) (the legacy constructor lives in
+    Tensor.__new__) and Tensor._make_subclass(cls, data, requires_grad), a new leaf sharing data's memory."""
+    class FromData(torch.Tensor):
+        @staticmethod
+        def __new__(cls, x, *args, **kwargs):
+            return super().__new__(cls, x, *args, **kwargs)
+
+    class Wrapped(torch.Tensor):
+        def __new__(cls, data, flag=False):
+            t = torch.Tensor._make_subclass(cls, data, data.requires_grad)
+            t.flag = flag
+            return t
+
+        def __init__(self, data, flag=False):  # its own arguments: Tensor.__init__ takes none of them
+            super().__init__()
+
+    a = FromData([1.0, 2.0])
+    assert type(a) is FromData and a.tolist() == [1.0, 2.0] and a.dtype == torch.float32
+    base = torch.ones(2, requires_grad=True)
+    w = Wrapped(base, flag=True)
+    assert type(w) is Wrapped and w.flag and w.requires_grad and w.is_leaf and w.data_ptr() == base.data_ptr()
+    assert type(w * 2) is Wrapped and not hasattr(w * 2, "flag")  # as_subclass makes a new instance
+    assert torch.Tensor().shape == (0,) and torch.Tensor(2, 3).shape == (2, 3)

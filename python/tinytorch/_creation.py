@@ -938,8 +938,8 @@ def _legacy_tensor_init(self: Tensor, *args, **kwargs) -> None:
     if len(args) == 1 and not isinstance(args[0], int):
         src = args[0]
         arr = _to_array(src, get_default_dtype() if not isinstance(src, Tensor) else None, dev)
-    else:
-        arr = xp_for(dev).empty(_size(args, "Tensor"), get_default_dtype().np)
+    else:  # Tensor() is empty, of size (0,), as in PyTorch
+        arr = xp_for(dev).empty(_size(args, "Tensor") if args else (0,), get_default_dtype().np)
     self._data = arr
 
 

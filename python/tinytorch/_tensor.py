@@ -90,10 +90,27 @@ class Tensor:
             ret = func(*args, **(kwargs or {}))
             return convert(ret, cls)
 
-    def __init__(self, *args, **kwargs) -> None:
-        # Legacy constructor, as PyTorch's: Tensor([1, 2]) copies data as float, Tensor(2, 3) is uninitialized.
+    def __new__(cls, *args, **kwargs) -> "Tensor":
+        # Legacy constructor, as PyTorch's: Tensor([1, 2]) copies data as float, Tensor(2, 3) is uninitialized. It is
+        # __new__, as there, so that a subclass's __new__ can build through super().__new__(cls, data).
         from ._creation import _legacy_tensor_init
-        _legacy_tensor_init(self, *args, **kwargs)
+        t = object.__new__(cls)
+        _legacy_tensor_init(t, *args, **kwargs)
+        return t
+
+    def __init__(self, *args, **kwargs) -> None:
+        pass  # built in __new__; a subclass's __init__ may take arguments of its own
+
+    @staticmethod
+    def _make_subclass(cls: type, data: "Tensor", require_grad: bool = False, **kwargs) -> "Tensor":
+        """A cls instance sharing data's memory, outside the graph (a new leaf requiring grad if asked): how
+        subclasses' __new__ wrap an existing tensor, as nn.Parameter does in PyTorch."""
+        t = object.__new__(cls)
+        t._data = data._data
+        t._vc = data._shared_vc()
+        if require_grad:
+            _set_requires_grad(t, True, "Only Tensors of floating point and complex dtype can require gradients")
+        return t
 
     # ---------------------------------------------------------------- metadata
     @property

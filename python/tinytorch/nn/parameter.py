@@ -49,7 +49,7 @@ class Parameter(Tensor, metaclass=_ParameterMeta):
         return p
 
     def __init__(self, data: Tensor | None = None, requires_grad: bool = True) -> None:
-        pass  # everything happens in __new__; Tensor.__init__ is the legacy data constructor
+        pass  # everything happens in __new__
 
     def __repr__(self) -> str:
         return "Parameter containing:\n" + super().__repr__()
