@@ -12,12 +12,16 @@ import pytest
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
 
+def _run_nanogpt(*args: str) -> subprocess.CompletedProcess:
+    """benchmarks/nanogpt.py with these arguments, in a child process on this checkout's package."""
+    env = dict(os.environ, PYTHONPATH=os.path.join(ROOT, "python"))
+    return subprocess.run([sys.executable, os.path.join(ROOT, "benchmarks", "nanogpt.py"), *args],
+                          capture_output=True, text=True, timeout=300, env=env)
+
+
 def test_products_table_counts_and_routes_every_product(tmp_path):
     out = tmp_path / "products.json"
-    env = dict(os.environ, PYTHONPATH=os.path.join(ROOT, "python"))
-    res = subprocess.run([sys.executable, os.path.join(ROOT, "benchmarks", "nanogpt.py"), "--products", "--iters", "2",
-                          "--warmup", "1", "--threads", "1", "--json", str(out)],
-                         capture_output=True, text=True, timeout=300, env=env)
+    res = _run_nanogpt("--products", "--iters", "2", "--warmup", "1", "--threads", "1", "--json", str(out))
     assert res.returncode == 0, res.stderr[-3000:]
     assert "products per step: tinytorch" in res.stdout
     result = json.loads(out.read_text())
@@ -47,10 +51,8 @@ def test_compare_blas_steps_the_model_with_both_libraries(tmp_path):
             _threads.use_blas("mkl")
         return
     out = tmp_path / "cb.json"
-    env = dict(os.environ, PYTHONPATH=os.path.join(ROOT, "python"))
-    res = subprocess.run([sys.executable, os.path.join(ROOT, "benchmarks", "nanogpt.py"), "--in-process",
-                          "--compare-blas", "--iters", "3", "--warmup", "1", "--threads", "1", "--json", str(out)],
-                         capture_output=True, text=True, timeout=300, env=env)
+    res = _run_nanogpt("--in-process", "--compare-blas", "--iters", "3", "--warmup", "1", "--threads", "1",
+                       "--json", str(out))
     assert res.returncode == 0, res.stderr[-3000:]
     row = json.loads(out.read_text())["threads"]["1"]
     assert row["tinytorch_openblas_ms"] > 0 and row["mkl_over_openblas"] > 0
@@ -61,10 +63,8 @@ def test_phases_split_each_step_and_add_up(tmp_path):
     """--phases times get_batch, forward, backward, clipping, AdamW and zero_grad apart (nothing about speed is
     asserted): every phase is timed, and their medians come to about the step's median."""
     out = tmp_path / "phases.json"
-    env = dict(os.environ, PYTHONPATH=os.path.join(ROOT, "python"))
-    res = subprocess.run([sys.executable, os.path.join(ROOT, "benchmarks", "nanogpt.py"), "--phases", "--overhead",
-                          "--iters", "6", "--warmup", "2", "--threads", "1", "--json", str(out)],
-                         capture_output=True, text=True, timeout=300, env=env)
+    res = _run_nanogpt("--phases", "--overhead", "--iters", "6", "--warmup", "2", "--threads", "1",
+                       "--json", str(out))
     assert res.returncode == 0, res.stderr[-3000:]
     libs = json.loads(out.read_text())["ms"]
     assert set(libs) == ({"tinytorch", "torch"} if importlib.util.find_spec("torch") else {"tinytorch"})
